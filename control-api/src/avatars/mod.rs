@@ -1,0 +1,5 @@
+//! Avatars: the built-in stock set and the custom avatars generated from a user's image.
+
+pub mod custom;
+pub mod portrait;
+pub mod stock;

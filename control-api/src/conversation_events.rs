@@ -1,0 +1,69 @@
+//! Applies the engine's conversation events to the records: status transitions and transcript entries.
+//! Each transcript entry is written as its turn is committed, so a crash loses at most the turn in flight.
+
+use confab_engine::{ConversationEvent, EventKind};
+use tokio::sync::mpsc;
+
+use crate::store::Db;
+use crate::store::conversations::{self, STATUS_ENDED, STATUS_IN_PROGRESS};
+
+pub const ROLE_USER: &str = "user";
+pub const ROLE_ASSISTANT: &str = "assistant";
+
+/// Records what one event means for the conversation.
+pub async fn apply(
+    db: &Db,
+    conversation_id: &str,
+    event: &ConversationEvent,
+) -> Result<(), sqlx::Error> {
+    let media_seconds = event.media_time.as_secs_f64();
+    match &event.kind {
+        EventKind::UserStartedSpeaking | EventKind::AgentStartedSpeaking { .. } => {
+            conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS).await?;
+        }
+        EventKind::UtteranceCommitted { text } => {
+            conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS).await?;
+            conversations::append_transcript(db, conversation_id, ROLE_USER, text, media_seconds)
+                .await?;
+        }
+        EventKind::AgentStoppedSpeaking { text } if !text.is_empty() => {
+            conversations::append_transcript(
+                db,
+                conversation_id,
+                ROLE_ASSISTANT,
+                text,
+                media_seconds,
+            )
+            .await?;
+        }
+        EventKind::CallEnded | EventKind::MaxCallDurationTimeout { .. } => {
+            conversations::advance_status(db, conversation_id, STATUS_ENDED).await?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Marks the conversation IN_PROGRESS once the participant's media flows.
+pub async fn media_started(db: &Db, conversation_id: &str) -> Result<(), sqlx::Error> {
+    conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS)
+        .await
+        .map(|_| ())
+}
+
+/// Consumes a conversation's event stream until the engine closes it, then makes sure the record reads
+/// ENDED (a stream that closes without `call_ended` means the session stopped).
+pub async fn consume(
+    db: Db,
+    conversation_id: String,
+    mut events: mpsc::Receiver<ConversationEvent>,
+) {
+    while let Some(event) = events.recv().await {
+        if let Err(err) = apply(&db, &conversation_id, &event).await {
+            tracing::error!(%conversation_id, event = event.kind.name(), error = %err, "could not record a conversation event");
+        }
+    }
+    if let Err(err) = conversations::advance_status(&db, &conversation_id, STATUS_ENDED).await {
+        tracing::error!(%conversation_id, error = %err, "could not end the conversation");
+    }
+}

@@ -1,0 +1,94 @@
+//! The one error type every handler returns, and its exact JSON bodies.
+//!
+//! SPEC.md fixes two shapes: `{"error": "..."}` for most failures and `{"message": "..."}` for the
+//! not-found cases of agents, guardrails and knowledge bases. Internal causes are logged here and never
+//! shown to the client.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// The body SPEC.md gives for a missing or invalid API key.
+pub const UNAUTHORIZED_MESSAGE: &str = "Unauthorized: not a valid authorization api key";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 401 with SPEC.md's unauthorized body.
+    #[error("unauthorized")]
+    Unauthorized,
+    /// 400 `{error}`: the request is malformed or fails validation.
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    /// 404 `{message}`: agents, guardrails and knowledge bases.
+    #[error("not found: {0}")]
+    NotFoundMessage(&'static str),
+    /// 404 `{error}`: every other resource.
+    #[error("not found: {0}")]
+    NotFound(&'static str),
+    /// 413 `{error}`.
+    #[error("payload too large")]
+    PayloadTooLarge,
+    /// 503 `{error}`: a dependency is not configured or unavailable.
+    #[error("unavailable: {0}")]
+    Unavailable(&'static str),
+    /// 500 `{error: public}`; `cause` is logged, never returned.
+    #[error("{public}: {cause}")]
+    Internal { public: &'static str, cause: String },
+}
+
+impl ApiError {
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::BadRequest(message.into())
+    }
+
+    /// Returns a closure that turns any error into a 500 with `public` as its body.
+    pub fn internal<E: std::fmt::Display>(public: &'static str) -> impl FnOnce(E) -> ApiError {
+        move |cause| ApiError::Internal {
+            public,
+            cause: cause.to_string(),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(cause: sqlx::Error) -> Self {
+        ApiError::Internal {
+            public: "Internal server error",
+            cause: cause.to_string(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, body) = match &self {
+            ApiError::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                json!({ "error": UNAUTHORIZED_MESSAGE }),
+            ),
+            ApiError::BadRequest(message) => (StatusCode::BAD_REQUEST, json!({ "error": message })),
+            ApiError::NotFoundMessage(message) => {
+                (StatusCode::NOT_FOUND, json!({ "message": message }))
+            }
+            ApiError::NotFound(message) => (StatusCode::NOT_FOUND, json!({ "error": message })),
+            ApiError::PayloadTooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({ "error": "Request body too large" }),
+            ),
+            ApiError::Unavailable(message) => {
+                (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": message }))
+            }
+            ApiError::Internal { public, cause } => {
+                tracing::error!(%cause, "{public}");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    json!({ "error": public }),
+                )
+            }
+        };
+        (status, Json(body)).into_response()
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,203 @@
+//! confab-api: the control plane. The REST interface of SPEC.md over SQLite or PostgreSQL, API keys and
+//! session tokens, and the consumer of the engine's conversation events.
+
+pub mod agent_config;
+pub mod auth;
+pub mod avatars;
+pub mod conversation_events;
+pub mod error;
+pub mod extract;
+pub mod pagination;
+pub mod routes;
+pub mod session_token;
+pub mod store;
+pub mod time;
+pub mod validate;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use serde_json::json;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::error::ApiError;
+use crate::session_token::SessionKeys;
+use crate::store::Db;
+
+/// Request body limit of every JSON route except custom-avatar creation.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Name under which the session-token signing key is stored.
+const SESSION_SECRET_NAME: &str = "session_token_secret";
+
+#[derive(Clone)]
+pub struct AppState {
+    pub db: Db,
+    pub session_keys: SessionKeys,
+    pub config: Arc<AppConfig>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    /// Base URL that browsers reach this server at, without a trailing slash (join links start with it).
+    pub public_url: String,
+}
+
+/// A minted session token and the join link that carries it.
+pub struct MintedSession {
+    pub token: String,
+    pub expires_at: String,
+    pub join_link: String,
+}
+
+impl AppState {
+    pub async fn new(db: Db, config: AppConfig) -> Result<AppState, sqlx::Error> {
+        let secret = store::settings::secret(&db, SESSION_SECRET_NAME).await?;
+        Ok(AppState {
+            db,
+            session_keys: SessionKeys::new(&secret),
+            config: Arc::new(config),
+        })
+    }
+
+    /// The browser page of a conversation; the token rides in the fragment, which never reaches a server log.
+    pub fn join_link(&self, conversation_id: &str, token: Option<&str>) -> String {
+        let base = format!(
+            "{}/join/{conversation_id}",
+            self.config.public_url.trim_end_matches('/')
+        );
+        match token {
+            Some(token) => format!("{base}#token={token}"),
+            None => base,
+        }
+    }
+
+    pub fn mint_session(
+        &self,
+        conversation_id: &str,
+        user_id: &str,
+        user_name: &str,
+        context: &str,
+    ) -> MintedSession {
+        let now = chrono::Utc::now();
+        let (token, claims) = self.session_keys.mint(
+            conversation_id,
+            user_id,
+            user_name,
+            context,
+            now.timestamp(),
+        );
+        let expires_at = chrono::DateTime::from_timestamp(claims.exp, 0).unwrap_or(now);
+        MintedSession {
+            join_link: self.join_link(conversation_id, Some(&token)),
+            token,
+            expires_at: time::format_iso(expires_at),
+        }
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Confab", description = "Self-hostable conversational video agents. Errors are `{error}` or, for \
+        missing agents, guardrails and knowledge bases, `{message}`; see docs/api.md."),
+    components(schemas(crate::store::conversations::TranscriptEntry)),
+    modifiers(&ApiKeyScheme)
+)]
+struct ApiDoc;
+
+struct ApiKeyScheme;
+
+impl utoipa::Modify for ApiKeyScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("x-api-key"))),
+        );
+        openapi.security = Some(vec![SecurityRequirement::new(
+            "api_key",
+            Vec::<String>::new(),
+        )]);
+    }
+}
+
+fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(routes::agents::router())
+        .merge(routes::templates::router())
+        .merge(routes::guardrails::router())
+        .merge(routes::tools::router())
+        .merge(routes::mcp::router())
+        .merge(routes::knowledge::router())
+        .merge(routes::conversations::router())
+        .merge(routes::sessions::router())
+        .merge(routes::meetings::router())
+        .merge(avatars::stock::router())
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .merge(avatars::custom::router().layer(DefaultBodyLimit::max(
+            avatars::custom::MAX_CREATE_BODY_BYTES,
+        )))
+}
+
+/// The OpenAPI document of every route, generated from the handlers' annotations.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let (_, api) = OpenApiRouter::<AppState>::with_openapi(ApiDoc::openapi())
+        .merge(api_routes())
+        .merge(routes::sessions::session_router())
+        .split_for_parts();
+    api
+}
+
+/// The whole HTTP application.
+pub fn app(state: AppState) -> Router {
+    let (api, _) = api_routes().split_for_parts();
+    let api = api.layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        auth::require_api_key,
+    ));
+    let (session, _) = routes::sessions::session_router().split_for_parts();
+    let document = openapi();
+    Router::new()
+        .route("/", get(landing))
+        .route(
+            "/openapi.json",
+            get(move || std::future::ready(axum::Json(document.clone()))),
+        )
+        .merge(session)
+        .merge(api)
+        .fallback(not_found)
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn landing() -> impl IntoResponse {
+    axum::Json(
+        json!({ "service": "confab", "version": env!("CARGO_PKG_VERSION"), "openapi": "/openapi.json" }),
+    )
+}
+
+/// Unknown paths: under `/v1` and `/v2` a caller without a valid key gets 401 like on every known route.
+async fn not_found(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> ApiError {
+    let path = uri.path();
+    if path.starts_with("/v1/") || path.starts_with("/v2/") {
+        let key = headers
+            .get("x-api-key")
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("")
+            .trim();
+        match auth::key_is_valid(&state.db, key).await {
+            Ok(true) => {}
+            Ok(false) => return ApiError::Unauthorized,
+            Err(err) => return ApiError::internal("Internal server error")(err),
+        }
+    }
+    ApiError::NotFound("Not found")
+}

@@ -1,0 +1,180 @@
+//! The `confab` binary: `serve` and `keys`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use confab_api::store::{self, Db};
+use confab_api::{AppConfig, AppState, auth};
+
+#[derive(Parser)]
+#[command(
+    name = "confab",
+    version,
+    about = "Self-hostable conversational video agents"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the control plane (REST API).
+    Serve(ServeArgs),
+    /// Manage API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+}
+
+#[derive(Args)]
+struct DatabaseArgs {
+    /// Directory of the embedded SQLite database (used when no database URL is given).
+    #[arg(long, env = "CONFAB_DATA", default_value = "./data")]
+    data: PathBuf,
+    /// PostgreSQL URL (postgres://…); SQLite in --data when absent.
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: Option<String>,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "CONFAB_ADDR", default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Base URL browsers use to reach this server (join links); defaults to http://ADDR.
+    #[arg(long, env = "CONFAB_PUBLIC_URL")]
+    public_url: Option<String>,
+    #[command(flatten)]
+    database: DatabaseArgs,
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Create an API key and print it once on stdout.
+    Create {
+        /// A label for the key.
+        #[arg(long, default_value = "default")]
+        name: String,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// List keys (ids, names, dates; never secrets).
+    List {
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Revoke a key by id.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+}
+
+async fn open_database(args: &DatabaseArgs) -> anyhow::Result<Db> {
+    let url = store::resolve_url(args.database_url.as_deref(), &args.data)?;
+    Db::connect(&url).await.context("cannot open the database")
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Serve(args) => serve(args).await,
+        Command::Keys { command } => keys(command).await,
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let db = open_database(&args.database).await?;
+    let public_url = args
+        .public_url
+        .unwrap_or_else(|| format!("http://{}", args.addr));
+    let state = AppState::new(db.clone(), AppConfig { public_url })
+        .await
+        .context("cannot initialise the server")?;
+    let resumed = confab_api::avatars::custom::resume_unfinished(&db)
+        .await
+        .context("cannot resume avatar jobs")?;
+    if resumed > 0 {
+        tracing::info!(resumed, "resumed unfinished custom avatar jobs");
+    }
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    tracing::info!(addr = %listener.local_addr()?, backend = ?db.backend, "confab serving");
+    axum::serve(listener, confab_api::app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    tracing::info!("confab stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = async { tokio::signal::ctrl_c().await.ok() };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down");
+}
+
+async fn keys(command: KeysCommand) -> anyhow::Result<()> {
+    match command {
+        KeysCommand::Create { name, database } => {
+            let db = open_database(&database).await?;
+            let (id, secret) = auth::create_key(&db, &name)
+                .await
+                .context("cannot create the key")?;
+            tracing::info!(%id, "API key created; it is shown once");
+            println!("{secret}");
+        }
+        KeysCommand::List { database } => {
+            let db = open_database(&database).await?;
+            println!("{:<36}  {:<27}  {:<8}  NAME", "ID", "CREATED", "STATUS");
+            for key in auth::list_keys(&db).await.context("cannot list keys")? {
+                let status = if key.revoked_at.is_some() {
+                    "revoked"
+                } else {
+                    "active"
+                };
+                println!(
+                    "{:<36}  {:<27}  {:<8}  {}",
+                    key.id, key.created_at, status, key.name
+                );
+            }
+        }
+        KeysCommand::Revoke { id, database } => {
+            let db = open_database(&database).await?;
+            if !auth::revoke_key(&db, &id)
+                .await
+                .context("cannot revoke the key")?
+            {
+                anyhow::bail!("no active key has id {id}");
+            }
+            println!("revoked {id}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,544 @@
+//! Agents: creation (full form, short form, from a template), listing, reading and deletion. Reading
+//! resolves attached knowledge bases, tools, guardrails and MCP configurations into whole records,
+//! skipping references whose target was deleted.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::AppState;
+use crate::agent_config::{Attachments, PipelineConfig, nullable};
+use crate::avatars::custom::find_completed;
+use crate::avatars::stock::find_stock_avatar;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiQuery, parse_id};
+use crate::pagination::{ListQuery, with_total};
+use crate::routes::guardrails::{Guardrail, to_guardrail};
+use crate::routes::knowledge::{KnowledgeBase, to_knowledge_base};
+use crate::routes::mcp::{Mcp, to_mcp};
+use crate::routes::templates::TemplateFields;
+use crate::routes::tools::{Tool, to_tool};
+use crate::store::collection::{
+    AGENTS, GUARDRAILS, KNOWLEDGE_BASES, MCP_SERVERS, TEMPLATES, TOOLS,
+};
+use crate::store::{Db, StoredRecord};
+use crate::validate;
+
+pub const NOT_FOUND: &str = "Agent details not found";
+const READ_FAILED: &str = "Failed to retrieve agent details";
+const CREATE_FAILED: &str = "Failed to create agent";
+/// `config.maxCallDuration` when the agent leaves it out, in seconds.
+pub const DEFAULT_MAX_CALL_DURATION_SECONDS: f64 = 3600.0;
+/// Largest `config.maxCallDuration` accepted, in seconds (24 hours).
+pub const MAX_CALL_DURATION_LIMIT_SECONDS: f64 = 86_400.0;
+/// Most avatars on one agent.
+pub const MAX_AVATARS: usize = 16;
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AgentAvatar {
+    pub avatar_key_id: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub persona_name: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub config: PipelineConfig,
+}
+
+/// Agent-level properties. `maxCallDuration` is in seconds.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSettings {
+    #[serde(
+        default = "default_max_call_duration",
+        deserialize_with = "max_call_duration_or_default"
+    )]
+    pub max_call_duration: f64,
+    #[serde(default, deserialize_with = "nullable")]
+    pub conversational_context: String,
+}
+
+fn default_max_call_duration() -> f64 {
+    DEFAULT_MAX_CALL_DURATION_SECONDS
+}
+
+fn max_call_duration_or_default<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(DEFAULT_MAX_CALL_DURATION_SECONDS))
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        AgentSettings {
+            max_call_duration: DEFAULT_MAX_CALL_DURATION_SECONDS,
+            conversational_context: String::new(),
+        }
+    }
+}
+
+/// What is stored for an agent.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AgentFields {
+    pub agent_name: String,
+    pub agent_system_prompt: String,
+    pub avatars: Vec<AgentAvatar>,
+    pub callback_url: String,
+    pub callback_events: Vec<String>,
+    pub config: AgentSettings,
+    pub record: bool,
+    #[serde(flatten)]
+    pub attachments: Attachments,
+    /// Standard Webhooks signing secret (`whsec_…`) for this agent's events.
+    pub webhook_secret: String,
+    /// Meeting invite identity, when created from a template with one.
+    pub email: String,
+    /// The template this agent was created from; empty otherwise.
+    pub template_id: String,
+}
+
+/// `POST /v1/ext/agent`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateAgent {
+    pub agent_name: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub agent_system_prompt: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub avatars: Vec<AgentAvatar>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub config: AgentSettings,
+    #[serde(default, deserialize_with = "nullable")]
+    pub callback_url: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub callback_events: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub record: bool,
+    #[serde(flatten)]
+    pub attachments: Attachments,
+}
+
+/// `POST /v1/agent/api`: the short form.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateAgentShort {
+    pub name: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub system_prompt: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub avatar_ids: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub callback_url: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub callback_events: Vec<String>,
+}
+
+/// `POST /v1/ext/agentbytemplate`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateAgentFromTemplate {
+    pub template_id: String,
+    #[serde(default)]
+    pub avatar_key_id: Option<String>,
+    #[serde(default)]
+    pub avatar_ids: Option<Vec<String>>,
+    #[serde(default)]
+    pub email: Option<String>,
+    /// Appended after the template's system prompt.
+    #[serde(default)]
+    pub context_override: Option<String>,
+}
+
+/// The Agent resource as the API returns it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Agent {
+    pub id: String,
+    pub agent_name: String,
+    pub agent_system_prompt: String,
+    pub avatars: Vec<AgentAvatar>,
+    pub callback_events: Vec<String>,
+    pub callback_url: String,
+    pub config: AgentSettings,
+    pub knowledge_base: Vec<KnowledgeBase>,
+    pub tool: Vec<Tool>,
+    pub guardrail: Vec<Guardrail>,
+    pub mcp: Vec<Mcp>,
+    pub record: bool,
+    #[serde(flatten)]
+    pub attachments: Attachments,
+    pub webhook_secret: String,
+    pub email: String,
+    pub template_id: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_agent, list_agents))
+        .routes(routes!(get_agent, delete_agent))
+        .routes(routes!(create_agent_short))
+        .routes(routes!(create_agent_from_template))
+}
+
+fn new_webhook_secret() -> String {
+    let mut bytes = [0u8; 24];
+    rand::Rng::fill(&mut rand::rng(), &mut bytes[..]);
+    format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )
+}
+
+fn validate_callback(url: &str, events: &mut Vec<String>) -> ApiResult<()> {
+    validate::optional_http_url("callback_url", url)?;
+    for event in events.iter() {
+        validate::one_of("callback_events", event, &confab_engine::EVENT_NAMES)?;
+    }
+    let mut seen = Vec::with_capacity(events.len());
+    events.retain(|event| {
+        if seen.contains(event) {
+            false
+        } else {
+            seen.push(event.clone());
+            true
+        }
+    });
+    Ok(())
+}
+
+async fn validate_fields(db: &Db, fields: &mut AgentFields) -> ApiResult<()> {
+    validate::required_name("agent_name", &fields.agent_name)?;
+    validate::max_chars(
+        "agent_system_prompt",
+        &fields.agent_system_prompt,
+        validate::MAX_TEXT_CHARS,
+    )?;
+    validate::max_chars(
+        "config.conversationalContext",
+        &fields.config.conversational_context,
+        validate::MAX_TEXT_CHARS,
+    )?;
+    let duration = fields.config.max_call_duration;
+    if !(duration.is_finite() && duration > 0.0 && duration <= MAX_CALL_DURATION_LIMIT_SECONDS) {
+        return Err(ApiError::bad_request(format!(
+            "Invalid request body: config.maxCallDuration must be seconds between 0 and {MAX_CALL_DURATION_LIMIT_SECONDS}"
+        )));
+    }
+    if fields.avatars.len() > MAX_AVATARS {
+        return Err(ApiError::bad_request(format!(
+            "Invalid request body: at most {MAX_AVATARS} avatars"
+        )));
+    }
+    for (index, avatar) in fields.avatars.iter_mut().enumerate() {
+        validate::required_name(
+            &format!("avatars[{index}].avatar_key_id"),
+            &avatar.avatar_key_id,
+        )?;
+        validate::max_chars(
+            &format!("avatars[{index}].persona_name"),
+            &avatar.persona_name,
+            validate::MAX_NAME_CHARS,
+        )?;
+        avatar
+            .config
+            .normalize(&format!("avatars[{index}].config."))?;
+    }
+    validate_callback(&fields.callback_url, &mut fields.callback_events)?;
+    fields.attachments.validate(db).await
+}
+
+async fn insert_agent(db: &Db, mut fields: AgentFields) -> ApiResult<Json<Value>> {
+    validate_fields(db, &mut fields).await?;
+    let record = StoredRecord::new(
+        uuid::Uuid::new_v4().to_string(),
+        &fields.agent_name,
+        &fields,
+    );
+    AGENTS
+        .insert(&db.pool, &record)
+        .await
+        .map_err(ApiError::internal(CREATE_FAILED))?;
+    Ok(Json(
+        json!({ "id": record.id, "message": "Agent created successfully", "webhook_secret": fields.webhook_secret }),
+    ))
+}
+
+/// Resolves an agent record into the API resource.
+pub async fn to_agent(db: &Db, record: &StoredRecord) -> Result<Agent, sqlx::Error> {
+    let fields: AgentFields = record.fields()?;
+    let mut knowledge_base = Vec::new();
+    for kb in KNOWLEDGE_BASES
+        .get_many(db, &fields.attachments.knowledge_base_ids)
+        .await?
+    {
+        knowledge_base.push(to_knowledge_base(db, &kb).await?);
+    }
+    let tool = TOOLS
+        .get_many(db, &fields.attachments.tool_ids)
+        .await?
+        .iter()
+        .map(to_tool)
+        .collect::<Result<_, _>>()?;
+    let guardrail = GUARDRAILS
+        .get_many(db, &fields.attachments.guardrail_ids)
+        .await?
+        .iter()
+        .map(to_guardrail)
+        .collect::<Result<_, _>>()?;
+    let mcp = MCP_SERVERS
+        .get_many(db, &fields.attachments.mcp_ids)
+        .await?
+        .iter()
+        .map(to_mcp)
+        .collect::<Result<_, _>>()?;
+    Ok(Agent {
+        id: record.id.clone(),
+        agent_name: fields.agent_name,
+        agent_system_prompt: fields.agent_system_prompt,
+        avatars: fields.avatars,
+        callback_events: fields.callback_events,
+        callback_url: fields.callback_url,
+        config: fields.config,
+        knowledge_base,
+        tool,
+        guardrail,
+        mcp,
+        record: fields.record,
+        attachments: fields.attachments,
+        webhook_secret: fields.webhook_secret,
+        email: fields.email,
+        template_id: fields.template_id,
+        created_at: record.created_at.clone(),
+        updated_at: record.updated_at.clone(),
+    })
+}
+
+/// Create an agent from its full description.
+#[utoipa::path(post, path = "/v1/ext/agent", tag = "agents", request_body = CreateAgent,
+    responses((status = 200, description = "`{id, message: \"Agent created successfully\", webhook_secret}`"), (status = 400), (status = 401)))]
+async fn create_agent(
+    State(state): State<AppState>,
+    ApiJson(input): ApiJson<CreateAgent>,
+) -> ApiResult<Json<Value>> {
+    let fields = AgentFields {
+        agent_name: input.agent_name,
+        agent_system_prompt: input.agent_system_prompt,
+        avatars: input.avatars,
+        callback_url: input.callback_url,
+        callback_events: input.callback_events,
+        config: input.config,
+        record: input.record,
+        attachments: input.attachments,
+        webhook_secret: new_webhook_secret(),
+        email: String::new(),
+        template_id: String::new(),
+    };
+    insert_agent(&state.db, fields).await
+}
+
+/// Create an agent from the short form; avatars get the default (local) pipeline.
+#[utoipa::path(post, path = "/v1/agent/api", tag = "agents", request_body = CreateAgentShort,
+    responses((status = 200, description = "`{id, message: \"Agent created successfully\", webhook_secret}`"), (status = 400), (status = 401)))]
+async fn create_agent_short(
+    State(state): State<AppState>,
+    ApiJson(input): ApiJson<CreateAgentShort>,
+) -> ApiResult<Json<Value>> {
+    let avatars = input
+        .avatar_ids
+        .into_iter()
+        .map(|avatar_key_id| AgentAvatar {
+            persona_name: find_stock_avatar(&avatar_key_id)
+                .map(|a| a.avatar_name.clone())
+                .unwrap_or_default(),
+            avatar_key_id,
+            config: PipelineConfig::default(),
+        })
+        .collect();
+    let fields = AgentFields {
+        agent_name: input.name,
+        agent_system_prompt: input.system_prompt,
+        avatars,
+        callback_url: input.callback_url,
+        callback_events: input.callback_events,
+        config: AgentSettings::default(),
+        record: false,
+        attachments: Attachments::default(),
+        webhook_secret: new_webhook_secret(),
+        email: String::new(),
+        template_id: String::new(),
+    };
+    insert_agent(&state.db, fields).await
+}
+
+/// The persona name of a stock or completed custom avatar; None when it cannot be fetched.
+async fn avatar_persona(db: &Db, avatar_key_id: &str) -> Result<Option<String>, sqlx::Error> {
+    if let Some(stock) = find_stock_avatar(avatar_key_id) {
+        return Ok(Some(stock.avatar_name.clone()));
+    }
+    Ok(find_completed(db, avatar_key_id)
+        .await?
+        .map(|custom| custom.avatar_name))
+}
+
+/// Create an agent from a template: it inherits the template's prompt, pipeline and attachments.
+#[utoipa::path(post, path = "/v1/ext/agentbytemplate", tag = "agents", request_body = CreateAgentFromTemplate,
+    responses((status = 200, description = "`{id, message: \"Agent created successfully\", webhook_secret}`"),
+        (status = 400, description = "`{error: \"Invalid request body\"}`"),
+        (status = 404, description = "`{error: \"Failed to fetch template/avatar\"}`"), (status = 401)))]
+async fn create_agent_from_template(
+    State(state): State<AppState>,
+    body: Result<ApiJson<CreateAgentFromTemplate>, ApiError>,
+) -> ApiResult<Json<Value>> {
+    let invalid = || ApiError::bad_request("Invalid request body");
+    let input = match body {
+        Ok(ApiJson(input)) => input,
+        Err(ApiError::PayloadTooLarge) => return Err(ApiError::PayloadTooLarge),
+        Err(_) => return Err(invalid()),
+    };
+    let avatar_ids: Vec<String> = match (input.avatar_ids, input.avatar_key_id) {
+        (Some(ids), _) if !ids.is_empty() => ids,
+        (_, Some(id)) if !id.trim().is_empty() => vec![id],
+        _ => return Err(invalid()),
+    };
+    let email = input.email.unwrap_or_default();
+    let context_override = input.context_override.unwrap_or_default();
+    if email.chars().count() > validate::MAX_NAME_CHARS
+        || context_override.chars().count() > validate::MAX_TEXT_CHARS
+    {
+        return Err(invalid());
+    }
+
+    let fetch_failed = || ApiError::NotFound("Failed to fetch template/avatar");
+    let template_id = uuid::Uuid::parse_str(&input.template_id)
+        .map_err(|_| fetch_failed())?
+        .hyphenated()
+        .to_string();
+    let template = TEMPLATES
+        .get(&state.db, &template_id)
+        .await
+        .map_err(ApiError::internal(CREATE_FAILED))?
+        .ok_or_else(fetch_failed)?;
+    let template: TemplateFields = template
+        .fields()
+        .map_err(ApiError::internal(CREATE_FAILED))?;
+    let mut avatars = Vec::with_capacity(avatar_ids.len());
+    for avatar_key_id in avatar_ids {
+        let persona = avatar_persona(&state.db, &avatar_key_id)
+            .await
+            .map_err(ApiError::internal(CREATE_FAILED))?;
+        let persona_name = persona.ok_or_else(fetch_failed)?;
+        avatars.push(AgentAvatar {
+            avatar_key_id,
+            persona_name,
+            config: template.config.clone(),
+        });
+    }
+    let agent_system_prompt = match (
+        template.system_prompt.is_empty(),
+        context_override.is_empty(),
+    ) {
+        (_, true) => template.system_prompt.clone(),
+        (true, false) => context_override,
+        (false, false) => format!("{}\n\n{}", template.system_prompt, context_override),
+    };
+    let mut attachments = template.attachments.clone();
+    // References to records deleted since the template was saved are dropped, not refused.
+    attachments.knowledge_base_ids =
+        existing(&state.db, KNOWLEDGE_BASES, attachments.knowledge_base_ids).await?;
+    attachments.tool_ids = existing(&state.db, TOOLS, attachments.tool_ids).await?;
+    attachments.guardrail_ids = existing(&state.db, GUARDRAILS, attachments.guardrail_ids).await?;
+    attachments.mcp_ids = existing(&state.db, MCP_SERVERS, attachments.mcp_ids).await?;
+    let fields = AgentFields {
+        agent_name: template.name,
+        agent_system_prompt,
+        avatars,
+        callback_url: String::new(),
+        callback_events: Vec::new(),
+        config: AgentSettings::default(),
+        record: false,
+        attachments,
+        webhook_secret: new_webhook_secret(),
+        email,
+        template_id,
+    };
+    insert_agent(&state.db, fields).await
+}
+
+async fn existing(
+    db: &Db,
+    collection: crate::store::Collection,
+    ids: Vec<String>,
+) -> ApiResult<Vec<String>> {
+    let missing = collection
+        .missing(db, &ids)
+        .await
+        .map_err(ApiError::internal(CREATE_FAILED))?;
+    Ok(ids.into_iter().filter(|id| !missing.contains(id)).collect())
+}
+
+/// List agents, newest first; `search` matches the name or the id.
+#[utoipa::path(get, path = "/v1/ext/agent", tag = "agents", params(ListQuery),
+    responses((status = 200, body = [Agent], headers(("X-Total-Count" = i64))), (status = 400), (status = 401),
+        (status = 500, description = "`{error: \"Failed to retrieve agent details\"}`")))]
+async fn list_agents(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> ApiResult<Response> {
+    let (page, search) = (query.page()?, query.search()?);
+    let (records, total) = AGENTS
+        .list(&state.db, search, page)
+        .await
+        .map_err(ApiError::internal(READ_FAILED))?;
+    let mut agents = Vec::with_capacity(records.len());
+    for record in &records {
+        agents.push(
+            to_agent(&state.db, record)
+                .await
+                .map_err(ApiError::internal(READ_FAILED))?,
+        );
+    }
+    Ok(with_total(agents, total))
+}
+
+#[utoipa::path(get, path = "/v1/ext/agent/{id}", tag = "agents",
+    responses((status = 200, body = Agent), (status = 404, description = "`{message: \"Agent details not found\"}`")))]
+async fn get_agent(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Agent>> {
+    let id = parse_id(&id, ApiError::NotFoundMessage(NOT_FOUND))?;
+    let record = AGENTS
+        .get(&state.db, &id)
+        .await
+        .map_err(ApiError::internal(READ_FAILED))?
+        .ok_or(ApiError::NotFoundMessage(NOT_FOUND))?;
+    Ok(Json(
+        to_agent(&state.db, &record)
+            .await
+            .map_err(ApiError::internal(READ_FAILED))?,
+    ))
+}
+
+/// Permanently delete an agent. Its conversations stay readable.
+#[utoipa::path(delete, path = "/v1/ext/agent/{id}", tag = "agents",
+    responses((status = 200, description = "`{id, message: \"Agent deleted successfully\"}`"),
+        (status = 404, description = "`{message: \"Agent details not found\"}`"),
+        (status = 500, description = "`{error: \"Failed to delete agent\"}`")))]
+async fn delete_agent(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let id = parse_id(&id, ApiError::NotFoundMessage(NOT_FOUND))?;
+    if !AGENTS
+        .delete(&state.db.pool, &id)
+        .await
+        .map_err(ApiError::internal("Failed to delete agent"))?
+    {
+        return Err(ApiError::NotFoundMessage(NOT_FOUND));
+    }
+    Ok(Json(
+        json!({ "id": id, "message": "Agent deleted successfully" }),
+    ))
+}

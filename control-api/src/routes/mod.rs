@@ -1,0 +1,11 @@
+//! HTTP routes, one module per resource; each exposes `router()`.
+
+pub mod agents;
+pub mod conversations;
+pub mod guardrails;
+pub mod knowledge;
+pub mod mcp;
+pub mod meetings;
+pub mod sessions;
+pub mod templates;
+pub mod tools;

@@ -1,0 +1,233 @@
+//! A table of JSON documents: one resource kind per table, with `id`, `name` (for search) and
+//! timestamps as columns. Every document resource (agents, templates, guardrails, tools, MCP servers,
+//! knowledge bases, custom avatars) is stored and listed through this one type.
+
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{Db, like_pattern};
+
+#[derive(Debug, Clone, Copy)]
+pub struct Collection {
+    table: &'static str,
+}
+
+pub const AGENTS: Collection = Collection { table: "agents" };
+pub const TEMPLATES: Collection = Collection { table: "templates" };
+pub const GUARDRAILS: Collection = Collection {
+    table: "guardrails",
+};
+pub const TOOLS: Collection = Collection { table: "tools" };
+pub const MCP_SERVERS: Collection = Collection {
+    table: "mcp_servers",
+};
+pub const KNOWLEDGE_BASES: Collection = Collection {
+    table: "knowledge_bases",
+};
+pub const CUSTOM_AVATARS: Collection = Collection {
+    table: "custom_avatars",
+};
+
+#[derive(Debug, Clone)]
+pub struct StoredRecord {
+    pub id: String,
+    pub name: String,
+    pub body: Value,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A validated page request.
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub offset: i64,
+    pub limit: i64,
+}
+
+impl Page {
+    pub const ALL: Page = Page {
+        offset: 0,
+        limit: i64::MAX,
+    };
+}
+
+fn decode(row: &AnyRow) -> Result<StoredRecord, sqlx::Error> {
+    let body: String = row.try_get("body")?;
+    Ok(StoredRecord {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        body: serde_json::from_str(&body).map_err(|err| sqlx::Error::Decode(Box::new(err)))?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+impl Collection {
+    pub async fn insert<'c, E>(&self, executor: E, record: &StoredRecord) -> Result<(), sqlx::Error>
+    where
+        E: sqlx::Executor<'c, Database = sqlx::Any>,
+    {
+        let sql = format!(
+            "INSERT INTO {} (id, name, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)",
+            self.table
+        );
+        sqlx::query(&sql)
+            .bind(&record.id)
+            .bind(&record.name)
+            .bind(record.body.to_string())
+            .bind(&record.created_at)
+            .bind(&record.updated_at)
+            .execute(executor)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn get(&self, db: &Db, id: &str) -> Result<Option<StoredRecord>, sqlx::Error> {
+        let sql = format!(
+            "SELECT id, name, body, created_at, updated_at FROM {} WHERE id = $1",
+            self.table
+        );
+        sqlx::query(&sql)
+            .bind(id)
+            .fetch_optional(&db.pool)
+            .await?
+            .as_ref()
+            .map(decode)
+            .transpose()
+    }
+
+    /// The records with these ids, in the given order; ids with no record are skipped.
+    pub async fn get_many(
+        &self,
+        db: &Db,
+        ids: &[String],
+    ) -> Result<Vec<StoredRecord>, sqlx::Error> {
+        let mut records = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(record) = self.get(db, id).await? {
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
+    /// The ids among `ids` that name no record.
+    pub async fn missing(&self, db: &Db, ids: &[String]) -> Result<Vec<String>, sqlx::Error> {
+        let sql = format!("SELECT COUNT(*) AS n FROM {} WHERE id = $1", self.table);
+        let mut missing = Vec::new();
+        for id in ids {
+            let n: i64 = sqlx::query(&sql)
+                .bind(id)
+                .fetch_one(&db.pool)
+                .await?
+                .try_get("n")?;
+            if n == 0 {
+                missing.push(id.clone());
+            }
+        }
+        Ok(missing)
+    }
+
+    /// Newest first. `search` matches the name or the id, case-insensitively, as literal text.
+    /// Returns the page and the total number of matches.
+    pub async fn list(
+        &self,
+        db: &Db,
+        search: Option<&str>,
+        page: Page,
+    ) -> Result<(Vec<StoredRecord>, i64), sqlx::Error> {
+        let filter =
+            "($1 = '' OR LOWER(name) LIKE $2 ESCAPE '\\' OR LOWER(id) LIKE $2 ESCAPE '\\')";
+        let search = search.unwrap_or("").trim();
+        let pattern = like_pattern(search);
+        let count_sql = format!("SELECT COUNT(*) AS n FROM {} WHERE {filter}", self.table);
+        let total: i64 = sqlx::query(&count_sql)
+            .bind(search)
+            .bind(&pattern)
+            .fetch_one(&db.pool)
+            .await?
+            .try_get("n")?;
+        let list_sql = format!(
+            "SELECT id, name, body, created_at, updated_at FROM {} WHERE {filter}
+             ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4",
+            self.table
+        );
+        let rows = sqlx::query(&list_sql)
+            .bind(search)
+            .bind(&pattern)
+            .bind(page.limit)
+            .bind(page.offset)
+            .fetch_all(&db.pool)
+            .await?;
+        let records = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
+        Ok((records, total))
+    }
+
+    /// Replaces name and body; returns false when no record has this id.
+    pub async fn replace<'c, E>(
+        &self,
+        executor: E,
+        record: &StoredRecord,
+    ) -> Result<bool, sqlx::Error>
+    where
+        E: sqlx::Executor<'c, Database = sqlx::Any>,
+    {
+        let sql = format!(
+            "UPDATE {} SET name = $1, body = $2, updated_at = $3 WHERE id = $4",
+            self.table
+        );
+        let result = sqlx::query(&sql)
+            .bind(&record.name)
+            .bind(record.body.to_string())
+            .bind(&record.updated_at)
+            .bind(&record.id)
+            .execute(executor)
+            .await?;
+        Ok(result.rows_affected() > 0)
+    }
+
+    /// Deletes; returns false when no record has this id.
+    pub async fn delete<'c, E>(&self, executor: E, id: &str) -> Result<bool, sqlx::Error>
+    where
+        E: sqlx::Executor<'c, Database = sqlx::Any>,
+    {
+        let sql = format!("DELETE FROM {} WHERE id = $1", self.table);
+        Ok(sqlx::query(&sql)
+            .bind(id)
+            .execute(executor)
+            .await?
+            .rows_affected()
+            > 0)
+    }
+}
+
+impl StoredRecord {
+    /// A new record with both timestamps set to now.
+    pub fn new<T: serde::Serialize>(id: String, name: &str, fields: &T) -> StoredRecord {
+        let now = crate::time::now_iso();
+        StoredRecord {
+            id,
+            name: name.to_string(),
+            body: serde_json::to_value(fields).expect("resource fields serialize to JSON"),
+            created_at: now.clone(),
+            updated_at: now,
+        }
+    }
+
+    /// This record with new fields and `updated_at` set to now.
+    pub fn with_fields<T: serde::Serialize>(&self, name: &str, fields: &T) -> StoredRecord {
+        StoredRecord {
+            id: self.id.clone(),
+            name: name.to_string(),
+            body: serde_json::to_value(fields).expect("resource fields serialize to JSON"),
+            created_at: self.created_at.clone(),
+            updated_at: crate::time::now_iso(),
+        }
+    }
+
+    /// The stored fields as their type.
+    pub fn fields<T: serde::de::DeserializeOwned>(&self) -> Result<T, sqlx::Error> {
+        serde_json::from_value(self.body.clone()).map_err(|err| sqlx::Error::Decode(Box::new(err)))
+    }
+}

@@ -1,0 +1,140 @@
+//! The schema, as numbered migrations applied in order at start. Every statement is valid on both
+//! SQLite and PostgreSQL: TEXT, BIGINT and DOUBLE PRECISION columns only; JSON lives in TEXT.
+
+use sqlx::Row;
+
+use super::{Backend, Db};
+
+/// Tables that hold one resource each as a JSON document, with the columns lists and searches need.
+const DOCUMENT_TABLES: &[&str] = &[
+    "agents",
+    "templates",
+    "guardrails",
+    "tools",
+    "mcp_servers",
+    "knowledge_bases",
+    "custom_avatars",
+];
+
+fn document_table(table: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {table} (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            body TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )"
+    )
+}
+
+fn migration_1() -> Vec<String> {
+    let mut statements: Vec<String> = DOCUMENT_TABLES
+        .iter()
+        .map(|table| document_table(table))
+        .collect();
+    statements.extend(
+        [
+            "CREATE INDEX IF NOT EXISTS agents_created ON agents (created_at)",
+            "CREATE TABLE IF NOT EXISTS guardrail_keys (
+                key TEXT PRIMARY KEY,
+                guardrail_id TEXT NOT NULL
+            )",
+            "CREATE TABLE IF NOT EXISTS knowledge_documents (
+                id TEXT PRIMARY KEY,
+                knowledge_base_id TEXT NOT NULL,
+                title TEXT NOT NULL,
+                content TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            )",
+            "CREATE INDEX IF NOT EXISTS knowledge_documents_kb ON knowledge_documents (knowledge_base_id)",
+            "CREATE TABLE IF NOT EXISTS custom_avatar_sources (
+                avatar_id TEXT PRIMARY KEY,
+                image_base64 TEXT NOT NULL
+            )",
+            "CREATE TABLE IF NOT EXISTS api_keys (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                key_hash TEXT NOT NULL UNIQUE,
+                created_at TEXT NOT NULL,
+                revoked_at TEXT
+            )",
+            "CREATE TABLE IF NOT EXISTS settings (
+                name TEXT PRIMARY KEY,
+                value TEXT NOT NULL
+            )",
+            "CREATE TABLE IF NOT EXISTS conversations (
+                id TEXT PRIMARY KEY,
+                agent_id TEXT NOT NULL,
+                agent_name TEXT NOT NULL,
+                avatar_id TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                user_name TEXT NOT NULL,
+                context TEXT NOT NULL,
+                meta_data TEXT NOT NULL,
+                join_link TEXT NOT NULL,
+                status TEXT NOT NULL,
+                is_active BIGINT NOT NULL,
+                conversation_type TEXT NOT NULL,
+                job_id TEXT,
+                feedback TEXT NOT NULL,
+                rating BIGINT,
+                usage_status TEXT NOT NULL,
+                usage_json TEXT NOT NULL,
+                snippets TEXT NOT NULL,
+                chat_history TEXT NOT NULL,
+                is_recorded BIGINT NOT NULL,
+                recording_url TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL
+            )",
+            "CREATE INDEX IF NOT EXISTS conversations_created ON conversations (created_at)",
+            "CREATE TABLE IF NOT EXISTS transcript_entries (
+                conversation_id TEXT NOT NULL,
+                seq BIGINT NOT NULL,
+                role TEXT NOT NULL,
+                content TEXT NOT NULL,
+                message_timestamp DOUBLE PRECISION NOT NULL,
+                created_at TEXT NOT NULL,
+                PRIMARY KEY (conversation_id, seq)
+            )",
+        ]
+        .map(str::to_string),
+    );
+    statements
+}
+
+/// Applies every migration newer than the recorded version, each in its own transaction.
+pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
+    sqlx::query("CREATE TABLE IF NOT EXISTS confab_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        .execute(&db.pool)
+        .await?;
+    let migrations: Vec<(i64, Vec<String>)> = vec![(1, migration_1())];
+    for (version, statements) in migrations {
+        let mut tx = db.pool.begin().await?;
+        if db.backend == Backend::Postgres {
+            // Replicas starting together apply each migration once.
+            sqlx::query("SELECT pg_advisory_xact_lock(7305817)")
+                .execute(&mut *tx)
+                .await?;
+        }
+        let applied = sqlx::query("SELECT COUNT(*) AS n FROM confab_migrations WHERE version = $1")
+            .bind(version)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get::<i64, _>("n")?;
+        if applied > 0 {
+            continue;
+        }
+        for statement in &statements {
+            sqlx::query(statement).execute(&mut *tx).await?;
+        }
+        sqlx::query("INSERT INTO confab_migrations (version, applied_at) VALUES ($1, $2)")
+            .bind(version)
+            .bind(crate::time::now_iso())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! Storage: one schema on SQLite (the embedded default, WAL) and PostgreSQL (the fleet), reached through
+//! sqlx's `Any` driver so every query is written once. Queries use `$1, $2, …` placeholders in order of
+//! first appearance, which both backends accept.
+
+pub mod collection;
+pub mod conversations;
+mod migrations;
+pub mod settings;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, ConnectOptions};
+
+pub use collection::{Collection, Page, StoredRecord};
+
+/// Which database a URL selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Clone)]
+pub struct Db {
+    pub pool: AnyPool,
+    pub backend: Backend,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("unsupported database URL (expected postgres://… or sqlite://…): {0}")]
+    UnsupportedUrl(String),
+    #[error("cannot create the data directory {path}: {source}")]
+    DataDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("database error: {0}")]
+    Sql(#[from] sqlx::Error),
+}
+
+/// The database URL for `--database-url`/`DATABASE_URL` when given, else SQLite in the data directory.
+pub fn resolve_url(database_url: Option<&str>, data_dir: &Path) -> Result<String, StoreError> {
+    if let Some(url) = database_url.filter(|url| !url.is_empty()) {
+        return Ok(url.to_string());
+    }
+    std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
+        path: data_dir.display().to_string(),
+        source,
+    })?;
+    Ok(format!(
+        "sqlite://{}?mode=rwc",
+        data_dir.join("confab.db").display()
+    ))
+}
+
+impl Db {
+    /// Connects and runs every pending migration.
+    pub async fn connect(url: &str) -> Result<Db, StoreError> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Backend::Postgres
+        } else if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else {
+            return Err(StoreError::UnsupportedUrl(url.to_string()));
+        };
+        let options = AnyConnectOptions::from_str(url)?.disable_statement_logging();
+        let max_connections = match backend {
+            Backend::Sqlite => 4,
+            Backend::Postgres => 16,
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        sqlx::query("PRAGMA busy_timeout = 5000")
+                            .execute(&mut *conn)
+                            .await?;
+                        sqlx::query("PRAGMA foreign_keys = ON")
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        if backend == Backend::Sqlite {
+            sqlx::query("PRAGMA journal_mode = WAL")
+                .execute(&pool)
+                .await?;
+        }
+        let db = Db { pool, backend };
+        migrations::run(&db).await?;
+        Ok(db)
+    }
+}
+
+/// Escapes `%`, `_` and `\` so user text matches literally inside `LIKE … ESCAPE '\'`.
+pub fn like_pattern(search: &str) -> String {
+    let mut pattern = String::with_capacity(search.len() + 2);
+    pattern.push('%');
+    for ch in search.to_lowercase().chars() {
+        if matches!(ch, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(ch);
+    }
+    pattern.push('%');
+    pattern
+}
