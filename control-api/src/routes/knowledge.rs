@@ -150,7 +150,7 @@ async fn get_knowledge_base(
         .await
         .map_err(ApiError::internal(READ_FAILED))?;
     let rows = sqlx::query(
-        "SELECT id, title, content, created_at FROM knowledge_documents WHERE knowledge_base_id = $1 ORDER BY created_at, id",
+        "SELECT id, title, content, created_at FROM knowledge_documents WHERE knowledge_base_id = $1 ORDER BY position",
     )
     .bind(&id)
     .fetch_all(&state.db.pool)
@@ -214,16 +214,24 @@ async fn add_documents(
         return Err(ApiError::NotFoundMessage(NOT_FOUND));
     }
     let now = crate::time::now_iso();
+    let first_position = sqlx::query("SELECT COALESCE(MAX(position), 0) + 1 AS next FROM knowledge_documents WHERE knowledge_base_id = $1")
+        .bind(&id)
+        .fetch_one(&mut *tx)
+        .await
+        .and_then(|row| row.try_get::<i64, _>("next"))
+        .map_err(ApiError::internal("Failed to add documents"))?;
     let mut document_ids = Vec::with_capacity(input.documents.len());
-    for document in &input.documents {
+    for (position, document) in (first_position..).zip(&input.documents) {
         let document_id = uuid::Uuid::new_v4().to_string();
         sqlx::query(
-            "INSERT INTO knowledge_documents (id, knowledge_base_id, title, content, created_at) VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO knowledge_documents (id, knowledge_base_id, title, content, position, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&document_id)
         .bind(&id)
         .bind(&document.title)
         .bind(&document.content)
+        .bind(position)
         .bind(&now)
         .execute(&mut *tx)
         .await

@@ -45,6 +45,7 @@ fn migration_1() -> Vec<String> {
                 knowledge_base_id TEXT NOT NULL,
                 title TEXT NOT NULL,
                 content TEXT NOT NULL,
+                position BIGINT NOT NULL,
                 created_at TEXT NOT NULL
             )",
             "CREATE INDEX IF NOT EXISTS knowledge_documents_kb ON knowledge_documents (knowledge_base_id)",

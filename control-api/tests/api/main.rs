@@ -1,0 +1,14 @@
+//! The API suite: every operation and every error row of SPEC.md, run on SQLite and on PostgreSQL.
+
+mod support;
+
+mod agents;
+mod auth;
+mod avatars;
+mod bad_input;
+mod conversations;
+mod guardrails;
+mod knowledge;
+mod openapi;
+mod templates;
+mod tools_and_mcp;
