@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what Confab's build and tests need on a fresh Debian machine with the Rust toolchain.
+# Idempotent: each step is skipped when its tool is already present.
+set -euo pipefail
+
+apt_packages=()
+need() { # need COMMAND DEBIAN_PACKAGE
+  command -v "$1" >/dev/null 2>&1 || apt_packages+=("$2")
+}
+need psql postgresql-client
+need pkg-config pkg-config
+
+if ((${#apt_packages[@]})); then
+  echo "setup: installing ${apt_packages[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${apt_packages[@]}"
+fi
