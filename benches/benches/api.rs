@@ -1,0 +1,63 @@
+//! Control-plane throughput, in process (router without a socket) on SQLite: creating an agent, reading
+//! one, and listing a page of 20 out of 200.
+
+use axum::body::Body;
+use axum::http::Request;
+use confab_api::store::Db;
+use confab_api::{AppConfig, AppState, app, auth};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use tower::ServiceExt;
+
+fn api(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display());
+    let (router, key, agent_id) = runtime.block_on(async {
+        let db = Db::connect(&url).await.unwrap();
+        let state = AppState::new(db.clone(), AppConfig { public_url: "http://bench".into() }).await.unwrap();
+        let (_, key) = auth::create_key(&db, "bench").await.unwrap();
+        let router = app(state);
+        let mut agent_id = String::new();
+        for i in 0..200 {
+            let response = router.clone().oneshot(create_request(&key, i)).await.unwrap();
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+            agent_id = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()["id"].as_str().unwrap().to_string();
+        }
+        (router, key, agent_id)
+    });
+    let get = |path: String| Request::get(path).header("x-api-key", &key).body(Body::empty()).unwrap();
+
+    let mut group = c.benchmark_group("api_sqlite");
+    let mut n = 1000;
+    group.bench_function("create_agent", |b| {
+        b.iter(|| {
+            n += 1;
+            runtime.block_on(router.clone().oneshot(create_request(&key, n))).unwrap()
+        })
+    });
+    group.bench_function("get_agent", |b| {
+        b.iter(|| runtime.block_on(router.clone().oneshot(get(format!("/v1/ext/agent/{agent_id}")))).unwrap())
+    });
+    group.bench_function("list_agents_page_of_20", |b| {
+        b.iter(|| runtime.block_on(router.clone().oneshot(get("/v1/ext/agent?perpage=20".into()))).unwrap())
+    });
+    group.finish();
+}
+
+fn create_request(key: &str, i: u32) -> Request<Body> {
+    let body = json!({
+        "agent_name": format!("Agent {i}"),
+        "agent_system_prompt": "You are helpful.",
+        "avatars": [{ "avatar_key_id": "stock-amara" }],
+        "callback_events": ["call_ended"]
+    });
+    Request::post("/v1/ext/agent")
+        .header("x-api-key", key)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+criterion_group!(benches, api);
+criterion_main!(benches);
