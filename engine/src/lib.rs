@@ -1,6 +1,12 @@
 //! confab-engine: the streaming graph that runs live conversations. It knows nothing of HTTP or SQL;
 //! the control plane talks to it through the session API and consumes its event stream.
+//!
+//! - `core`: the sans-IO state machines (VAD gating, endpointing, interruption, playout, call timers).
+//! - `events`: the 11 conversation events and their webhook envelope.
 
+pub mod core;
 pub mod events;
+pub mod time;
 
 pub use events::{ConversationEvent, EVENT_NAMES, EventKind};
+pub use time::MediaTime;

@@ -1,0 +1,319 @@
+//! Playout: paces the agent's synthesized audio onto the media clock and knows exactly what the user has
+//! heard. It renders fixed frames of audio, pauses and resumes for overlapping user speech, flushes on
+//! interruption, and reports the agent starting and stopping speaking — on stop, with the text the user
+//! actually heard (truncated at the playout position when interrupted).
+
+use std::collections::VecDeque;
+
+use super::{Epoch, TurnId};
+use crate::time::MediaTime;
+
+/// One synthesized sentence: its text and its audio at 16 kHz.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlayoutSegment {
+    pub turn: TurnId,
+    pub epoch: Epoch,
+    pub text: String,
+    pub audio: Vec<f32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlayoutOutput {
+    AgentStartedSpeaking {
+        at: MediaTime,
+        turn: TurnId,
+        text: String,
+    },
+    AgentStoppedSpeaking {
+        at: MediaTime,
+        turn: TurnId,
+        heard: String,
+        interrupted: bool,
+    },
+}
+
+#[derive(Debug)]
+pub struct Playout {
+    queue: VecDeque<PlayoutSegment>,
+    /// Samples of the front segment already played.
+    position: usize,
+    epoch: Epoch,
+    paused: bool,
+    /// The reply being spoken: its turn and the text heard so far (whole segments).
+    speaking: Option<(TurnId, String)>,
+    /// Turns whose reply has no more segments to come.
+    finished_turn: Option<TurnId>,
+    outputs: VecDeque<PlayoutOutput>,
+}
+
+impl Default for Playout {
+    fn default() -> Self {
+        Playout::new()
+    }
+}
+
+impl Playout {
+    pub fn new() -> Playout {
+        Playout {
+            queue: VecDeque::with_capacity(16),
+            position: 0,
+            epoch: Epoch(0),
+            paused: false,
+            speaking: None,
+            finished_turn: None,
+            outputs: VecDeque::with_capacity(4),
+        }
+    }
+
+    pub fn is_speaking(&self) -> bool {
+        self.speaking.is_some()
+    }
+
+    /// Queues a segment; segments of a past epoch are stale and dropped.
+    pub fn enqueue(&mut self, segment: PlayoutSegment) {
+        if segment.epoch >= self.epoch {
+            self.queue.push_back(segment);
+        }
+    }
+
+    /// No more segments will come for `turn`.
+    pub fn end_of_reply(&mut self, turn: TurnId, now: MediaTime) {
+        self.finished_turn = Some(turn);
+        self.stop_if_done(now);
+    }
+
+    pub fn pause(&mut self) {
+        self.paused = true;
+    }
+
+    pub fn resume(&mut self) {
+        self.paused = false;
+    }
+
+    /// Interruption: drops everything queued, moves to `epoch`, and reports what was heard.
+    pub fn flush(&mut self, epoch: Epoch, now: MediaTime) {
+        self.epoch = epoch;
+        self.paused = false;
+        if let Some((turn, mut heard)) = self.speaking.take() {
+            if let Some(front) = self.queue.front() {
+                append_words(
+                    &mut heard,
+                    heard_prefix(&front.text, self.position, front.audio.len()),
+                );
+            }
+            self.outputs.push_back(PlayoutOutput::AgentStoppedSpeaking {
+                at: now,
+                turn,
+                heard,
+                interrupted: true,
+            });
+        }
+        self.queue.clear();
+        self.position = 0;
+    }
+
+    /// Fills `out` with the next frame of audio starting at `now` (silence where nothing plays).
+    pub fn render(&mut self, now: MediaTime, out: &mut [f32]) {
+        let mut written = 0;
+        while written < out.len() && !self.paused {
+            let Some(front) = self.queue.front() else {
+                break;
+            };
+            if self.speaking.is_none() {
+                let at = now + MediaTime(written as u64);
+                let text = self
+                    .queue
+                    .iter()
+                    .filter(|s| s.turn == front.turn)
+                    .map(|s| s.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                self.outputs.push_back(PlayoutOutput::AgentStartedSpeaking {
+                    at,
+                    turn: front.turn,
+                    text,
+                });
+                self.speaking = Some((front.turn, String::new()));
+            }
+            let n = (front.audio.len() - self.position).min(out.len() - written);
+            out[written..written + n]
+                .copy_from_slice(&front.audio[self.position..self.position + n]);
+            written += n;
+            self.position += n;
+            if self.position == front.audio.len() {
+                let done = self.queue.pop_front().expect("front exists");
+                self.position = 0;
+                if let Some((_, heard)) = &mut self.speaking {
+                    append_words(heard, &done.text);
+                }
+                self.stop_if_done(now + MediaTime(written as u64));
+            }
+        }
+        out[written..].fill(0.0);
+    }
+
+    fn stop_if_done(&mut self, at: MediaTime) {
+        let Some((turn, _)) = &self.speaking else {
+            return;
+        };
+        let more_of_this_turn = self.queue.front().is_some_and(|s| s.turn == *turn);
+        if !more_of_this_turn && self.finished_turn == Some(*turn) {
+            let (turn, heard) = self.speaking.take().expect("speaking");
+            self.outputs.push_back(PlayoutOutput::AgentStoppedSpeaking {
+                at,
+                turn,
+                heard,
+                interrupted: false,
+            });
+        }
+    }
+
+    pub fn poll_output(&mut self) -> Option<PlayoutOutput> {
+        self.outputs.pop_front()
+    }
+}
+
+fn append_words(heard: &mut String, text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    if !heard.is_empty() {
+        heard.push(' ');
+    }
+    heard.push_str(text);
+}
+
+/// The words of `text` heard after `played` of `total` samples: speech is assumed to spread evenly over
+/// the characters, and only words whose last character was reached count.
+pub fn heard_prefix(text: &str, played: usize, total: usize) -> &str {
+    if total == 0 || played >= total {
+        return text;
+    }
+    let reached = (text.len() as u128 * played as u128 / total as u128) as usize;
+    let mut end = 0;
+    for (index, _) in text.match_indices(char::is_whitespace) {
+        if index <= reached {
+            end = index;
+        } else {
+            break;
+        }
+    }
+    text[..end].trim_end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FRAME: usize = 320; // 20 ms
+
+    fn segment(turn: u64, text: &str, samples: usize) -> PlayoutSegment {
+        PlayoutSegment {
+            turn: TurnId(turn),
+            epoch: Epoch(0),
+            text: text.into(),
+            audio: vec![0.5; samples],
+        }
+    }
+
+    fn render_frames(p: &mut Playout, from_frame: u64, frames: u64) -> Vec<PlayoutOutput> {
+        let mut buf = [0.0f32; FRAME];
+        let mut out = Vec::new();
+        for f in from_frame..from_frame + frames {
+            p.render(MediaTime(f * FRAME as u64), &mut buf);
+            out.extend(std::iter::from_fn(|| p.poll_output()));
+        }
+        out
+    }
+
+    #[test]
+    fn plays_a_reply_and_reports_exact_start_and_stop() {
+        let mut p = Playout::new();
+        p.enqueue(segment(1, "Hello there.", 800));
+        p.enqueue(segment(1, "How can I help?", 500));
+        p.end_of_reply(TurnId(1), MediaTime(0));
+        let out = render_frames(&mut p, 10, 10);
+        assert_eq!(
+            out,
+            vec![
+                PlayoutOutput::AgentStartedSpeaking {
+                    at: MediaTime(3200),
+                    turn: TurnId(1),
+                    text: "Hello there. How can I help?".into()
+                },
+                PlayoutOutput::AgentStoppedSpeaking {
+                    at: MediaTime(3200 + 1300),
+                    turn: TurnId(1),
+                    heard: "Hello there. How can I help?".into(),
+                    interrupted: false
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn rendered_audio_is_the_queued_audio_then_silence() {
+        let mut p = Playout::new();
+        p.enqueue(segment(1, "a", 400));
+        let mut buf = [9.0f32; FRAME];
+        p.render(MediaTime(0), &mut buf);
+        assert!(buf.iter().all(|s| *s == 0.5));
+        p.render(MediaTime(320), &mut buf);
+        assert!(buf[..80].iter().all(|s| *s == 0.5) && buf[80..].iter().all(|s| *s == 0.0));
+    }
+
+    #[test]
+    fn flush_truncates_to_what_was_heard() {
+        let mut p = Playout::new();
+        p.enqueue(segment(1, "First sentence.", 640));
+        p.enqueue(segment(1, "one two three four", 1800));
+        // 1280 samples: the first segment, then 640 of 1800 ("one tw" of "one two three four").
+        let mut out = render_frames(&mut p, 0, 4);
+        p.flush(Epoch(1), MediaTime(1280));
+        out.extend(std::iter::from_fn(|| p.poll_output()));
+        assert_eq!(
+            out.last(),
+            Some(&PlayoutOutput::AgentStoppedSpeaking {
+                at: MediaTime(1280),
+                turn: TurnId(1),
+                heard: "First sentence. one".into(),
+                interrupted: true
+            })
+        );
+        // Stale audio from the old epoch is dropped.
+        p.enqueue(segment(1, "late", 320));
+        assert_eq!(render_frames(&mut p, 4, 2), vec![]);
+    }
+
+    #[test]
+    fn pause_holds_the_position() {
+        let mut p = Playout::new();
+        p.enqueue(segment(1, "a b", 640));
+        p.end_of_reply(TurnId(1), MediaTime(0));
+        render_frames(&mut p, 0, 1);
+        p.pause();
+        assert_eq!(render_frames(&mut p, 1, 5), vec![]);
+        p.resume();
+        let out = render_frames(&mut p, 6, 1);
+        assert_eq!(
+            out,
+            vec![PlayoutOutput::AgentStoppedSpeaking {
+                at: MediaTime(6 * 320 + 320),
+                turn: TurnId(1),
+                heard: "a b".into(),
+                interrupted: false
+            }]
+        );
+    }
+
+    #[test]
+    fn heard_prefix_keeps_whole_words_only() {
+        assert_eq!(heard_prefix("one two three four", 0, 100), "");
+        assert_eq!(heard_prefix("one two three four", 50, 100), "one two");
+        assert_eq!(
+            heard_prefix("one two three four", 100, 100),
+            "one two three four"
+        );
+        assert_eq!(heard_prefix("", 5, 10), "");
+    }
+}
