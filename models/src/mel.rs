@@ -1,0 +1,127 @@
+//! Whisper log-mel features (80 mel bins, 25 ms Hann windows every 10 ms, Slaney mel scale), exactly as
+//! Smart Turn v3 expects them: `WhisperFeatureExtractor(chunk_length=8)` with waveform normalisation,
+//! for 8 s of 16 kHz audio → `[80, 800]`.
+
+use std::sync::Arc;
+
+use realfft::{RealFftPlanner, RealToComplex};
+use realfft::num_complex::Complex;
+
+pub const N_FFT: usize = 400;
+pub const HOP: usize = 160;
+pub const N_MELS: usize = 80;
+pub const SAMPLES: usize = 16_000 * 8;
+pub const FRAMES: usize = SAMPLES / HOP;
+const BINS: usize = N_FFT / 2 + 1;
+
+fn hz_to_mel(hz: f64) -> f64 {
+    if hz >= 1000.0 { 15.0 + (hz / 1000.0).ln() * (27.0 / 6.4f64.ln()) } else { 3.0 * hz / 200.0 }
+}
+
+fn mel_to_hz(mel: f64) -> f64 {
+    if mel >= 15.0 { 1000.0 * ((6.4f64.ln() / 27.0) * (mel - 15.0)).exp() } else { 200.0 * mel / 3.0 }
+}
+
+/// Slaney-normalised triangular filters, `[N_MELS][BINS]`.
+fn mel_filters() -> Vec<[f64; BINS]> {
+    let (mel_min, mel_max) = (hz_to_mel(0.0), hz_to_mel(8000.0));
+    let filter_hz: Vec<f64> = (0..N_MELS + 2).map(|i| mel_to_hz(mel_min + (mel_max - mel_min) * i as f64 / (N_MELS + 1) as f64)).collect();
+    let fft_hz: Vec<f64> = (0..BINS).map(|i| 8000.0 * i as f64 / (BINS - 1) as f64).collect();
+    (0..N_MELS)
+        .map(|m| {
+            let mut row = [0.0; BINS];
+            let enorm = 2.0 / (filter_hz[m + 2] - filter_hz[m]);
+            for (bin, hz) in fft_hz.iter().enumerate() {
+                let down = (hz - filter_hz[m]) / (filter_hz[m + 1] - filter_hz[m]);
+                let up = (filter_hz[m + 2] - hz) / (filter_hz[m + 2] - filter_hz[m + 1]);
+                row[bin] = down.min(up).max(0.0) * enorm;
+            }
+            row
+        })
+        .collect()
+}
+
+/// Reusable feature extractor: filters, window, FFT plan and scratch buffers are built once.
+pub struct LogMel {
+    filters: Vec<[f64; BINS]>,
+    window: [f64; N_FFT],
+    fft: Arc<dyn RealToComplex<f64>>,
+    padded: Vec<f64>,
+    frame: Vec<f64>,
+    spectrum: Vec<Complex<f64>>,
+    power: Vec<f64>,
+}
+
+impl Default for LogMel {
+    fn default() -> Self {
+        LogMel::new()
+    }
+}
+
+impl LogMel {
+    pub fn new() -> LogMel {
+        let mut window = [0.0; N_FFT];
+        for (i, w) in window.iter_mut().enumerate() {
+            *w = 0.5 - 0.5 * (2.0 * std::f64::consts::PI * i as f64 / N_FFT as f64).cos();
+        }
+        let fft = RealFftPlanner::<f64>::new().plan_fft_forward(N_FFT);
+        LogMel {
+            filters: mel_filters(),
+            window,
+            spectrum: fft.make_output_vec(),
+            fft,
+            padded: vec![0.0; SAMPLES + N_FFT],
+            frame: vec![0.0; N_FFT],
+            power: vec![0.0; BINS * FRAMES],
+        }
+    }
+
+    /// Features of `audio` (16 kHz; the first 8 s, zero-padded at the end when shorter) into `out`,
+    /// laid out `[N_MELS][FRAMES]`.
+    pub fn compute(&mut self, audio: &[f32], out: &mut [f32]) {
+        assert_eq!(out.len(), N_MELS * FRAMES, "output is [80, 800]");
+        let n = audio.len().min(SAMPLES);
+        let mean = audio[..n].iter().map(|&s| f64::from(s)).sum::<f64>() / SAMPLES as f64;
+        let variance = (audio[..n].iter().map(|&s| (f64::from(s) - mean).powi(2)).sum::<f64>()
+            + (SAMPLES - n) as f64 * mean * mean)
+            / SAMPLES as f64;
+        let scale = 1.0 / (variance + 1e-7).sqrt();
+        let pad = N_FFT / 2;
+        for i in 0..SAMPLES {
+            let sample = if i < n { f64::from(audio[i]) } else { 0.0 };
+            self.padded[pad + i] = (sample - mean) * scale;
+        }
+        for i in 0..pad {
+            self.padded[pad - 1 - i] = self.padded[pad + 1 + i]; // reflect, excluding the edge
+            self.padded[pad + SAMPLES + i] = self.padded[pad + SAMPLES - 2 - i];
+        }
+        for f in 0..FRAMES {
+            let start = f * HOP;
+            for (k, value) in self.frame.iter_mut().enumerate() {
+                *value = self.padded[start + k] * self.window[k];
+            }
+            self.fft.process(&mut self.frame, &mut self.spectrum).expect("buffer sizes come from the plan");
+            for (bin, c) in self.spectrum.iter().enumerate() {
+                self.power[bin * FRAMES + f] = c.norm_sqr();
+            }
+        }
+        let mut max = f64::NEG_INFINITY;
+        for (m, filter) in self.filters.iter().enumerate() {
+            for f in 0..FRAMES {
+                let mut energy = 0.0;
+                for (bin, weight) in filter.iter().enumerate() {
+                    if *weight != 0.0 {
+                        energy += weight * self.power[bin * FRAMES + f];
+                    }
+                }
+                let log = energy.max(1e-10).log10();
+                max = max.max(log);
+                out[m * FRAMES + f] = log as f32;
+            }
+        }
+        let floor = (max - 8.0) as f32;
+        for value in out.iter_mut() {
+            *value = (value.max(floor) + 4.0) / 4.0;
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! Smart Turn v3.2: the end-of-turn model. Given the user's audio up to the end of their speech (the last
+//! 8 s, zero-padded at the front when shorter), it gives the probability that the user has finished.
+
+use std::path::Path;
+
+use ort::session::Session;
+use ort::value::TensorRef;
+
+use crate::mel::{FRAMES, LogMel, N_MELS, SAMPLES};
+use crate::registry::SMART_TURN;
+use crate::{ModelError, onnx};
+
+/// Probability above which the user is taken to be done.
+pub const DONE_THRESHOLD: f32 = 0.5;
+
+pub struct SmartTurn {
+    session: Session,
+    mel: LogMel,
+    window: Vec<f32>,
+    features: Vec<f32>,
+}
+
+impl SmartTurn {
+    pub fn load(models_dir: &Path, intra_threads: usize) -> Result<SmartTurn, ModelError> {
+        Ok(SmartTurn {
+            session: onnx::load_session(models_dir, SMART_TURN, intra_threads)?,
+            mel: LogMel::new(),
+            window: vec![0.0; SAMPLES],
+            features: vec![0.0; N_MELS * FRAMES],
+        })
+    }
+
+    /// Probability that the turn in `audio` (16 kHz, ending at the end of speech) is complete.
+    pub fn predict(&mut self, audio: &[f32]) -> Result<f32, ModelError> {
+        let take = audio.len().min(SAMPLES);
+        let front = SAMPLES - take;
+        self.window[..front].fill(0.0);
+        self.window[front..].copy_from_slice(&audio[audio.len() - take..]);
+        self.mel.compute(&self.window, &mut self.features);
+        let fail = |e: ort::Error| ModelError::Inference { model: "smart-turn", message: e.to_string() };
+        let input = TensorRef::from_array_view(([1usize, N_MELS, FRAMES], &self.features[..])).map_err(fail)?;
+        let outputs = self.session.run(ort::inputs!["input_features" => input]).map_err(fail)?;
+        let (_, probability) = outputs[0].try_extract_tensor::<f32>().map_err(fail)?;
+        Ok(probability[0])
+    }
+}
