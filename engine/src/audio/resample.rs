@@ -1,0 +1,134 @@
+//! Resampling to the engine's 16 kHz with rubato's synchronous FFT resampler: whole clips for files, and
+//! a streaming form with fixed input chunks (e.g. 20 ms at 48 kHz) whose buffers are allocated once.
+
+use audioadapter_buffers::direct::InterleavedSlice;
+use rubato::{Fft, FixedSync, Resampler};
+
+use super::AudioError;
+use crate::time::SAMPLE_RATE;
+
+fn err(e: impl std::fmt::Display) -> AudioError {
+    AudioError::Resample(e.to_string())
+}
+
+/// Resamples a whole mono clip from `rate` to 16 kHz (the resampler's delay trimmed).
+pub fn clip_to_16k(samples: &[f32], rate: u32) -> Result<Vec<f32>, AudioError> {
+    if rate == SAMPLE_RATE {
+        return Ok(samples.to_vec());
+    }
+    if samples.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut resampler = Fft::<f32>::new(
+        rate as usize,
+        SAMPLE_RATE as usize,
+        1024,
+        1,
+        FixedSync::Input,
+    )
+    .map_err(err)?;
+    let needed = resampler.process_all_needed_output_len(samples.len());
+    let mut output = vec![0.0f32; needed];
+    let input = InterleavedSlice::new(samples, 1, samples.len()).map_err(err)?;
+    let mut output_adapter = InterleavedSlice::new_mut(&mut output, 1, needed).map_err(err)?;
+    let (_, produced) = resampler
+        .process_all_into_buffer(&input, &mut output_adapter, samples.len(), None)
+        .map_err(err)?;
+    output.truncate(produced);
+    Ok(output)
+}
+
+/// Streaming mono resampler to 16 kHz for fixed-size input chunks.
+pub struct StreamResampler {
+    resampler: Option<Fft<f32>>,
+    chunk_in: usize,
+    output: Vec<f32>,
+}
+
+impl StreamResampler {
+    /// `chunk_in` input samples per call at `rate` (must give a whole number of 16 kHz samples).
+    pub fn new(rate: u32, chunk_in: usize) -> Result<StreamResampler, AudioError> {
+        let resampler = if rate == SAMPLE_RATE {
+            None
+        } else {
+            Some(
+                Fft::<f32>::new(
+                    rate as usize,
+                    SAMPLE_RATE as usize,
+                    chunk_in,
+                    1,
+                    FixedSync::Both,
+                )
+                .map_err(err)?,
+            )
+        };
+        let max_out = resampler
+            .as_ref()
+            .map(|r| r.output_frames_max())
+            .unwrap_or(chunk_in);
+        Ok(StreamResampler {
+            resampler,
+            chunk_in,
+            output: vec![0.0; max_out],
+        })
+    }
+
+    /// Resamples one chunk; returns the 16 kHz samples (valid until the next call).
+    pub fn process(&mut self, chunk: &[f32]) -> Result<&[f32], AudioError> {
+        if chunk.len() != self.chunk_in {
+            return Err(AudioError::Resample(format!(
+                "expected {} input samples, got {}",
+                self.chunk_in,
+                chunk.len()
+            )));
+        }
+        let Some(resampler) = self.resampler.as_mut() else {
+            self.output[..chunk.len()].copy_from_slice(chunk);
+            return Ok(&self.output[..chunk.len()]);
+        };
+        let input = InterleavedSlice::new(chunk, 1, chunk.len()).map_err(err)?;
+        let capacity = self.output.len();
+        let mut output = InterleavedSlice::new_mut(&mut self.output, 1, capacity).map_err(err)?;
+        let (_, produced) = resampler
+            .process_into_buffer(&input, &mut output, None)
+            .map_err(err)?;
+        Ok(&self.output[..produced])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tone(rate: u32, hz: f32, seconds: f32) -> Vec<f32> {
+        (0..(rate as f32 * seconds) as usize)
+            .map(|i| (2.0 * std::f32::consts::PI * hz * i as f32 / rate as f32).sin() * 0.5)
+            .collect()
+    }
+
+    #[test]
+    fn clip_keeps_duration_and_pitch() {
+        let out = clip_to_16k(&tone(48_000, 440.0, 1.0), 48_000).unwrap();
+        assert!((out.len() as i64 - 16_000).abs() <= 2, "{}", out.len());
+        // Zero crossings of a 440 Hz tone over one second: about 880.
+        let crossings = out
+            .windows(2)
+            .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
+            .count();
+        assert!((870..=890).contains(&crossings), "{crossings}");
+    }
+
+    #[test]
+    fn streaming_48k_chunks_give_320_samples_each() {
+        let mut r = StreamResampler::new(48_000, 960).unwrap();
+        let input = tone(48_000, 300.0, 0.2);
+        let mut total = 0;
+        for chunk in input.chunks_exact(960) {
+            let out = r.process(chunk).unwrap();
+            assert_eq!(out.len(), 320);
+            total += out.len();
+        }
+        assert_eq!(total, 3200);
+        assert!(r.process(&input[..100]).is_err());
+    }
+}
