@@ -5,6 +5,7 @@
 //! - `events`: the 11 conversation events and their webhook envelope.
 
 pub mod audio;
+pub mod conversation;
 pub mod core;
 pub mod events;
 pub mod time;

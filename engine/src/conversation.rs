@@ -1,0 +1,456 @@
+//! One conversation's turn-taking, composed from the core state machines: VAD windows in, events and
+//! requests to the providers out. Sans-IO like its parts: the driver feeds media-time-stamped inputs,
+//! drains `poll_output`, and calls `handle_timeout` at `poll_timeout`.
+//!
+//! Requests (`PredictTurn`, `Transcribe`, `Respond`, `CancelReply`) name audio by media-time ranges; the
+//! driver owns the audio and the models and answers with `turn_prediction`, `transcript`, and the agent's
+//! segments.
+
+use std::collections::VecDeque;
+
+use crate::core::call_timer::{CallTimer, CallTimerOutput};
+use crate::core::endpoint::{EndpointConfig, EndpointInput, EndpointOutput, Endpointer};
+use crate::core::interruption::{
+    InterruptionConfig, InterruptionDetector, InterruptionInput, InterruptionOutput,
+};
+use crate::core::playout::{Playout, PlayoutOutput, PlayoutSegment};
+use crate::core::vad_gate::{VadGate, VadGateConfig, VadGateOutput};
+use crate::core::{Epoch, TurnId};
+use crate::events::{ConversationEvent, EventKind};
+use crate::time::MediaTime;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConversationConfig {
+    pub vad: VadGateConfig,
+    pub endpoint: EndpointConfig,
+    pub interruption: InterruptionConfig,
+    pub max_call_duration: Option<MediaTime>,
+}
+
+impl Default for ConversationConfig {
+    fn default() -> Self {
+        ConversationConfig {
+            vad: VadGateConfig::default(),
+            endpoint: EndpointConfig::default(),
+            interruption: InterruptionConfig::default(),
+            max_call_duration: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConversationOutput {
+    Event(ConversationEvent),
+    /// Run the turn model on the user's audio up to `last_speech`.
+    PredictTurn {
+        turn: TurnId,
+        last_speech: MediaTime,
+    },
+    /// Transcribe the user's turn, audio `[from, to)`.
+    Transcribe {
+        turn: TurnId,
+        from: MediaTime,
+        to: MediaTime,
+    },
+    /// Answer the user's committed turn; produce segments stamped with `epoch`.
+    Respond {
+        turn: TurnId,
+        epoch: Epoch,
+        user_text: String,
+    },
+    /// Stop producing anything older than `epoch`.
+    CancelReply {
+        epoch: Epoch,
+    },
+    /// The call is over (max duration reached).
+    EndCall {
+        at: MediaTime,
+    },
+}
+
+pub struct Conversation {
+    vad: VadGate,
+    endpoint: Endpointer,
+    interruption: InterruptionDetector,
+    playout: Playout,
+    timer: Option<CallTimer>,
+    /// Start of the current user turn's speech.
+    turn_start: Option<MediaTime>,
+    ended: bool,
+    outputs: VecDeque<ConversationOutput>,
+}
+
+impl Conversation {
+    pub fn new(config: ConversationConfig) -> Conversation {
+        Conversation {
+            vad: VadGate::new(config.vad),
+            endpoint: Endpointer::new(config.endpoint),
+            interruption: InterruptionDetector::new(config.interruption),
+            playout: Playout::new(),
+            timer: config.max_call_duration.map(CallTimer::new),
+            turn_start: None,
+            ended: false,
+            outputs: VecDeque::with_capacity(16),
+        }
+    }
+
+    pub fn is_ended(&self) -> bool {
+        self.ended
+    }
+
+    /// True while a user turn is being spoken or awaits commit, or the agent is speaking.
+    pub fn is_busy(&self) -> bool {
+        self.vad.is_speaking()
+            || self.endpoint.poll_timeout().is_some()
+            || self.playout.is_speaking()
+    }
+
+    fn event(&mut self, at: MediaTime, kind: EventKind) {
+        self.outputs
+            .push_back(ConversationOutput::Event(ConversationEvent {
+                media_time: at.as_duration(),
+                kind,
+            }));
+    }
+
+    /// One VAD window `[start, end)` of user audio and its speech probability.
+    pub fn vad_window(&mut self, start: MediaTime, end: MediaTime, probability: f32) {
+        if self.ended {
+            return;
+        }
+        self.handle_timeout(start);
+        self.vad.handle_window(start, end, probability);
+        self.drain_vad();
+    }
+
+    /// The user's input has ended at `now`.
+    pub fn finish_input(&mut self, now: MediaTime) {
+        self.vad.finish(now);
+        self.drain_vad();
+    }
+
+    fn drain_vad(&mut self) {
+        while let Some(output) = self.vad.poll_output() {
+            match output {
+                VadGateOutput::SpeechStarted { start, .. } => {
+                    self.event(start, EventKind::UserStartedSpeaking);
+                    self.turn_start.get_or_insert(start);
+                    self.endpoint
+                        .handle_input(EndpointInput::SpeechStarted { at: start });
+                    self.interruption
+                        .handle_input(InterruptionInput::UserSpeechStarted { at: start });
+                }
+                VadGateOutput::SpeechEnded {
+                    last_speech,
+                    observed_at,
+                } => {
+                    self.event(last_speech, EventKind::UserStoppedSpeaking);
+                    self.endpoint.handle_input(EndpointInput::SpeechEnded {
+                        last_speech,
+                        observed_at,
+                    });
+                    self.interruption
+                        .handle_input(InterruptionInput::UserSpeechEnded { at: last_speech });
+                }
+            }
+            self.drain_machines();
+        }
+    }
+
+    /// The turn model's probability that the user is done with the speech that ended at `last_speech`.
+    pub fn turn_prediction(
+        &mut self,
+        last_speech: MediaTime,
+        user_done: bool,
+        observed_at: MediaTime,
+    ) {
+        self.endpoint.handle_input(EndpointInput::TurnPrediction {
+            last_speech,
+            user_done,
+            observed_at,
+        });
+        self.drain_machines();
+    }
+
+    /// Words transcribed so far in speech overlapping the agent (streaming STT).
+    pub fn user_words(&mut self, count: usize, at: MediaTime) {
+        self.interruption
+            .handle_input(InterruptionInput::UserWords { count, at });
+        self.drain_machines();
+    }
+
+    /// The final transcript of a committed turn: emits `utterance_committed` and asks for a reply.
+    pub fn transcript(&mut self, turn: TurnId, text: String, at: MediaTime) {
+        self.event(at, EventKind::UtteranceCommitted { text: text.clone() });
+        if !text.trim().is_empty() {
+            let epoch = self.interruption.epoch();
+            self.outputs.push_back(ConversationOutput::Respond {
+                turn,
+                epoch,
+                user_text: text,
+            });
+        }
+    }
+
+    pub fn agent_segment(&mut self, segment: PlayoutSegment) {
+        self.playout.enqueue(segment);
+    }
+
+    pub fn agent_reply_end(&mut self, turn: TurnId, now: MediaTime) {
+        self.playout.end_of_reply(turn, now);
+        self.drain_machines();
+    }
+
+    /// Renders the agent's next frame of audio at `now`.
+    pub fn render(&mut self, now: MediaTime, out: &mut [f32]) {
+        self.playout.render(now, out);
+        self.drain_machines();
+    }
+
+    pub fn poll_timeout(&self) -> Option<MediaTime> {
+        [
+            self.endpoint.poll_timeout(),
+            self.interruption.poll_timeout(),
+            self.timer.as_ref().and_then(CallTimer::poll_timeout),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    pub fn handle_timeout(&mut self, now: MediaTime) {
+        while let Some(deadline) = self.poll_timeout().filter(|deadline| *deadline <= now) {
+            self.endpoint.handle_timeout(deadline);
+            self.interruption.handle_timeout(deadline);
+            while let Some(fired) = self
+                .timer
+                .as_mut()
+                .and_then(|timer| timer.handle_timeout(deadline))
+            {
+                self.on_timer(fired);
+            }
+            self.drain_machines();
+        }
+    }
+
+    fn on_timer(&mut self, fired: CallTimerOutput) {
+        match fired {
+            CallTimerOutput::Warning { at, max } => self.event(
+                at,
+                EventKind::MaxCallDurationWarning {
+                    call_duration: at.as_duration(),
+                    max_call_duration: max.as_duration(),
+                },
+            ),
+            CallTimerOutput::Timeout { at, max } => {
+                self.event(
+                    at,
+                    EventKind::MaxCallDurationTimeout {
+                        call_duration: at.as_duration(),
+                        max_call_duration: max.as_duration(),
+                    },
+                );
+                self.end_call(at);
+            }
+        }
+    }
+
+    /// Ends the call: the agent stops where it is and `call_ended` follows.
+    pub fn end_call(&mut self, at: MediaTime) {
+        if self.ended {
+            return;
+        }
+        let epoch = Epoch(self.interruption.epoch().0 + 1);
+        self.playout.flush(epoch, at);
+        self.drain_machines();
+        self.ended = true;
+        self.outputs
+            .push_back(ConversationOutput::CancelReply { epoch });
+        self.outputs.push_back(ConversationOutput::EndCall { at });
+        self.event(at, EventKind::CallEnded);
+    }
+
+    fn drain_machines(&mut self) {
+        loop {
+            let mut progressed = false;
+            while let Some(output) = self.endpoint.poll_output() {
+                progressed = true;
+                match output {
+                    EndpointOutput::PredictTurn { turn, last_speech } => self
+                        .outputs
+                        .push_back(ConversationOutput::PredictTurn { turn, last_speech }),
+                    EndpointOutput::Commit {
+                        turn, last_speech, ..
+                    } => {
+                        let from = self.turn_start.take().unwrap_or(MediaTime::ZERO);
+                        self.outputs.push_back(ConversationOutput::Transcribe {
+                            turn,
+                            from,
+                            to: last_speech,
+                        });
+                    }
+                    EndpointOutput::CommitCancelled { .. } => {}
+                }
+            }
+            while let Some(output) = self.interruption.poll_output() {
+                progressed = true;
+                match output {
+                    InterruptionOutput::PausePlayout { .. } => self.playout.pause(),
+                    InterruptionOutput::ResumePlayout { .. } => self.playout.resume(),
+                    InterruptionOutput::Interrupted { at, epoch } => {
+                        self.event(at, EventKind::AgentInterrupted);
+                        self.outputs
+                            .push_back(ConversationOutput::CancelReply { epoch });
+                        self.playout.flush(epoch, at);
+                    }
+                }
+            }
+            while let Some(output) = self.playout.poll_output() {
+                progressed = true;
+                match output {
+                    PlayoutOutput::AgentStartedSpeaking { at, text, .. } => {
+                        self.event(at, EventKind::AgentStartedSpeaking { text });
+                        self.interruption
+                            .handle_input(InterruptionInput::AgentStartedSpeaking { at });
+                    }
+                    PlayoutOutput::AgentStoppedSpeaking { at, heard, .. } => {
+                        self.event(at, EventKind::AgentStoppedSpeaking { text: heard });
+                        self.interruption
+                            .handle_input(InterruptionInput::AgentStoppedSpeaking { at });
+                    }
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    pub fn poll_output(&mut self) -> Option<ConversationOutput> {
+        self.outputs.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W: u64 = 512;
+    const FRAME: usize = 320;
+
+    fn names(outputs: &[(u64, ConversationOutput)]) -> Vec<(u64, String)> {
+        outputs
+            .iter()
+            .map(|(t, o)| match o {
+                ConversationOutput::Event(e) => (
+                    *t,
+                    format!("{}@{}", e.kind.name(), e.media_time.as_millis()),
+                ),
+                other => (*t, format!("{other:?}")),
+            })
+            .collect()
+    }
+
+    /// A user turn, the agent's reply, and the user barging in: exact outputs.
+    #[test]
+    fn a_turn_a_reply_and_a_barge_in() {
+        let mut c = Conversation::new(ConversationConfig::default());
+        let mut out: Vec<(u64, ConversationOutput)> = Vec::new();
+        let mut agent_audio = [0.0f32; FRAME];
+        // Time advances window by window; "now" is the end of the window just received. Agent frames are
+        // rendered as their start time passes, before the window's outputs are handled.
+        let speech = |w: u64| (10..40).contains(&w) || (120..160).contains(&w);
+        let mut next_render = 0u64;
+        for w in 0..200u64 {
+            let (start, end) = (MediaTime(w * W), MediaTime((w + 1) * W));
+            while next_render < end.0 {
+                c.render(MediaTime(next_render), &mut agent_audio);
+                next_render += FRAME as u64;
+            }
+            c.vad_window(start, end, if speech(w) { 0.9 } else { 0.05 });
+            while let Some(o) = c.poll_output() {
+                match &o {
+                    ConversationOutput::PredictTurn { last_speech, .. } => {
+                        c.turn_prediction(*last_speech, true, end)
+                    }
+                    ConversationOutput::Transcribe { turn, .. } => {
+                        c.transcript(*turn, "what time is it".into(), end)
+                    }
+                    ConversationOutput::Respond { turn, epoch, .. } => {
+                        c.agent_segment(PlayoutSegment {
+                            turn: *turn,
+                            epoch: *epoch,
+                            text: "It is noon and the sun is out.".into(),
+                            audio: vec![0.2; 64_000],
+                        });
+                        c.agent_reply_end(*turn, end);
+                    }
+                    _ => {}
+                }
+                out.push((w, o));
+            }
+        }
+        let names = names(&out);
+        let expected: Vec<(u64, &str)> = vec![
+            (11, "user.started_speaking@320"),
+            // Speech ends at window 40 (1280 ms); after the 256 ms hangover the turn model is asked.
+            (47, "user.stopped_speaking@1280"),
+            (
+                47,
+                "PredictTurn { turn: TurnId(1), last_speech: MediaTime(20480) }",
+            ),
+            // Commit due at 1280 + 500 = 1780 ms, handled at window 56 (starting 1792 ms); the transcript
+            // arrives at its end (1824 ms).
+            (
+                56,
+                "Transcribe { turn: TurnId(1), from: MediaTime(5120), to: MediaTime(20480) }",
+            ),
+            (56, "utterance_committed@1824"),
+            (
+                56,
+                "Respond { turn: TurnId(1), epoch: Epoch(0), user_text: \"what time is it\" }",
+            ),
+            // Playout starts at the first 20 ms frame that begins after the segment arrived.
+            (57, "agent.started_speaking@1840"),
+            // The user speaks over the agent from 3840 ms; 500 ms later the agent is interrupted.
+            (121, "user.started_speaking@3840"),
+            (136, "agent.interrupted@4340"),
+            (136, "CancelReply { epoch: Epoch(1) }"),
+            (136, "agent.stopped_speaking@4340"),
+        ];
+        let got: Vec<(u64, &str)> = names
+            .iter()
+            .map(|(w, s)| (*w, s.as_str()))
+            .take(expected.len())
+            .collect();
+        assert_eq!(got, expected);
+        let heard = out.iter().find_map(|(_, o)| match o {
+            ConversationOutput::Event(ConversationEvent {
+                kind: EventKind::AgentStoppedSpeaking { text },
+                ..
+            }) => Some(text.clone()),
+            _ => None,
+        });
+        // Played from 1840 ms until the pause observed at 3904 ms (frames up to 3920 ms): 2.08 s of 4 s,
+        // so about half the sentence, whole words only.
+        assert_eq!(heard.as_deref(), Some("It is noon and"));
+    }
+
+    #[test]
+    fn max_duration_warns_then_ends_the_call() {
+        let mut c = Conversation::new(ConversationConfig {
+            max_call_duration: Some(MediaTime::from_millis(100_000)),
+            ..Default::default()
+        });
+        c.handle_timeout(MediaTime::from_millis(200_000));
+        let out: Vec<String> = std::iter::from_fn(|| c.poll_output())
+            .map(|o| format!("{o:?}"))
+            .collect();
+        assert_eq!(out.len(), 5, "{out:?}");
+        assert!(out[0].contains("max_call_duration_warning"));
+        assert!(out[1].contains("max_call_duration_timeout"));
+        assert!(out[3].starts_with("EndCall { at: MediaTime(1600000) }"));
+        assert!(out[4].contains("call_ended"));
+        assert!(c.is_ended());
+    }
+}
