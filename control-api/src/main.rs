@@ -28,6 +28,24 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Run one conversation from a WAV file through the engine, offline; events as JSON lines on stdout.
+    Simulate {
+        /// The agent, in the Agent resource's JSON shape.
+        #[arg(long)]
+        agent: PathBuf,
+        /// The user's side of the conversation (WAV).
+        #[arg(long)]
+        input: PathBuf,
+        /// Directory for transcript.json and agent.wav.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Pace the input in real time (model time then shows in event times).
+        #[arg(long)]
+        realtime: bool,
+        /// Models directory.
+        #[arg(long, env = "CONFAB_MODELS_DIR")]
+        models_dir: Option<PathBuf>,
+    },
     /// Manage the local model files.
     Models {
         #[command(subcommand)]
@@ -110,6 +128,23 @@ async fn main() -> anyhow::Result<()> {
         Command::Models {
             command: ModelsCommand::Fetch { dir },
         } => fetch_models(dir),
+        Command::Simulate {
+            agent,
+            input,
+            out,
+            realtime,
+            models_dir,
+        } => {
+            let options = confab_engine::simulate::SimulateOptions {
+                agent,
+                input,
+                out_dir: out,
+                realtime,
+                models_dir: models_dir.unwrap_or_else(confab_models::default_models_dir),
+            };
+            confab_engine::simulate::run(&options, &mut std::io::stdout().lock())?;
+            Ok(())
+        }
     }
 }
 

@@ -46,11 +46,12 @@ pub enum ConversationOutput {
         turn: TurnId,
         last_speech: MediaTime,
     },
-    /// Transcribe the user's turn, audio `[from, to)`.
+    /// Transcribe the user's turn, audio `[from, to)`; the turn was committed at `at`.
     Transcribe {
         turn: TurnId,
         from: MediaTime,
         to: MediaTime,
+        at: MediaTime,
     },
     /// Answer the user's committed turn; produce segments stamped with `epoch`.
     Respond {
@@ -280,13 +281,16 @@ impl Conversation {
                         .outputs
                         .push_back(ConversationOutput::PredictTurn { turn, last_speech }),
                     EndpointOutput::Commit {
-                        turn, last_speech, ..
+                        turn,
+                        last_speech,
+                        at,
                     } => {
                         let from = self.turn_start.take().unwrap_or(MediaTime::ZERO);
                         self.outputs.push_back(ConversationOutput::Transcribe {
                             turn,
                             from,
                             to: last_speech,
+                            at,
                         });
                     }
                     EndpointOutput::CommitCancelled { .. } => {}
@@ -403,7 +407,7 @@ mod tests {
             // arrives at its end (1824 ms).
             (
                 56,
-                "Transcribe { turn: TurnId(1), from: MediaTime(5120), to: MediaTime(20480) }",
+                "Transcribe { turn: TurnId(1), from: MediaTime(5120), to: MediaTime(20480), at: MediaTime(28480) }",
             ),
             (56, "utterance_committed@1824"),
             (

@@ -4,10 +4,12 @@
 //! - `core`: the sans-IO state machines (VAD gating, endpointing, interruption, playout, call timers).
 //! - `events`: the 11 conversation events and their webhook envelope.
 
+pub mod agent_spec;
 pub mod audio;
 pub mod conversation;
 pub mod core;
 pub mod events;
+pub mod simulate;
 pub mod time;
 
 pub use events::{ConversationEvent, EVENT_NAMES, EventKind};

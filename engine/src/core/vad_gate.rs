@@ -2,9 +2,14 @@
 //! (separate activation and deactivation thresholds), a minimum speech run that rejects clicks, and a
 //! hangover of silence before speech counts as stopped.
 //!
-//! Event times are the speech bounds themselves: the start of the first speech window, and the end of
-//! the last speech window. They are observed later (after the minimum run, after the hangover); the
-//! output carries both.
+//! Reported bounds are the speech bounds themselves, refined on the probabilities:
+//! - start: the first window at or above `activation_threshold`, extended back over the windows just
+//!   before it that reach `onset_threshold` (soft onsets such as a breathy "h" score between the two),
+//!   at most `onset_lookback`;
+//! - end: the end of the last window at or above `activation_threshold` (the model's probability tails
+//!   off above the deactivation threshold for a window or two after speech).
+//!
+//! Both are observed later (after the minimum run, after the hangover); the output carries both times.
 
 use std::collections::VecDeque;
 
@@ -16,6 +21,10 @@ pub struct VadGateConfig {
     pub activation_threshold: f32,
     /// Probability below which a window counts as silence while speaking.
     pub deactivation_threshold: f32,
+    /// Probability at or above which the windows just before speech count as its onset.
+    pub onset_threshold: f32,
+    /// How far back the onset may extend the start.
+    pub onset_lookback: MediaTime,
     /// Speech must last this long before it is reported (rejects clicks and coughs).
     pub min_speech: MediaTime,
     /// Silence must last this long after the last speech window before speech is reported stopped.
@@ -27,6 +36,8 @@ impl Default for VadGateConfig {
         VadGateConfig {
             activation_threshold: 0.5,
             deactivation_threshold: 0.35,
+            onset_threshold: 0.1,
+            onset_lookback: MediaTime::from_millis(64),
             min_speech: MediaTime::from_millis(64),
             hangover: MediaTime::from_millis(256),
         }
@@ -40,7 +51,7 @@ pub enum VadGateOutput {
         start: MediaTime,
         observed_at: MediaTime,
     },
-    /// Speech ended at `last_speech` (end of the last speech window); known at `observed_at`.
+    /// Speech ended at `last_speech`; known at `observed_at`.
     SpeechEnded {
         last_speech: MediaTime,
         observed_at: MediaTime,
@@ -49,13 +60,15 @@ pub enum VadGateOutput {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum State {
-    Silent,
-    /// Speech windows seen since `start`, not yet long enough to report.
-    Candidate {
-        start: MediaTime,
-    },
+    /// `onset`: start of the current run of windows at or above the onset threshold.
+    Silent { onset: Option<MediaTime> },
+    /// Speech since `start` (reported from `onset`), not yet long enough to report.
+    Candidate { start: MediaTime, onset: MediaTime },
+    /// `last_speech`: end of the last window above deactivation (decides the stop);
+    /// `last_confident`: end of the last window above activation (is reported).
     Speaking {
         last_speech: MediaTime,
+        last_confident: MediaTime,
     },
 }
 
@@ -70,7 +83,7 @@ impl VadGate {
     pub fn new(config: VadGateConfig) -> VadGate {
         VadGate {
             config,
-            state: State::Silent,
+            state: State::Silent { onset: None },
             outputs: VecDeque::with_capacity(4),
         }
     }
@@ -82,50 +95,90 @@ impl VadGate {
     /// One VAD window `[start, end)` with its speech probability.
     pub fn handle_window(&mut self, start: MediaTime, end: MediaTime, probability: f32) {
         let c = self.config;
-        self.state = match self.state {
-            State::Silent | State::Candidate { .. } if probability < c.activation_threshold => {
-                State::Silent
+        let active = probability >= c.activation_threshold;
+        self.state = match (self.state, active) {
+            (State::Silent { onset }, false) => State::Silent {
+                onset: (probability >= c.onset_threshold).then(|| onset.unwrap_or(start)),
+            },
+            (State::Candidate { .. }, false) => State::Silent {
+                onset: (probability >= c.onset_threshold).then_some(start),
+            },
+            (State::Silent { onset }, true) => {
+                let onset = onset
+                    .map(|o| o.max(start - c.onset_lookback))
+                    .unwrap_or(start);
+                self.confirm_if_long_enough(start, onset, end)
             }
-            State::Silent => self.confirm_if_long_enough(start, end),
-            State::Candidate { start: candidate } => self.confirm_if_long_enough(candidate, end),
-            State::Speaking { .. } if probability >= c.deactivation_threshold => {
-                State::Speaking { last_speech: end }
+            (
+                State::Candidate {
+                    start: first,
+                    onset,
+                },
+                true,
+            ) => self.confirm_if_long_enough(first, onset, end),
+            (State::Speaking { last_confident, .. }, _)
+                if probability >= c.deactivation_threshold =>
+            {
+                State::Speaking {
+                    last_speech: end,
+                    last_confident: if active { end } else { last_confident },
+                }
             }
-            State::Speaking { last_speech } => {
+            (
+                State::Speaking {
+                    last_speech,
+                    last_confident,
+                },
+                _,
+            ) => {
                 if end - last_speech >= c.hangover {
                     self.outputs.push_back(VadGateOutput::SpeechEnded {
-                        last_speech,
+                        last_speech: last_confident,
                         observed_at: end,
                     });
-                    State::Silent
+                    State::Silent { onset: None }
                 } else {
-                    State::Speaking { last_speech }
+                    State::Speaking {
+                        last_speech,
+                        last_confident,
+                    }
                 }
             }
         };
     }
 
-    fn confirm_if_long_enough(&mut self, start: MediaTime, end: MediaTime) -> State {
-        if end - start >= self.config.min_speech {
+    fn confirm_if_long_enough(
+        &mut self,
+        first: MediaTime,
+        onset: MediaTime,
+        end: MediaTime,
+    ) -> State {
+        if end - first >= self.config.min_speech {
             self.outputs.push_back(VadGateOutput::SpeechStarted {
-                start,
+                start: onset,
                 observed_at: end,
             });
-            State::Speaking { last_speech: end }
+            State::Speaking {
+                last_speech: end,
+                last_confident: end,
+            }
         } else {
-            State::Candidate { start }
+            State::Candidate {
+                start: first,
+                onset,
+            }
         }
     }
 
-    /// The input has ended: speech still open is closed at its last speech window.
+    /// The input has ended: speech still open is closed at its last confident window.
     pub fn finish(&mut self, now: MediaTime) {
-        if let State::Speaking { last_speech } = self.state {
+        if let State::Speaking { last_confident, .. } = self.state {
             self.outputs.push_back(VadGateOutput::SpeechEnded {
-                last_speech,
+                last_speech: last_confident,
                 observed_at: now,
             });
         }
-        self.state = State::Silent;
+        self.state = State::Silent { onset: None };
     }
 
     pub fn poll_output(&mut self) -> Option<VadGateOutput> {
@@ -152,51 +205,58 @@ mod tests {
         out
     }
 
+    fn started(start: u64, observed: u64) -> VadGateOutput {
+        VadGateOutput::SpeechStarted {
+            start: MediaTime(start * W),
+            observed_at: MediaTime(observed * W),
+        }
+    }
+
+    fn ended(last: u64, observed: u64) -> VadGateOutput {
+        VadGateOutput::SpeechEnded {
+            last_speech: MediaTime(last * W),
+            observed_at: MediaTime(observed * W),
+        }
+    }
+
     #[test]
-    fn speech_is_reported_after_the_minimum_run_with_its_true_start() {
-        let mut p = vec![0.1; 3];
+    fn speech_is_reported_after_the_minimum_run_with_its_true_bounds() {
+        let mut p = vec![0.01; 3];
         p.extend([0.9; 10]);
-        p.extend([0.1; 12]);
-        assert_eq!(
-            run(&p),
-            vec![
-                VadGateOutput::SpeechStarted {
-                    start: MediaTime(3 * W),
-                    observed_at: MediaTime(5 * W)
-                },
-                // last speech window ends at 13 W; 256 ms = 8 windows of hangover.
-                VadGateOutput::SpeechEnded {
-                    last_speech: MediaTime(13 * W),
-                    observed_at: MediaTime(21 * W)
-                },
-            ]
-        );
+        p.extend([0.01; 12]);
+        // Speech in windows 3..13; 256 ms = 8 windows of hangover after window 12.
+        assert_eq!(run(&p), vec![started(3, 5), ended(13, 21)]);
+    }
+
+    #[test]
+    fn a_soft_onset_extends_the_start_back_at_most_the_lookback() {
+        // Windows 2..5 score between the onset and activation thresholds; speech proper from 5.
+        let p = [0.01, 0.01, 0.2, 0.2, 0.2, 0.9, 0.9, 0.9];
+        assert_eq!(run(&p), vec![started(3, 7)]);
+        let p = [0.01, 0.15, 0.9, 0.9];
+        assert_eq!(run(&p), vec![started(1, 4)]);
+    }
+
+    #[test]
+    fn the_tail_between_thresholds_keeps_speech_open_but_is_not_reported() {
+        let mut p = vec![0.9, 0.9, 0.9, 0.4, 0.4];
+        p.extend([0.01; 8]);
+        // Last confident window is 2 (ends at 3 W); the tail ends at 5 W and the hangover counts from there.
+        assert_eq!(run(&p), vec![started(0, 2), ended(3, 13)]);
     }
 
     #[test]
     fn a_single_click_is_not_speech() {
-        assert_eq!(run(&[0.1, 0.95, 0.1, 0.1, 0.9, 0.2]), vec![]);
+        assert_eq!(run(&[0.01, 0.95, 0.01, 0.01, 0.9, 0.2]), vec![]);
     }
 
     #[test]
-    fn hysteresis_keeps_speech_open_between_thresholds_and_short_pauses_do_not_split() {
+    fn short_pauses_do_not_split_speech() {
         let mut p = vec![0.8, 0.8, 0.4, 0.4, 0.8];
         p.extend([0.0; 7]); // 224 ms pause: shorter than the hangover
         p.extend([0.9; 2]);
         p.extend([0.0; 8]);
-        assert_eq!(
-            run(&p),
-            vec![
-                VadGateOutput::SpeechStarted {
-                    start: MediaTime(0),
-                    observed_at: MediaTime(2 * W)
-                },
-                VadGateOutput::SpeechEnded {
-                    last_speech: MediaTime(14 * W),
-                    observed_at: MediaTime(22 * W)
-                },
-            ]
-        );
+        assert_eq!(run(&p), vec![started(0, 2), ended(14, 22)]);
     }
 
     #[test]
@@ -207,12 +267,6 @@ mod tests {
         }
         gate.poll_output();
         gate.finish(MediaTime(4 * W));
-        assert_eq!(
-            gate.poll_output(),
-            Some(VadGateOutput::SpeechEnded {
-                last_speech: MediaTime(4 * W),
-                observed_at: MediaTime(4 * W)
-            })
-        );
+        assert_eq!(gate.poll_output(), Some(ended(4, 4)));
     }
 }

@@ -1,0 +1,334 @@
+//! `confab simulate`: one conversation from a WAV file through the real graph (Silero VAD, Smart Turn,
+//! the conversation core), offline. As fast as possible on the media clock by default; at real-time pace
+//! with `realtime` (then model time is real and shows in the event times).
+//!
+//! Events go out as JSON lines (SPEC.md's webhook envelope plus `media_time`); the transcript and the
+//! agent's audio (on the input's timeline) go to files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use confab_models::silero::{self, SileroState, SileroVad};
+use confab_models::smart_turn::{DONE_THRESHOLD, SmartTurn};
+use serde_json::{Value, json};
+
+use crate::agent_spec::{AgentSpec, AgentSpecError};
+use crate::audio::level::{SilenceGate, VadDecision};
+use crate::audio::{AudioError, wav};
+use crate::conversation::{Conversation, ConversationConfig, ConversationOutput};
+use crate::events::{ConversationEvent, EventKind};
+use crate::time::MediaTime;
+
+/// Samples per 20 ms frame at 16 kHz: the pace of the media loop.
+pub const FRAME: usize = 320;
+/// After the input ends, the conversation runs at most this long for the agent to finish.
+pub const MAX_TAIL: MediaTime = MediaTime::from_millis(60_000);
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Agent(#[from] AgentSpecError),
+    #[error(transparent)]
+    Audio(#[from] AudioError),
+    #[error(transparent)]
+    Model(#[from] confab_models::ModelError),
+}
+
+pub struct SimulateOptions {
+    pub agent: PathBuf,
+    pub input: PathBuf,
+    pub out_dir: Option<PathBuf>,
+    pub realtime: bool,
+    pub models_dir: PathBuf,
+}
+
+/// The listening models of one session.
+pub struct ListeningModels {
+    pub vad: SileroVad,
+    pub vad_state: SileroState,
+    pub silence: SilenceGate,
+    pub turn: SmartTurn,
+}
+
+impl ListeningModels {
+    pub fn load(models_dir: &Path) -> Result<ListeningModels, confab_models::ModelError> {
+        Ok(ListeningModels {
+            vad: SileroVad::load(models_dir, 1, 1)?,
+            vad_state: SileroState::default(),
+            silence: SilenceGate::default(),
+            turn: SmartTurn::load(models_dir, 1)?,
+        })
+    }
+}
+
+/// What a run produced.
+#[derive(Debug, Default)]
+pub struct SimulationRecord {
+    pub events: Vec<ConversationEvent>,
+    pub agent_audio: Vec<f32>,
+}
+
+/// Where time comes from: the media clock alone, or the wall clock as well (`--realtime`).
+struct Pace {
+    realtime: Option<Instant>,
+}
+
+impl Pace {
+    /// Waits until `t` in real-time mode.
+    fn wait_until(&self, t: MediaTime) {
+        if let Some(start) = self.realtime {
+            let due = start + t.as_duration();
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
+    }
+
+    /// The media time at which a result computed now is known: `t` offline, the wall clock in real time.
+    fn observed(&self, t: MediaTime) -> MediaTime {
+        match self.realtime {
+            Some(start) => t.max(MediaTime::from_duration(start.elapsed())),
+            None => t,
+        }
+    }
+}
+
+/// Runs `audio` (16 kHz mono) through the graph, calling `on_event` for each event as it is emitted.
+pub fn run_audio(
+    audio: &[f32],
+    config: ConversationConfig,
+    models: &mut ListeningModels,
+    realtime: bool,
+    on_event: &mut dyn FnMut(&ConversationEvent),
+) -> Result<SimulationRecord, SimulateError> {
+    let pace = Pace {
+        realtime: realtime.then(Instant::now),
+    };
+    let mut conversation = Conversation::new(config);
+    let mut record = SimulationRecord {
+        events: Vec::new(),
+        agent_audio: Vec::with_capacity(audio.len() + FRAME),
+    };
+    let mut frame = [0.0f32; FRAME];
+    let mut probability = [0.0f32];
+    let input_end = MediaTime(audio.len() as u64);
+    let mut next_window = 0usize;
+    let mut input_finished = false;
+    let mut t = MediaTime::ZERO;
+    loop {
+        pace.wait_until(t);
+        conversation.handle_timeout(t);
+        conversation.render(t, &mut frame);
+        record.agent_audio.extend_from_slice(&frame);
+        handle_outputs(
+            &mut conversation,
+            audio,
+            models,
+            &pace,
+            t,
+            &mut record,
+            on_event,
+        )?;
+        let frame_end = t + MediaTime(FRAME as u64);
+        // Every VAD window whose audio has fully arrived by the end of this frame.
+        while next_window + silero::WINDOW <= audio.len()
+            && (next_window + silero::WINDOW) as u64 <= frame_end.0
+        {
+            let window = &audio[next_window..next_window + silero::WINDOW];
+            let decision = models.silence.decide(window);
+            if decision != VadDecision::Skip {
+                models
+                    .vad
+                    .infer(&[window], &mut [&mut models.vad_state], &mut probability)?;
+            }
+            if decision != VadDecision::Infer {
+                probability[0] = 0.0;
+            }
+            let (start, end) = (
+                MediaTime(next_window as u64),
+                MediaTime((next_window + silero::WINDOW) as u64),
+            );
+            conversation.vad_window(start, end, probability[0]);
+            handle_outputs(
+                &mut conversation,
+                audio,
+                models,
+                &pace,
+                end,
+                &mut record,
+                on_event,
+            )?;
+            next_window += silero::WINDOW;
+        }
+        if !input_finished && frame_end >= input_end {
+            input_finished = true;
+            conversation.finish_input(input_end.max(MediaTime(next_window as u64)));
+            handle_outputs(
+                &mut conversation,
+                audio,
+                models,
+                &pace,
+                frame_end,
+                &mut record,
+                on_event,
+            )?;
+        }
+        if conversation.is_ended() {
+            break;
+        }
+        if input_finished && (!conversation.is_busy() || frame_end >= input_end + MAX_TAIL) {
+            conversation.end_call(frame_end);
+            handle_outputs(
+                &mut conversation,
+                audio,
+                models,
+                &pace,
+                frame_end,
+                &mut record,
+                on_event,
+            )?;
+            break;
+        }
+        t = frame_end;
+    }
+    Ok(record)
+}
+
+fn handle_outputs(
+    conversation: &mut Conversation,
+    audio: &[f32],
+    models: &mut ListeningModels,
+    pace: &Pace,
+    now: MediaTime,
+    record: &mut SimulationRecord,
+    on_event: &mut dyn FnMut(&ConversationEvent),
+) -> Result<(), SimulateError> {
+    while let Some(output) = conversation.poll_output() {
+        match output {
+            ConversationOutput::Event(event) => {
+                on_event(&event);
+                record.events.push(event);
+            }
+            ConversationOutput::PredictTurn { last_speech, .. } => {
+                let end = (last_speech.samples() as usize).min(audio.len());
+                let probability = models.turn.predict(&audio[..end])?;
+                tracing::debug!(probability, "turn model");
+                conversation.turn_prediction(
+                    last_speech,
+                    probability > DONE_THRESHOLD,
+                    pace.observed(now),
+                );
+            }
+            ConversationOutput::Transcribe { turn, at, .. } => {
+                // No speech-to-text is wired into this build: the committed text is empty.
+                conversation.transcript(turn, String::new(), pace.observed(at));
+            }
+            ConversationOutput::Respond { .. }
+            | ConversationOutput::CancelReply { .. }
+            | ConversationOutput::EndCall { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+/// One event as a JSON line: the webhook envelope plus `media_time` in seconds.
+pub fn event_line(event: &ConversationEvent, conversation_id: &str) -> Value {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let mut line = event.envelope(conversation_id, now);
+    line["media_time"] = json!(event.media_time.as_secs_f64());
+    line
+}
+
+/// Transcript entries (SPEC.md's shape) from the events: committed user text and what the user heard.
+pub fn transcript(
+    events: &[ConversationEvent],
+    conversation_id: &str,
+    started: chrono::DateTime<chrono::Utc>,
+) -> Vec<Value> {
+    events
+        .iter()
+        .filter_map(|event| {
+            let (role, content) = match &event.kind {
+                EventKind::UtteranceCommitted { text } => ("user", text),
+                EventKind::AgentStoppedSpeaking { text } => ("assistant", text),
+                _ => return None,
+            };
+            let at = started + chrono::Duration::from_std(event.media_time).unwrap_or_default();
+            Some(json!({
+                "timestamp": at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+                "role": role,
+                "content": content,
+                "conversation_id": conversation_id,
+                "message_timestamp": event.media_time.as_secs_f64(),
+            }))
+        })
+        .collect()
+}
+
+/// The whole command: reads the agent and the WAV, streams events to `out`, writes the files.
+pub fn run(
+    options: &SimulateOptions,
+    out: &mut dyn Write,
+) -> Result<SimulationRecord, SimulateError> {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|source| SimulateError::Read {
+            path: path.display().to_string(),
+            source,
+        })
+    };
+    let spec = AgentSpec::from_json(&read(&options.agent)?)?;
+    let config = spec.conversation_config()?;
+    let audio = wav::read_mono_16k(&options.input)?;
+    let mut models = ListeningModels::load(&options.models_dir)?;
+    let conversation_id = format!("sim-{}", std::process::id());
+    let started = chrono::Utc::now();
+    let mut write_error = None;
+    let record = run_audio(
+        &audio,
+        config,
+        &mut models,
+        options.realtime,
+        &mut |event| {
+            let line = event_line(event, &conversation_id);
+            if let Err(err) = writeln!(out, "{line}").and_then(|_| out.flush()) {
+                write_error.get_or_insert(err);
+            }
+        },
+    )?;
+    if let Some(source) = write_error {
+        return Err(SimulateError::Write {
+            path: "stdout".into(),
+            source,
+        });
+    }
+    if let Some(dir) = &options.out_dir {
+        std::fs::create_dir_all(dir).map_err(|source| SimulateError::Write {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let transcript_path = dir.join("transcript.json");
+        let entries = transcript(&record.events, &conversation_id, started);
+        let text = serde_json::to_string_pretty(&entries).expect("JSON values serialize");
+        std::fs::write(&transcript_path, text).map_err(|source| SimulateError::Write {
+            path: transcript_path.display().to_string(),
+            source,
+        })?;
+        wav::write_mono_16k(&dir.join("agent.wav"), &record.agent_audio)?;
+    }
+    Ok(record)
+}

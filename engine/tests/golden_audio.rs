@@ -1,0 +1,185 @@
+//! The real VAD and turn model on speech the test generates with espeak-ng: event times against the true
+//! speech bounds of the generated audio, and the endpointing rule exactly.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use confab_engine::audio::wav;
+use confab_engine::conversation::ConversationConfig;
+use confab_engine::events::{ConversationEvent, EventKind};
+use confab_engine::simulate::{ListeningModels, run_audio};
+use confab_engine::time::MediaTime;
+
+/// One Silero window: the tolerance on speech bounds.
+const VAD_WINDOW: Duration = Duration::from_millis(32);
+
+fn speak(text: &str) -> Vec<f32> {
+    let dir = std::env::temp_dir().join(format!("confab-golden-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{}.wav", text.len()));
+    let status = Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "160", "-w"])
+        .arg(&path)
+        .arg(text)
+        .status()
+        .expect("espeak-ng is installed (scripts/setup.sh)");
+    assert!(status.success());
+    wav::read_mono_16k(&path).unwrap()
+}
+
+/// First and last sample louder than 2% of full scale.
+fn speech_bounds(clip: &[f32]) -> (usize, usize) {
+    let loud = |s: &f32| s.abs() > 0.02;
+    (
+        clip.iter().position(loud).unwrap(),
+        clip.iter().rposition(loud).unwrap() + 1,
+    )
+}
+
+struct Scene {
+    audio: Vec<f32>,
+    /// True `[start, end)` of each utterance, in samples.
+    bounds: Vec<(usize, usize)>,
+}
+
+fn scene(parts: &[(f32, &str)], tail_seconds: f32) -> Scene {
+    let mut audio = Vec::new();
+    let mut bounds = Vec::new();
+    for (silence, text) in parts {
+        audio.extend(std::iter::repeat_n(0.0, (silence * 16_000.0) as usize));
+        let clip = speak(text);
+        let (start, end) = speech_bounds(&clip);
+        bounds.push((audio.len() + start, audio.len() + end));
+        audio.extend(clip);
+    }
+    audio.extend(std::iter::repeat_n(0.0, (tail_seconds * 16_000.0) as usize));
+    Scene { audio, bounds }
+}
+
+fn models() -> ListeningModels {
+    let dir: PathBuf = confab_models::default_models_dir();
+    ListeningModels::load(&dir)
+        .expect("models are fetched by scripts/test.sh (confab models fetch)")
+}
+
+fn run(scene: &Scene, config: ConversationConfig) -> Vec<ConversationEvent> {
+    run_audio(&scene.audio, config, &mut models(), false, &mut |_| {})
+        .unwrap()
+        .events
+}
+
+fn times(events: &[ConversationEvent], name: &str) -> Vec<Duration> {
+    events
+        .iter()
+        .filter(|e| e.kind.name() == name)
+        .map(|e| e.media_time)
+        .collect()
+}
+
+fn at(samples: usize) -> Duration {
+    MediaTime(samples as u64).as_duration()
+}
+
+fn assert_near(actual: Duration, expected: Duration, what: &str) {
+    let delta = if actual > expected {
+        actual - expected
+    } else {
+        expected - actual
+    };
+    assert!(
+        delta <= VAD_WINDOW,
+        "{what}: {actual:?} vs true {expected:?} (off by {delta:?})"
+    );
+}
+
+#[test]
+fn speech_bounds_are_found_within_one_vad_window() {
+    let scene = scene(
+        &[
+            (
+                0.7,
+                "Hello I would like to book a table for two people tonight",
+            ),
+            (1.6, "What time do you open tomorrow"),
+        ],
+        2.5,
+    );
+    let events = run(&scene, ConversationConfig::default());
+    let started = times(&events, "user.started_speaking");
+    let stopped = times(&events, "user.stopped_speaking");
+    assert_eq!(started.len(), 2, "{events:?}");
+    assert_eq!(stopped.len(), 2, "{events:?}");
+    for (i, (start, end)) in scene.bounds.iter().enumerate() {
+        eprintln!(
+            "DELTA start {:?} true {:?} / stop {:?} true {:?}",
+            started[i],
+            at(*start),
+            stopped[i],
+            at(*end)
+        );
+        assert_near(started[i], at(*start), "start");
+        assert_near(stopped[i], at(*end), "end");
+    }
+}
+
+#[test]
+fn commits_follow_the_endpointing_rule_exactly() {
+    let scene = scene(
+        &[
+            (0.5, "Please tell me the opening hours of the museum"),
+            (1.8, "And how much is a ticket"),
+        ],
+        4.0,
+    );
+    let config = ConversationConfig::default();
+    let events = run(&scene, config);
+    let stopped = times(&events, "user.stopped_speaking");
+    let committed = times(&events, "utterance_committed");
+    assert_eq!(committed.len(), 2, "{events:?}");
+    for (stop, commit) in stopped.iter().zip(&committed) {
+        let delay = *commit - *stop;
+        assert!(
+            delay == config.endpoint.min_delay.as_duration()
+                || delay == config.endpoint.max_delay.as_duration(),
+            "commit {commit:?} after stop {stop:?}: {delay:?} is neither delay"
+        );
+    }
+    // Speech resumed within the max delay would have cancelled the commit; here each turn is one commit.
+    let order: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(
+        order,
+        [
+            "user.started_speaking",
+            "user.stopped_speaking",
+            "utterance_committed",
+            "user.started_speaking",
+            "user.stopped_speaking",
+            "utterance_committed",
+            "call_ended"
+        ]
+    );
+    assert!(matches!(
+        events.last().map(|e| &e.kind),
+        Some(EventKind::CallEnded)
+    ));
+}
+
+#[test]
+fn a_pause_shorter_than_the_min_delay_keeps_one_turn() {
+    // A comma makes espeak-ng pause briefly inside the sentence: still one committed turn.
+    let scene = scene(&[(0.5, "I need a taxi, to the airport, please")], 3.0);
+    let events = run(&scene, ConversationConfig::default());
+    assert_eq!(times(&events, "utterance_committed").len(), 1, "{events:?}");
+}
+
+#[test]
+fn silence_produces_no_speech_events() {
+    let scene = Scene {
+        audio: vec![0.0; 16_000 * 3],
+        bounds: vec![],
+    };
+    let events = run(&scene, ConversationConfig::default());
+    let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(names, ["call_ended"]);
+}
