@@ -9,6 +9,8 @@ need() { # need COMMAND DEBIAN_PACKAGE
 }
 need psql postgresql-client
 need pkg-config pkg-config
+need cmake cmake            # builds the bundled libopus
+need espeak-ng espeak-ng    # speech fixtures for the tests; a local voice
 
 if ((${#apt_packages[@]})); then
   echo "setup: installing ${apt_packages[*]}" >&2

@@ -11,4 +11,6 @@ if ! psql "$pg_url" -q -c 'SELECT 1' >/dev/null; then
   echo "test: PostgreSQL is not reachable at $pg_url; start it (see README) or set CONFAB_TEST_POSTGRES_URL" >&2
   exit 1
 fi
+# The local models (ONNX Runtime, Silero VAD, Smart Turn) come from pinned PyPI packages; idempotent.
+cargo run --locked --quiet --bin confab -- models fetch
 cargo test --workspace --all-targets --locked
