@@ -1,0 +1,103 @@
+//! `confab simulate` as a user runs it: a spoken WAV in, JSON event lines out, transcript.json and
+//! agent.wav written; bad inputs give a clear error and a non-zero exit.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn confab_bin() -> PathBuf {
+    if let Ok(path) = std::env::var("CONFAB_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(|deps| deps.parent()).unwrap().join("confab")
+}
+
+fn workdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("confab-sim-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn agent_file(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("agent.json");
+    std::fs::write(
+        &path,
+        r#"{"agent_name":"Sim","agent_system_prompt":"Be brief.","avatars":[{"avatar_key_id":"stock-amara","config":{"stt":{"min_endpointing_delay":0.4,"max_endpointing_delay":2.0}}}],"config":{"maxCallDuration":600}}"#,
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn simulate_prints_event_lines_and_writes_files() {
+    let dir = workdir("ok");
+    let input = dir.join("user.wav");
+    let status = Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "160", "-w"])
+        .arg(&input)
+        .arg("Good morning, could you tell me when the library opens?")
+        .status()
+        .expect("espeak-ng is installed");
+    assert!(status.success());
+    let out = dir.join("out");
+    let output = Command::new(confab_bin())
+        .args(["simulate", "--agent"])
+        .arg(agent_file(&dir))
+        .arg("--input")
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<Value> = String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect();
+    let names: Vec<&str> = lines.iter().map(|l| l["event"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names.first(), Some(&"user.started_speaking"), "{names:?}");
+    assert!(names.contains(&"user.stopped_speaking"));
+    assert!(names.contains(&"utterance_committed"));
+    assert_eq!(names.last(), Some(&"call_ended"));
+    let mut previous = 0.0;
+    for line in &lines {
+        assert_eq!(line["type"], "pipeline");
+        assert!(line["conversation_id"].is_string());
+        assert!(line["timestamp"].as_f64().unwrap() > 1.6e9);
+        assert!(line["event"]["payload"].is_object());
+        let media_time = line["media_time"].as_f64().unwrap();
+        assert!(media_time >= previous, "media time never goes back: {lines:?}");
+        previous = media_time;
+    }
+    let transcript: Value = serde_json::from_str(&std::fs::read_to_string(out.join("transcript.json")).unwrap()).unwrap();
+    assert_eq!(transcript[0]["role"], "user");
+    for field in ["timestamp", "content", "conversation_id"] {
+        assert!(transcript[0][field].is_string(), "{field}");
+    }
+    assert!(transcript[0]["message_timestamp"].is_number());
+    let agent = hound::WavReader::open(out.join("agent.wav")).unwrap();
+    assert_eq!((agent.spec().sample_rate, agent.spec().channels, agent.spec().bits_per_sample), (16_000, 1, 16));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn simulate_refuses_bad_input_clearly() {
+    let dir = workdir("bad");
+    let agent = agent_file(&dir);
+    let not_wav = dir.join("notes.wav");
+    std::fs::write(&not_wav, "definitely not audio").unwrap();
+    let bad_agent = dir.join("bad.json");
+    std::fs::write(&bad_agent, "{ nope").unwrap();
+    for (agent, input, expected) in [
+        (&agent, &not_wav, "cannot read the WAV file"),
+        (&agent, &dir.join("missing.wav"), "cannot read the WAV file"),
+        (&bad_agent, &not_wav, "not valid JSON"),
+    ] {
+        let output = Command::new(confab_bin()).args(["simulate", "--agent"]).arg(agent).arg("--input").arg(input).output().unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
