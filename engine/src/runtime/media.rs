@@ -1,0 +1,293 @@
+//! A media thread: every 20 ms it takes one frame of each session's input, renders one frame of the
+//! agent's audio, and moves VAD windows and turn-model requests to the inference thread and their
+//! results back into the sessions' conversations.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use confab_models::silero::WINDOW;
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+
+use super::RuntimeCounters;
+use super::inference::{InferenceResult, TurnJob, VadJob};
+use crate::audio::level::{SilenceGate, VadDecision};
+use crate::conversation::{Conversation, ConversationConfig, ConversationOutput};
+use crate::events::ConversationEvent;
+use crate::time::MediaTime;
+
+/// Samples per 20 ms tick at 16 kHz.
+pub const FRAME: usize = 320;
+const TICK: Duration = Duration::from_millis(20);
+/// User audio kept for the turn model (8 s).
+const HISTORY: usize = 16_000 * 8;
+
+pub enum Command {
+    Open(Box<MediaSession>),
+    Close(usize),
+}
+
+pub struct MediaSession {
+    id: usize,
+    conversation: Conversation,
+    input: rtrb::Consumer<f32>,
+    output: rtrb::Producer<f32>,
+    events: Sender<ConversationEvent>,
+    now: MediaTime,
+    window: [f32; WINDOW],
+    filled: usize,
+    gate: SilenceGate,
+    /// The last `HISTORY` samples of user audio, as 16-bit to halve the memory.
+    history: VecDeque<i16>,
+}
+
+impl MediaSession {
+    pub fn new(
+        id: usize,
+        config: ConversationConfig,
+        input: rtrb::Consumer<f32>,
+        output: rtrb::Producer<f32>,
+        events: Sender<ConversationEvent>,
+    ) -> MediaSession {
+        MediaSession {
+            id,
+            conversation: Conversation::new(config),
+            input,
+            output,
+            events,
+            now: MediaTime::ZERO,
+            window: [0.0; WINDOW],
+            filled: 0,
+            gate: SilenceGate::default(),
+            history: VecDeque::with_capacity(HISTORY),
+        }
+    }
+}
+
+pub struct MediaThread {
+    index: usize,
+    commands: Receiver<Command>,
+    results: Receiver<InferenceResult>,
+    vad_jobs: Sender<VadJob>,
+    turn_jobs: Sender<TurnJob>,
+    counters: Arc<RuntimeCounters>,
+    shutdown: Receiver<()>,
+    sessions: Vec<MediaSession>,
+}
+
+impl MediaThread {
+    pub fn new(
+        index: usize,
+        commands: Receiver<Command>,
+        results: Receiver<InferenceResult>,
+        vad_jobs: Sender<VadJob>,
+        turn_jobs: Sender<TurnJob>,
+        counters: Arc<RuntimeCounters>,
+        shutdown: Receiver<()>,
+    ) -> MediaThread {
+        MediaThread {
+            index,
+            commands,
+            results,
+            vad_jobs,
+            turn_jobs,
+            counters,
+            shutdown,
+            sessions: Vec::with_capacity(1024),
+        }
+    }
+
+    pub fn run(mut self) {
+        let mut next_tick = Instant::now();
+        let mut frame = [0.0f32; FRAME];
+        loop {
+            if !matches!(
+                self.shutdown.try_recv(),
+                Err(crossbeam_channel::TryRecvError::Empty)
+            ) {
+                return;
+            }
+            let started = Instant::now();
+            while let Ok(command) = self.commands.try_recv() {
+                match command {
+                    Command::Open(session) => self.sessions.push(*session),
+                    Command::Close(id) => self.sessions.retain(|s| s.id != id),
+                }
+            }
+            while let Ok(result) = self.results.try_recv() {
+                self.apply(result);
+            }
+            for index in 0..self.sessions.len() {
+                self.tick_session(index, &mut frame);
+            }
+            self.sessions.retain(|s| !s.conversation.is_ended());
+            let took = started.elapsed();
+            self.counters.ticks.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .max_tick_micros
+                .fetch_max(took.as_micros() as u64, Ordering::Relaxed);
+            if took > TICK {
+                self.counters
+                    .missed_deadlines
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            next_tick += TICK;
+            let now = Instant::now();
+            if next_tick > now {
+                std::thread::sleep(next_tick - now);
+            } else if now - next_tick > TICK * 5 {
+                next_tick = now; // far behind: do not try to catch up in a burst
+            }
+        }
+    }
+
+    fn apply(&mut self, result: InferenceResult) {
+        let session = match &result {
+            InferenceResult::Vad(r) => r.session,
+            InferenceResult::Turn { session, .. } => *session,
+        };
+        let Some(index) = self.sessions.iter().position(|s| s.id == session) else {
+            return;
+        };
+        let s = &mut self.sessions[index];
+        match result {
+            InferenceResult::Vad(r) => {
+                let end = r.start + MediaTime(WINDOW as u64);
+                s.conversation.vad_window(r.start, end, r.probability);
+            }
+            InferenceResult::Turn {
+                last_speech,
+                user_done,
+                ..
+            } => {
+                let now = s.now;
+                s.conversation.turn_prediction(last_speech, user_done, now);
+            }
+        }
+        self.handle_outputs(index);
+    }
+
+    fn tick_session(&mut self, index: usize, frame: &mut [f32; FRAME]) {
+        let s = &mut self.sessions[index];
+        let now = s.now;
+        // The user's audio for this tick.
+        let available = s.input.slots().min(FRAME);
+        if available < FRAME {
+            self.counters
+                .input_underruns
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        let mut taken = 0;
+        if let Ok(chunk) = s.input.read_chunk(available) {
+            let (first, second) = chunk.as_slices();
+            frame[..first.len()].copy_from_slice(first);
+            frame[first.len()..first.len() + second.len()].copy_from_slice(second);
+            taken = first.len() + second.len();
+            chunk.commit_all();
+        }
+        frame[taken..].fill(0.0);
+        for &sample in frame.iter() {
+            if s.history.len() == HISTORY {
+                s.history.pop_front();
+            }
+            s.history.push_back(crate::audio::pcm::to_i16(sample));
+        }
+        // VAD windows (512 samples) complete every 1.6 ticks.
+        let mut consumed = 0;
+        while consumed < FRAME {
+            let n = (WINDOW - s.filled).min(FRAME - consumed);
+            s.window[s.filled..s.filled + n].copy_from_slice(&frame[consumed..consumed + n]);
+            s.filled += n;
+            consumed += n;
+            if s.filled == WINDOW {
+                s.filled = 0;
+                let end = now + MediaTime(consumed as u64);
+                let start = end - MediaTime(WINDOW as u64);
+                self.counters.vad_windows.fetch_add(1, Ordering::Relaxed);
+                match s.gate.decide(&s.window) {
+                    VadDecision::Skip => {
+                        self.counters
+                            .vad_skipped_silent
+                            .fetch_add(1, Ordering::Relaxed);
+                        s.conversation.vad_window(start, end, 0.0);
+                    }
+                    VadDecision::InferAsSilence => {
+                        // Keep the model's state following the audio, but this window is silence.
+                        let _ = self.vad_jobs.try_send(VadJob {
+                            thread: self.index,
+                            session: s.id,
+                            start,
+                            window: [0.0; WINDOW],
+                        });
+                        s.conversation.vad_window(start, end, 0.0);
+                    }
+                    VadDecision::Infer => {
+                        let job = VadJob {
+                            thread: self.index,
+                            session: s.id,
+                            start,
+                            window: s.window,
+                        };
+                        if let Err(TrySendError::Full(_)) = self.vad_jobs.try_send(job) {
+                            self.counters.vad_queue_full.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        }
+        // The agent's audio for this tick.
+        s.conversation.handle_timeout(now);
+        s.conversation.render(now, frame);
+        let pushed = match s.output.write_chunk_uninit(FRAME) {
+            Ok(chunk) => chunk.fill_from_iter(frame.iter().copied()),
+            Err(_) => 0,
+        };
+        if pushed < FRAME {
+            self.counters
+                .output_overflows
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        s.now = now + MediaTime(FRAME as u64);
+        self.handle_outputs(index);
+    }
+
+    fn handle_outputs(&mut self, index: usize) {
+        let s = &mut self.sessions[index];
+        while let Some(output) = s.conversation.poll_output() {
+            match output {
+                ConversationOutput::Event(event) => {
+                    let _ = s.events.send(event);
+                }
+                ConversationOutput::PredictTurn { last_speech, .. } => {
+                    let take = ((s.now.samples().saturating_sub(last_speech.samples())) as usize)
+                        .min(s.history.len());
+                    let audio: Vec<f32> = s
+                        .history
+                        .iter()
+                        .take(s.history.len() - take)
+                        .map(|&v| f32::from(v) / 32_768.0)
+                        .collect();
+                    let job = TurnJob {
+                        thread: self.index,
+                        session: s.id,
+                        last_speech,
+                        audio,
+                    };
+                    if self.turn_jobs.try_send(job).is_err() {
+                        self.counters
+                            .turn_queue_full
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                ConversationOutput::Transcribe { turn, at, .. } => {
+                    // No speech-to-text is wired into the runtime yet: the committed text is empty.
+                    s.conversation.transcript(turn, String::new(), at);
+                }
+                ConversationOutput::Respond { .. }
+                | ConversationOutput::CancelReply { .. }
+                | ConversationOutput::EndCall { .. } => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The runtime around the sans-IO core: named media threads that each run many sessions' audio front
+//! ends on a 20 ms tick, and an inference thread that runs VAD windows batched across every session
+//! with a window ready, and the turn model.
+//!
+//! On media threads: no allocation per frame, no locks, no logging per frame. Every queue is bounded;
+//! each capacity below says what happens when it is full. tokio is not used here.
+
+mod inference;
+mod media;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+
+use crate::conversation::ConversationConfig;
+use crate::events::ConversationEvent;
+
+/// Per-session input ring, in 16 kHz samples (1 s). Full: the newest samples are dropped and counted.
+pub const INPUT_RING_SAMPLES: usize = 16_000;
+/// Per-session output ring, in 16 kHz samples (1 s). Full: rendered audio is dropped and counted.
+pub const OUTPUT_RING_SAMPLES: usize = 16_000;
+/// Per-session event queue. Full: the media thread waits (events are never dropped; they are rare).
+pub const EVENT_QUEUE: usize = 256;
+/// VAD windows waiting for inference, across all sessions. Full: the window counts as silence, counted.
+pub const VAD_QUEUE: usize = 8_192;
+/// Turn-model requests waiting. Full: no verdict, so the conservative max delay stands; counted.
+pub const TURN_QUEUE: usize = 256;
+/// Commands to a media thread (open or close a session). Full: the caller waits.
+pub const COMMAND_QUEUE: usize = 64;
+/// Largest VAD batch one inference call runs.
+pub const MAX_VAD_BATCH: usize = 256;
+
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    pub media_threads: usize,
+    /// Sessions the runtime can hold (slots are preallocated).
+    pub max_sessions: usize,
+    pub models_dir: PathBuf,
+    /// Threads ONNX Runtime may use inside one inference call.
+    pub inference_intra_threads: usize,
+}
+
+impl RuntimeConfig {
+    /// One media thread per core.
+    pub fn new(models_dir: PathBuf, max_sessions: usize) -> RuntimeConfig {
+        let cores = std::thread::available_parallelism()
+            .map(usize::from)
+            .unwrap_or(1);
+        RuntimeConfig {
+            media_threads: cores,
+            max_sessions,
+            models_dir,
+            inference_intra_threads: 1,
+        }
+    }
+}
+
+/// Counters the runtime keeps instead of logging on hot paths.
+#[derive(Debug, Default)]
+pub struct RuntimeCounters {
+    pub ticks: AtomicU64,
+    /// Ticks whose work took longer than the 20 ms period.
+    pub missed_deadlines: AtomicU64,
+    pub input_underruns: AtomicU64,
+    pub input_overflows: AtomicU64,
+    pub output_overflows: AtomicU64,
+    pub vad_windows: AtomicU64,
+    pub vad_skipped_silent: AtomicU64,
+    pub vad_queue_full: AtomicU64,
+    pub vad_batches: AtomicU64,
+    pub turn_queue_full: AtomicU64,
+    /// Longest tick, in microseconds.
+    pub max_tick_micros: AtomicU64,
+}
+
+impl RuntimeCounters {
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// The caller's side of one session.
+pub struct SessionHandle {
+    pub id: usize,
+    /// Push the user's audio here (16 kHz mono).
+    pub input: rtrb::Producer<f32>,
+    /// The agent's audio comes out here (16 kHz mono), one 20 ms frame per tick.
+    pub output: rtrb::Consumer<f32>,
+    pub events: Receiver<ConversationEvent>,
+}
+
+pub struct Runtime {
+    commands: Vec<Sender<media::Command>>,
+    media: Vec<JoinHandle<()>>,
+    inference: Option<JoinHandle<()>>,
+    shutdown: Sender<()>,
+    next_session: usize,
+    max_sessions: usize,
+    pub counters: Arc<RuntimeCounters>,
+}
+
+impl Runtime {
+    /// Loads the models on the inference thread and starts the media threads.
+    pub fn start(config: RuntimeConfig) -> Result<Runtime, confab_models::ModelError> {
+        let counters = Arc::new(RuntimeCounters::default());
+        let (vad_jobs, vad_rx) = bounded(VAD_QUEUE);
+        let (turn_jobs, turn_rx) = bounded(TURN_QUEUE);
+        let (shutdown, shutdown_rx) = bounded::<()>(0);
+        let mut result_senders = Vec::new();
+        let mut commands = Vec::new();
+        let mut media = Vec::new();
+        let mut receivers = Vec::new();
+        for _ in 0..config.media_threads {
+            let (results_tx, results_rx) = bounded(VAD_QUEUE);
+            result_senders.push(results_tx);
+            receivers.push(results_rx);
+        }
+        let inference = inference::spawn(
+            &config,
+            vad_rx,
+            turn_rx,
+            result_senders,
+            shutdown_rx.clone(),
+            counters.clone(),
+        )?;
+        for (index, results) in receivers.into_iter().enumerate() {
+            let (command_tx, command_rx) = bounded(COMMAND_QUEUE);
+            commands.push(command_tx);
+            let thread = media::MediaThread::new(
+                index,
+                command_rx,
+                results,
+                vad_jobs.clone(),
+                turn_jobs.clone(),
+                counters.clone(),
+                shutdown_rx.clone(),
+            );
+            media.push(
+                std::thread::Builder::new()
+                    .name(format!("confab-media-{index}"))
+                    .spawn(move || thread.run())
+                    .expect("spawning a media thread"),
+            );
+        }
+        Ok(Runtime {
+            commands,
+            media,
+            inference: Some(inference),
+            shutdown,
+            next_session: 0,
+            max_sessions: config.max_sessions,
+            counters,
+        })
+    }
+
+    /// Opens a session on the next media thread (round robin). None when every slot is taken.
+    pub fn open_session(&mut self, config: ConversationConfig) -> Option<SessionHandle> {
+        if self.next_session >= self.max_sessions {
+            return None;
+        }
+        let id = self.next_session;
+        self.next_session += 1;
+        let (input, input_rx) = rtrb::RingBuffer::new(INPUT_RING_SAMPLES);
+        let (output_tx, output) = rtrb::RingBuffer::new(OUTPUT_RING_SAMPLES);
+        let (events_tx, events) = bounded(EVENT_QUEUE);
+        let thread = id % self.commands.len();
+        let session = media::MediaSession::new(id, config, input_rx, output_tx, events_tx);
+        self.commands[thread]
+            .send(media::Command::Open(Box::new(session)))
+            .ok()?;
+        Some(SessionHandle {
+            id,
+            input,
+            output,
+            events,
+        })
+    }
+
+    pub fn close_session(&mut self, id: usize) {
+        let thread = id % self.commands.len();
+        let _ = self.commands[thread].send(media::Command::Close(id));
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        drop(std::mem::replace(&mut self.shutdown, bounded(0).0));
+        for thread in self.media.drain(..) {
+            let _ = thread.join();
+        }
+        if let Some(thread) = self.inference.take() {
+            let _ = thread.join();
+        }
+    }
+}
