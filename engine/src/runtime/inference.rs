@@ -1,5 +1,6 @@
-//! The inference thread: VAD windows from every media thread, batched; turn-model requests one by one.
-//! It owns the models and every session's Silero state.
+//! Inference threads: the VAD thread runs windows from every media thread in batches; the turn-model
+//! thread answers end-of-turn questions one by one. They are separate so a slow turn-model call (tens
+//! of milliseconds) never delays the VAD windows every session needs every 32 ms.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -43,6 +44,7 @@ pub enum InferenceResult {
     },
 }
 
+/// Loads the models and starts the VAD thread and the turn-model thread.
 pub fn spawn(
     config: &RuntimeConfig,
     vad_jobs: Receiver<VadJob>,
@@ -50,112 +52,128 @@ pub fn spawn(
     results: Vec<Sender<InferenceResult>>,
     shutdown: Receiver<()>,
     counters: Arc<RuntimeCounters>,
-) -> Result<JoinHandle<()>, confab_models::ModelError> {
+) -> Result<Vec<JoinHandle<()>>, confab_models::ModelError> {
     let vad = SileroVad::load(
         &config.models_dir,
         MAX_VAD_BATCH,
         config.inference_intra_threads,
     )?;
-    let turn = SmartTurn::load(&config.models_dir, config.inference_intra_threads)?;
-    let states = vec![SileroState::default(); config.max_sessions];
-    let mut worker = Worker {
+    let mut turn = SmartTurn::load(&config.models_dir, config.inference_intra_threads)?;
+    let mut worker = VadWorker {
         vad,
-        turn,
-        states,
-        results,
+        states: vec![SileroState::default(); config.max_sessions],
+        results: results.clone(),
         counters,
         batch: Vec::with_capacity(MAX_VAD_BATCH),
+        batch_states: Vec::with_capacity(MAX_VAD_BATCH),
+        probabilities: vec![0.0; MAX_VAD_BATCH],
+        in_batch: vec![false; config.max_sessions],
     };
-    Ok(std::thread::Builder::new()
-        .name("confab-inference".into())
-        .spawn(move || worker.run(vad_jobs, turn_jobs, shutdown))
-        .expect("spawning the inference thread"))
+    let vad_shutdown = shutdown.clone();
+    let vad_thread = std::thread::Builder::new()
+        .name("confab-vad".into())
+        .spawn(move || worker.run(vad_jobs, vad_shutdown))
+        .expect("spawning the VAD thread");
+    let turn_thread = std::thread::Builder::new()
+        .name("confab-turn".into())
+        .spawn(move || {
+            loop {
+                select! {
+                    recv(turn_jobs) -> job => match job {
+                        Ok(job) => run_turn(&mut turn, &results, job),
+                        Err(_) => return,
+                    },
+                    recv(shutdown) -> _ => return,
+                }
+            }
+        })
+        .expect("spawning the turn-model thread");
+    Ok(vec![vad_thread, turn_thread])
 }
 
-struct Worker {
+fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], job: TurnJob) {
+    let user_done = match turn.predict(&job.audio) {
+        Ok(probability) => probability > DONE_THRESHOLD,
+        Err(err) => {
+            tracing::error!(error = %err, "turn model failed; the user counts as done");
+            true
+        }
+    };
+    let result = InferenceResult::Turn {
+        session: job.session,
+        last_speech: job.last_speech,
+        user_done,
+    };
+    let _ = results[job.thread].send(result);
+}
+
+struct VadWorker {
     vad: SileroVad,
-    turn: SmartTurn,
     states: Vec<SileroState>,
     results: Vec<Sender<InferenceResult>>,
     counters: Arc<RuntimeCounters>,
     batch: Vec<VadJob>,
+    batch_states: Vec<SileroState>,
+    probabilities: Vec<f32>,
+    /// Sessions already in the batch being gathered (a session's windows must run in order).
+    in_batch: Vec<bool>,
 }
 
-impl Worker {
-    fn run(
-        &mut self,
-        vad_jobs: Receiver<VadJob>,
-        turn_jobs: Receiver<TurnJob>,
-        shutdown: Receiver<()>,
-    ) {
+impl VadWorker {
+    fn run(&mut self, jobs: Receiver<VadJob>, shutdown: Receiver<()>) {
+        let mut held: Option<VadJob> = None;
         loop {
-            select! {
-                recv(vad_jobs) -> job => match job {
-                    Ok(job) => {
-                        self.batch.push(job);
-                        while self.batch.len() < MAX_VAD_BATCH {
-                            match vad_jobs.try_recv() {
-                                Ok(job) => self.batch.push(job),
-                                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-                            }
-                        }
-                        self.run_vad_batch();
+            let first = match held.take() {
+                Some(job) => job,
+                None => select! {
+                    recv(jobs) -> job => match job {
+                        Ok(job) => job,
+                        Err(_) => return,
+                    },
+                    recv(shutdown) -> _ => return,
+                },
+            };
+            self.add(first);
+            while self.batch.len() < MAX_VAD_BATCH {
+                match jobs.try_recv() {
+                    Ok(job) if self.in_batch[job.session] => {
+                        held = Some(job); // the session's next window waits for the next batch
+                        break;
                     }
-                    Err(_) => return,
-                },
-                recv(turn_jobs) -> job => match job {
-                    Ok(job) => self.run_turn(job),
-                    Err(_) => return,
-                },
-                recv(shutdown) -> _ => return,
+                    Ok(job) => self.add(job),
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                }
             }
+            self.run_batch();
         }
     }
 
-    fn run_vad_batch(&mut self) {
-        let mut probabilities = [0.0f32; MAX_VAD_BATCH];
+    fn add(&mut self, job: VadJob) {
+        self.in_batch[job.session] = true;
+        self.batch_states.push(self.states[job.session].clone());
+        self.batch.push(job);
+    }
+
+    fn run_batch(&mut self) {
         let n = self.batch.len();
+        let windows: Vec<&[f32]> = self.batch.iter().map(|job| &job.window[..]).collect();
+        let mut states: Vec<&mut SileroState> = self.batch_states.iter_mut().collect();
+        if let Err(err) = self
+            .vad
+            .infer(&windows, &mut states, &mut self.probabilities[..n])
         {
-            let windows: Vec<&[f32]> = self.batch.iter().map(|job| &job.window[..]).collect();
-            // Sessions are distinct within a batch unless one session queued two windows; run those in
-            // separate batches so each state advances in order.
-            let mut seen = std::collections::HashSet::with_capacity(n);
-            let split = self
-                .batch
-                .iter()
-                .position(|job| !seen.insert(job.session))
-                .unwrap_or(n);
-            let mut states: Vec<SileroState> = self.batch[..split]
-                .iter()
-                .map(|job| self.states[job.session].clone())
-                .collect();
-            let mut refs: Vec<&mut SileroState> = states.iter_mut().collect();
-            if let Err(err) =
-                self.vad
-                    .infer(&windows[..split], &mut refs, &mut probabilities[..split])
-            {
-                tracing::error!(error = %err, "VAD inference failed; windows count as silence");
-                probabilities[..split].fill(0.0);
-            }
-            for (job, state) in self.batch[..split].iter().zip(states) {
-                self.states[job.session] = state;
-            }
-            if split < n {
-                let rest: Vec<VadJob> = self.batch.drain(split..).collect();
-                self.send_vad_results(&probabilities[..split]);
-                self.batch.clear();
-                self.batch.extend(rest);
-                self.counters.vad_batches.fetch_add(1, Ordering::Relaxed);
-                return self.run_vad_batch();
-            }
+            tracing::error!(error = %err, "VAD inference failed; the windows count as silence");
+            self.probabilities[..n].fill(0.0);
         }
         self.counters.vad_batches.fetch_add(1, Ordering::Relaxed);
-        self.send_vad_results(&probabilities[..n]);
-        self.batch.clear();
-    }
-
-    fn send_vad_results(&self, probabilities: &[f32]) {
-        for (job, probability) in self.batch.iter().zip(probabilities) {
+        for ((job, state), probability) in self
+            .batch
+            .drain(..)
+            .zip(self.batch_states.drain(..))
+            .zip(&self.probabilities)
+        {
+            self.states[job.session] = state;
+            self.in_batch[job.session] = false;
             let result = VadResult {
                 session: job.session,
                 start: job.start,
@@ -163,20 +181,5 @@ impl Worker {
             };
             let _ = self.results[job.thread].send(InferenceResult::Vad(result));
         }
-    }
-
-    fn run_turn(&mut self, job: TurnJob) {
-        let user_done = match self.turn.predict(&job.audio) {
-            Ok(probability) => probability > DONE_THRESHOLD,
-            Err(err) => {
-                tracing::error!(error = %err, "turn model failed; the user counts as done");
-                true
-            }
-        };
-        let _ = self.results[job.thread].send(InferenceResult::Turn {
-            session: job.session,
-            last_speech: job.last_speech,
-            user_done,
-        });
     }
 }

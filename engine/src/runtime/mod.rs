@@ -1,6 +1,6 @@
 //! The runtime around the sans-IO core: named media threads that each run many sessions' audio front
-//! ends on a 20 ms tick, and an inference thread that runs VAD windows batched across every session
-//! with a window ready, and the turn model.
+//! ends on a 20 ms tick; a VAD thread that runs windows batched across every session with a window
+//! ready; and a turn-model thread.
 //!
 //! On media threads: no allocation per frame, no locks, no logging per frame. Every queue is bounded;
 //! each capacity below says what happens when it is full. tokio is not used here.
@@ -95,7 +95,7 @@ pub struct SessionHandle {
 pub struct Runtime {
     commands: Vec<Sender<media::Command>>,
     media: Vec<JoinHandle<()>>,
-    inference: Option<JoinHandle<()>>,
+    inference: Vec<JoinHandle<()>>,
     shutdown: Sender<()>,
     next_session: usize,
     max_sessions: usize,
@@ -148,7 +148,7 @@ impl Runtime {
         Ok(Runtime {
             commands,
             media,
-            inference: Some(inference),
+            inference,
             shutdown,
             next_session: 0,
             max_sessions: config.max_sessions,
@@ -191,7 +191,7 @@ impl Drop for Runtime {
         for thread in self.media.drain(..) {
             let _ = thread.join();
         }
-        if let Some(thread) = self.inference.take() {
+        for thread in self.inference.drain(..) {
             let _ = thread.join();
         }
     }

@@ -1,0 +1,151 @@
+//! Density: N simulated sessions in real time on the media threads (one per core) with the shared,
+//! batched inference thread. Each session hears 2 s of speech in every 6 s (offsets staggered) through
+//! its input ring, and its output ring is drained like a transport would. A run passes when no media
+//! tick missed its 20 ms deadline and no VAD window was refused by a full queue.
+//!
+//! `cargo bench -p confab-benches --bench density` reports, for each N tried: missed deadlines, the
+//! longest tick, CPU per session-second and memory per session; then the largest N that passed. Under
+//! `cargo test` (no `--bench` argument) it runs one small smoke case.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use confab_engine::audio::wav;
+use confab_engine::conversation::ConversationConfig;
+use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters};
+
+const PERIOD: usize = 16_000 * 6;
+
+fn speech() -> Vec<f32> {
+    let path = std::env::temp_dir().join(format!("confab-density-{}.wav", std::process::id()));
+    let status = Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "170", "-w"])
+        .arg(&path)
+        .arg("I would like to know when the next train to the airport leaves")
+        .status()
+        .expect("espeak-ng");
+    assert!(status.success());
+    let mut clip = wav::read_mono_16k(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    clip.truncate(32_000);
+    clip.resize(PERIOD, 0.0);
+    clip
+}
+
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    statm
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 4096
+}
+
+struct Outcome {
+    passed: bool,
+    line: String,
+}
+
+fn run(sessions: usize, seconds: u64, clip: &[f32]) -> Outcome {
+    let config = RuntimeConfig::new(confab_models::default_models_dir(), sessions);
+    let mut runtime = Runtime::start(config).expect("models are fetched (confab models fetch)");
+    let rss_before = rss_bytes();
+    let mut handles: Vec<_> = (0..sessions)
+        .map(|_| runtime.open_session(ConversationConfig::default()).unwrap())
+        .collect();
+    let offsets: Vec<usize> = (0..sessions).map(|i| (i * 7919 * 320) % PERIOD).collect();
+    let cpu_start = cpu_seconds();
+    let start = Instant::now();
+    let frames = (seconds * 50) as usize;
+    let mut drain = [0.0f32; 320];
+    for f in 0..frames {
+        for (handle, offset) in handles.iter_mut().zip(&offsets) {
+            let at = (offset + f * 320) % PERIOD;
+            if let Ok(mut chunk) = handle.input.write_chunk_uninit(320) {
+                let (a, b) = chunk.as_mut_slices();
+                for (i, slot) in a.iter_mut().chain(b.iter_mut()).enumerate() {
+                    slot.write(clip[(at + i) % PERIOD]);
+                }
+                unsafe { chunk.commit_all() };
+            }
+            while let Ok(chunk) = handle.output.read_chunk(handle.output.slots().min(320)) {
+                if chunk.is_empty() {
+                    break;
+                }
+                let (a, _) = chunk.as_slices();
+                drain[..a.len()].copy_from_slice(a);
+                chunk.commit_all();
+            }
+            while handle.events.try_recv().is_ok() {}
+        }
+        let due = start + Duration::from_millis(20 * (f as u64 + 1));
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+    let wall = start.elapsed().as_secs_f64();
+    // After the run every session's buffers (8 s of audio history included) are full.
+    let rss_after = rss_bytes();
+    let cpu = cpu_seconds() - cpu_start;
+    let c = &runtime.counters;
+    let missed = RuntimeCounters::get(&c.missed_deadlines);
+    let refused = RuntimeCounters::get(&c.vad_queue_full);
+    let windows = RuntimeCounters::get(&c.vad_windows);
+    let skipped = RuntimeCounters::get(&c.vad_skipped_silent);
+    let batches = RuntimeCounters::get(&c.vad_batches).max(1);
+    let turn_dropped = RuntimeCounters::get(&c.turn_queue_full);
+    let line = format!(
+        "sessions {sessions:5}: missed deadlines {missed:4}, longest tick {:6.2} ms, VAD refused {refused:6}, \
+         windows {windows:7} ({:.0}% skipped as silence, {:.1} windows per batch), CPU {:.2} ms per session-second, \
+         memory {:.0} KiB per session, turn-model requests dropped {turn_dropped}",
+        RuntimeCounters::get(&c.max_tick_micros) as f64 / 1000.0,
+        100.0 * skipped as f64 / windows.max(1) as f64,
+        (windows - skipped) as f64 / batches as f64,
+        1000.0 * cpu / (sessions as f64 * wall),
+        (rss_after.saturating_sub(rss_before)) as f64 / 1024.0 / sessions as f64,
+    );
+    drop(handles);
+    Outcome {
+        passed: missed == 0 && refused == 0,
+        line,
+    }
+}
+
+fn main() {
+    let clip = speech();
+    let benchmarking = std::env::args().any(|a| a == "--bench");
+    if !benchmarking {
+        let outcome = run(4, 1, &clip);
+        println!("density smoke: {}", outcome.line);
+        return;
+    }
+    let mut best = 0;
+    for sessions in [100, 250, 500, 750, 1000, 1500, 2000] {
+        let outcome = run(sessions, 8, &clip);
+        println!(
+            "{} {}",
+            if outcome.passed { "PASS" } else { "FAIL" },
+            outcome.line
+        );
+        if outcome.passed {
+            best = sessions;
+        } else {
+            break;
+        }
+    }
+    println!("largest N with no missed 20 ms deadline: {best}");
+}
