@@ -4,6 +4,7 @@
 pub mod level;
 pub mod opus_ingress;
 pub mod pcm;
+pub mod pcm_ingress;
 pub mod resample;
 pub mod wav;
 
