@@ -105,6 +105,68 @@ impl Pace {
     }
 }
 
+/// One offline run: the conversation, the models that answer its requests, and what it produced.
+struct Simulation<'a> {
+    audio: &'a [f32],
+    conversation: Conversation,
+    models: &'a mut ListeningModels,
+    pace: Pace,
+    record: SimulationRecord,
+    on_event: &'a mut dyn FnMut(&ConversationEvent),
+}
+
+impl Simulation<'_> {
+    /// Answers every request the conversation has made, as of media time `now`.
+    fn drain(&mut self, now: MediaTime) -> Result<(), SimulateError> {
+        while let Some(output) = self.conversation.poll_output() {
+            match output {
+                ConversationOutput::Event(event) => {
+                    (self.on_event)(&event);
+                    self.record.events.push(event);
+                }
+                ConversationOutput::PredictTurn { last_speech, .. } => {
+                    let end = (last_speech.samples() as usize).min(self.audio.len());
+                    let probability = self.models.turn.predict(&self.audio[..end])?;
+                    tracing::debug!(probability, "turn model");
+                    let observed = self.pace.observed(now);
+                    self.conversation.turn_prediction(
+                        last_speech,
+                        probability > DONE_THRESHOLD,
+                        observed,
+                    );
+                }
+                ConversationOutput::Transcribe { turn, at, .. } => {
+                    // No speech-to-text is wired into this build: the committed text is empty.
+                    let observed = self.pace.observed(at);
+                    self.conversation.transcript(turn, String::new(), observed);
+                }
+                ConversationOutput::Respond { .. }
+                | ConversationOutput::CancelReply { .. }
+                | ConversationOutput::EndCall { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The VAD's probability for one window, through the energy gate.
+    fn vad(&mut self, window: &[f32]) -> Result<f32, SimulateError> {
+        let mut probability = [0.0f32];
+        let decision = self.models.silence.decide(window);
+        if decision != VadDecision::Skip {
+            self.models.vad.infer(
+                &[window],
+                &mut [&mut self.models.vad_state],
+                &mut probability,
+            )?;
+        }
+        Ok(if decision == VadDecision::Infer {
+            probability[0]
+        } else {
+            0.0
+        })
+    }
+}
+
 /// Runs `audio` (16 kHz mono) through the graph, calling `on_event` for each event as it is emitted.
 pub fn run_audio(
     audio: &[f32],
@@ -113,134 +175,61 @@ pub fn run_audio(
     realtime: bool,
     on_event: &mut dyn FnMut(&ConversationEvent),
 ) -> Result<SimulationRecord, SimulateError> {
-    let pace = Pace {
-        realtime: realtime.then(Instant::now),
-    };
-    let mut conversation = Conversation::new(config);
-    let mut record = SimulationRecord {
-        events: Vec::new(),
-        agent_audio: Vec::with_capacity(audio.len() + FRAME),
+    let mut sim = Simulation {
+        audio,
+        conversation: Conversation::new(config),
+        models,
+        pace: Pace {
+            realtime: realtime.then(Instant::now),
+        },
+        record: SimulationRecord {
+            events: Vec::new(),
+            agent_audio: Vec::with_capacity(audio.len() + FRAME),
+        },
+        on_event,
     };
     let mut frame = [0.0f32; FRAME];
-    let mut probability = [0.0f32];
     let input_end = MediaTime(audio.len() as u64);
     let mut next_window = 0usize;
     let mut input_finished = false;
     let mut t = MediaTime::ZERO;
     loop {
-        pace.wait_until(t);
-        conversation.handle_timeout(t);
-        conversation.render(t, &mut frame);
-        record.agent_audio.extend_from_slice(&frame);
-        handle_outputs(
-            &mut conversation,
-            audio,
-            models,
-            &pace,
-            t,
-            &mut record,
-            on_event,
-        )?;
+        sim.pace.wait_until(t);
+        sim.conversation.handle_timeout(t);
+        sim.conversation.render(t, &mut frame);
+        sim.record.agent_audio.extend_from_slice(&frame);
+        sim.drain(t)?;
         let frame_end = t + MediaTime(FRAME as u64);
         // Every VAD window whose audio has fully arrived by the end of this frame.
         while next_window + silero::WINDOW <= audio.len()
             && (next_window + silero::WINDOW) as u64 <= frame_end.0
         {
-            let window = &audio[next_window..next_window + silero::WINDOW];
-            let decision = models.silence.decide(window);
-            if decision != VadDecision::Skip {
-                models
-                    .vad
-                    .infer(&[window], &mut [&mut models.vad_state], &mut probability)?;
-            }
-            if decision != VadDecision::Infer {
-                probability[0] = 0.0;
-            }
+            let probability = sim.vad(&audio[next_window..next_window + silero::WINDOW])?;
             let (start, end) = (
                 MediaTime(next_window as u64),
                 MediaTime((next_window + silero::WINDOW) as u64),
             );
-            conversation.vad_window(start, end, probability[0]);
-            handle_outputs(
-                &mut conversation,
-                audio,
-                models,
-                &pace,
-                end,
-                &mut record,
-                on_event,
-            )?;
+            sim.conversation.vad_window(start, end, probability);
+            sim.drain(end)?;
             next_window += silero::WINDOW;
         }
         if !input_finished && frame_end >= input_end {
             input_finished = true;
-            conversation.finish_input(input_end.max(MediaTime(next_window as u64)));
-            handle_outputs(
-                &mut conversation,
-                audio,
-                models,
-                &pace,
-                frame_end,
-                &mut record,
-                on_event,
-            )?;
+            sim.conversation
+                .finish_input(input_end.max(MediaTime(next_window as u64)));
+            sim.drain(frame_end)?;
         }
-        if conversation.is_ended() {
+        if sim.conversation.is_ended() {
             break;
         }
-        if input_finished && (!conversation.is_busy() || frame_end >= input_end + MAX_TAIL) {
-            conversation.end_call(frame_end);
-            handle_outputs(
-                &mut conversation,
-                audio,
-                models,
-                &pace,
-                frame_end,
-                &mut record,
-                on_event,
-            )?;
+        if input_finished && (!sim.conversation.is_busy() || frame_end >= input_end + MAX_TAIL) {
+            sim.conversation.end_call(frame_end);
+            sim.drain(frame_end)?;
             break;
         }
         t = frame_end;
     }
-    Ok(record)
-}
-
-fn handle_outputs(
-    conversation: &mut Conversation,
-    audio: &[f32],
-    models: &mut ListeningModels,
-    pace: &Pace,
-    now: MediaTime,
-    record: &mut SimulationRecord,
-    on_event: &mut dyn FnMut(&ConversationEvent),
-) -> Result<(), SimulateError> {
-    while let Some(output) = conversation.poll_output() {
-        match output {
-            ConversationOutput::Event(event) => {
-                on_event(&event);
-                record.events.push(event);
-            }
-            ConversationOutput::PredictTurn { last_speech, .. } => {
-                let end = (last_speech.samples() as usize).min(audio.len());
-                let probability = models.turn.predict(&audio[..end])?;
-                tracing::debug!(probability, "turn model");
-                conversation.turn_prediction(
-                    last_speech,
-                    probability > DONE_THRESHOLD,
-                    pace.observed(now),
-                );
-            }
-            ConversationOutput::Transcribe { turn, at, .. } => {
-                // No speech-to-text is wired into this build: the committed text is empty.
-                conversation.transcript(turn, String::new(), pace.observed(at));
-            }
-            ConversationOutput::Respond { .. }
-            | ConversationOutput::CancelReply { .. }
-            | ConversationOutput::EndCall { .. } => {}
-        }
-    }
-    Ok(())
+    Ok(sim.record)
 }
 
 /// One event as a JSON line: the webhook envelope plus `media_time` in seconds.

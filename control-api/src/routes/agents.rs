@@ -265,6 +265,21 @@ async fn insert_agent(db: &Db, mut fields: AgentFields) -> ApiResult<Json<Value>
     ))
 }
 
+/// The records with these ids that still exist, as API resources.
+async fn resolve<T>(
+    db: &Db,
+    collection: crate::store::Collection,
+    ids: &[String],
+    to_resource: fn(&StoredRecord) -> Result<T, sqlx::Error>,
+) -> Result<Vec<T>, sqlx::Error> {
+    collection
+        .get_many(db, ids)
+        .await?
+        .iter()
+        .map(to_resource)
+        .collect()
+}
+
 /// Resolves an agent record into the API resource.
 pub async fn to_agent(db: &Db, record: &StoredRecord) -> Result<Agent, sqlx::Error> {
     let fields: AgentFields = record.fields()?;
@@ -275,24 +290,15 @@ pub async fn to_agent(db: &Db, record: &StoredRecord) -> Result<Agent, sqlx::Err
     {
         knowledge_base.push(to_knowledge_base(db, &kb).await?);
     }
-    let tool = TOOLS
-        .get_many(db, &fields.attachments.tool_ids)
-        .await?
-        .iter()
-        .map(to_tool)
-        .collect::<Result<_, _>>()?;
-    let guardrail = GUARDRAILS
-        .get_many(db, &fields.attachments.guardrail_ids)
-        .await?
-        .iter()
-        .map(to_guardrail)
-        .collect::<Result<_, _>>()?;
-    let mcp = MCP_SERVERS
-        .get_many(db, &fields.attachments.mcp_ids)
-        .await?
-        .iter()
-        .map(to_mcp)
-        .collect::<Result<_, _>>()?;
+    let tool = resolve(db, TOOLS, &fields.attachments.tool_ids, to_tool).await?;
+    let guardrail = resolve(
+        db,
+        GUARDRAILS,
+        &fields.attachments.guardrail_ids,
+        to_guardrail,
+    )
+    .await?;
+    let mcp = resolve(db, MCP_SERVERS, &fields.attachments.mcp_ids, to_mcp).await?;
     Ok(Agent {
         id: record.id.clone(),
         agent_name: fields.agent_name,
