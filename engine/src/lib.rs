@@ -9,6 +9,7 @@ pub mod audio;
 pub mod conversation;
 pub mod core;
 pub mod events;
+pub mod providers;
 pub mod runtime;
 pub mod simulate;
 pub mod time;

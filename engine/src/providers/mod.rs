@@ -1,0 +1,91 @@
+//! Providers: the engine's ears, mind and voice. Speech-to-text, language models and text-to-speech are
+//! streaming, cancellable calls selected by the agent's `provider`/`model` strings.
+//!
+//! One policy for every adapter (this module): timeouts, a `retryable` flag on errors (4xx never
+//! retried), retries only before the first byte of a stream, and metrics per call. Cancellation is by
+//! dropping the receiving end of a stream: the adapter's task sees it at once and closes the
+//! connection rather than draining it.
+
+pub mod llm;
+pub mod openai_llm;
+pub mod sentences;
+pub mod sse;
+
+use std::time::Duration;
+
+/// What went wrong in a provider call, and whether trying again could help.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{provider}: {message}")]
+pub struct ProviderError {
+    pub provider: &'static str,
+    pub message: String,
+    /// HTTP status, when the provider answered with one.
+    pub status: Option<u16>,
+    /// Network errors, timeouts, 5xx and 429 are retryable; other 4xx and bad data are not.
+    pub retryable: bool,
+}
+
+impl ProviderError {
+    pub fn from_status(provider: &'static str, status: u16, body: &str) -> ProviderError {
+        let retryable = status == 429 || status >= 500;
+        let detail: String = body.chars().take(300).collect();
+        ProviderError {
+            provider,
+            message: format!("HTTP {status}: {detail}"),
+            status: Some(status),
+            retryable,
+        }
+    }
+
+    pub fn network(provider: &'static str, message: impl Into<String>) -> ProviderError {
+        ProviderError {
+            provider,
+            message: message.into(),
+            status: None,
+            retryable: true,
+        }
+    }
+
+    pub fn protocol(provider: &'static str, message: impl Into<String>) -> ProviderError {
+        ProviderError {
+            provider,
+            message: message.into(),
+            status: None,
+            retryable: false,
+        }
+    }
+}
+
+/// Timeouts and retries shared by every adapter.
+#[derive(Debug, Clone, Copy)]
+pub struct CallPolicy {
+    pub connect_timeout: Duration,
+    /// From sending the request to the first byte of the answer.
+    pub first_byte_timeout: Duration,
+    /// Longest silence between two chunks of a stream.
+    pub idle_timeout: Duration,
+    /// Attempts after the first, only for retryable errors before any output.
+    pub retries: u32,
+    pub backoff: Duration,
+}
+
+impl Default for CallPolicy {
+    fn default() -> Self {
+        CallPolicy {
+            connect_timeout: Duration::from_secs(5),
+            first_byte_timeout: Duration::from_secs(20),
+            idle_timeout: Duration::from_secs(20),
+            retries: 2,
+            backoff: Duration::from_millis(250),
+        }
+    }
+}
+
+/// Measured for each call.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CallMetrics {
+    /// Time to the first token (LLM), byte of audio (TTS) or partial transcript (STT).
+    pub time_to_first: Option<Duration>,
+    pub duration: Duration,
+    pub attempts: u32,
+}
