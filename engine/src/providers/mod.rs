@@ -7,9 +7,11 @@
 //! connection rather than draining it.
 
 pub mod llm;
+pub mod openai_audio;
 pub mod openai_llm;
 pub mod sentences;
 pub mod sse;
+pub mod tts;
 
 use std::time::Duration;
 
