@@ -142,7 +142,15 @@ async fn main() -> anyhow::Result<()> {
                 realtime,
                 models_dir: models_dir.unwrap_or_else(confab_models::default_models_dir),
             };
-            confab_engine::simulate::run(&options, &mut std::io::stdout().lock())?;
+            // The engine drives its own threads and I/O runtime; keep it off this async runtime.
+            std::thread::Builder::new()
+                .name("confab-simulate".into())
+                .spawn(move || {
+                    confab_engine::simulate::run(&options, &mut std::io::stdout().lock())
+                        .map(|_| ())
+                })?
+                .join()
+                .map_err(|_| anyhow::anyhow!("the simulation thread panicked"))??;
             Ok(())
         }
     }

@@ -78,6 +78,8 @@ pub struct Conversation {
     /// Start of the current user turn's speech.
     turn_start: Option<MediaTime>,
     ended: bool,
+    /// The turn whose reply has been asked for and not finished.
+    awaiting_reply: Option<TurnId>,
     outputs: VecDeque<ConversationOutput>,
 }
 
@@ -91,6 +93,7 @@ impl Conversation {
             timer: config.max_call_duration.map(CallTimer::new),
             turn_start: None,
             ended: false,
+            awaiting_reply: None,
             outputs: VecDeque::with_capacity(16),
         }
     }
@@ -99,11 +102,13 @@ impl Conversation {
         self.ended
     }
 
-    /// True while a user turn is being spoken or awaits commit, or the agent is speaking.
+    /// True while a user turn is being spoken or awaits commit, a reply is awaited, or the agent has
+    /// audio to play.
     pub fn is_busy(&self) -> bool {
         self.vad.is_speaking()
             || self.endpoint.poll_timeout().is_some()
-            || self.playout.is_speaking()
+            || self.awaiting_reply.is_some()
+            || self.playout.has_audio()
     }
 
     fn event(&mut self, at: MediaTime, kind: EventKind) {
@@ -185,6 +190,7 @@ impl Conversation {
         self.event(at, EventKind::UtteranceCommitted { text: text.clone() });
         if !text.trim().is_empty() {
             let epoch = self.interruption.epoch();
+            self.awaiting_reply = Some(turn);
             self.outputs.push_back(ConversationOutput::Respond {
                 turn,
                 epoch,
@@ -198,6 +204,9 @@ impl Conversation {
     }
 
     pub fn agent_reply_end(&mut self, turn: TurnId, now: MediaTime) {
+        if self.awaiting_reply == Some(turn) {
+            self.awaiting_reply = None;
+        }
         self.playout.end_of_reply(turn, now);
         self.drain_machines();
     }
@@ -265,6 +274,7 @@ impl Conversation {
         self.playout.flush(epoch, at);
         self.drain_machines();
         self.ended = true;
+        self.awaiting_reply = None;
         self.outputs
             .push_back(ConversationOutput::CancelReply { epoch });
         self.outputs.push_back(ConversationOutput::EndCall { at });
@@ -303,6 +313,7 @@ impl Conversation {
                     InterruptionOutput::ResumePlayout { .. } => self.playout.resume(),
                     InterruptionOutput::Interrupted { at, epoch } => {
                         self.event(at, EventKind::AgentInterrupted);
+                        self.awaiting_reply = None;
                         self.outputs
                             .push_back(ConversationOutput::CancelReply { epoch });
                         self.playout.flush(epoch, at);

@@ -10,6 +10,7 @@ pub mod conversation;
 pub mod core;
 pub mod events;
 pub mod providers;
+pub mod responder;
 pub mod runtime;
 pub mod simulate;
 pub mod time;

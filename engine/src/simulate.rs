@@ -18,6 +18,7 @@ use crate::audio::level::{SilenceGate, VadDecision};
 use crate::audio::{AudioError, wav};
 use crate::conversation::{Conversation, ConversationConfig, ConversationOutput};
 use crate::events::{ConversationEvent, EventKind};
+use crate::responder::Responder;
 use crate::time::MediaTime;
 
 /// Samples per 20 ms frame at 16 kHz: the pace of the media loop.
@@ -43,6 +44,8 @@ pub enum SimulateError {
     Audio(#[from] AudioError),
     #[error(transparent)]
     Model(#[from] confab_models::ModelError),
+    #[error(transparent)]
+    Provider(#[from] crate::providers::ProviderError),
 }
 
 pub struct SimulateOptions {
@@ -110,6 +113,8 @@ struct Simulation<'a> {
     audio: &'a [f32],
     conversation: Conversation,
     models: &'a mut ListeningModels,
+    responder: Option<&'a mut Responder>,
+    io: tokio::runtime::Runtime,
     pace: Pace,
     record: SimulationRecord,
     on_event: &'a mut dyn FnMut(&ConversationEvent),
@@ -121,6 +126,11 @@ impl Simulation<'_> {
         while let Some(output) = self.conversation.poll_output() {
             match output {
                 ConversationOutput::Event(event) => {
+                    if let (EventKind::AgentStoppedSpeaking { text }, Some(responder)) =
+                        (&event.kind, self.responder.as_deref_mut())
+                    {
+                        responder.heard(text);
+                    }
                     (self.on_event)(&event);
                     self.record.events.push(event);
                 }
@@ -135,14 +145,41 @@ impl Simulation<'_> {
                         observed,
                     );
                 }
-                ConversationOutput::Transcribe { turn, at, .. } => {
-                    // No speech-to-text is wired into this build: the committed text is empty.
+                ConversationOutput::Transcribe { turn, from, to, at } => {
+                    let (from, to) = (
+                        (from.samples() as usize).min(self.audio.len()),
+                        (to.samples() as usize).min(self.audio.len()),
+                    );
+                    let text = match self.responder.as_deref() {
+                        Some(responder) => self.io.block_on(responder.transcribe(&self.audio[from..to])).unwrap_or_else(|err| {
+                            tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
+                            String::new()
+                        }),
+                        None => String::new(),
+                    };
                     let observed = self.pace.observed(at);
-                    self.conversation.transcript(turn, String::new(), observed);
+                    self.conversation.transcript(turn, text, observed);
                 }
-                ConversationOutput::Respond { .. }
-                | ConversationOutput::CancelReply { .. }
-                | ConversationOutput::EndCall { .. } => {}
+                ConversationOutput::Respond {
+                    turn,
+                    epoch,
+                    user_text,
+                } => {
+                    let mut segments = Vec::new();
+                    if let Some(responder) = self.responder.as_deref_mut() {
+                        let mut collect = |segment| segments.push(segment);
+                        let reply = responder.respond(turn, epoch, &user_text, &mut collect);
+                        if let Err(err) = self.io.block_on(reply) {
+                            tracing::warn!(error = %err, "the agent's reply failed");
+                        }
+                    }
+                    for segment in segments {
+                        self.conversation.agent_segment(segment);
+                    }
+                    let observed = self.pace.observed(now);
+                    self.conversation.agent_reply_end(turn, observed);
+                }
+                ConversationOutput::CancelReply { .. } | ConversationOutput::EndCall { .. } => {}
             }
         }
         Ok(())
@@ -172,13 +209,23 @@ pub fn run_audio(
     audio: &[f32],
     config: ConversationConfig,
     models: &mut ListeningModels,
+    responder: Option<&mut Responder>,
     realtime: bool,
     on_event: &mut dyn FnMut(&ConversationEvent),
 ) -> Result<SimulationRecord, SimulateError> {
+    let io = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| SimulateError::Write {
+            path: "the I/O runtime".into(),
+            source,
+        })?;
     let mut sim = Simulation {
         audio,
         conversation: Conversation::new(config),
         models,
+        responder,
+        io,
         pace: Pace {
             realtime: realtime.then(Instant::now),
         },
@@ -230,6 +277,19 @@ pub fn run_audio(
         t = frame_end;
     }
     Ok(sim.record)
+}
+
+/// The providers of the agent's first avatar and its prompt (system prompt, then the conversational context).
+fn responder_for(agent_json: &str, spec: &AgentSpec) -> Result<Responder, SimulateError> {
+    let agent: Value = serde_json::from_str(agent_json).map_err(AgentSpecError::Json)?;
+    let mut prompt = spec.agent_system_prompt.clone();
+    if !spec.config.conversational_context.is_empty() {
+        prompt = format!("{prompt}\n\n{}", spec.config.conversational_context);
+    }
+    Ok(Responder::from_config(
+        &agent["avatars"][0]["config"],
+        prompt,
+    )?)
 }
 
 /// One event as a JSON line: the webhook envelope plus `media_time` in seconds.
@@ -284,6 +344,12 @@ pub fn run(
     let config = spec.conversation_config()?;
     let audio = wav::read_mono_16k(&options.input)?;
     let mut models = ListeningModels::load(&options.models_dir)?;
+    let mut responder = responder_for(&read(&options.agent)?, &spec)?;
+    if !responder.can_answer() {
+        tracing::warn!(
+            "the agent's LLM provider is local, which this build does not have: the agent will not answer"
+        );
+    }
     let conversation_id = format!("sim-{}", std::process::id());
     let started = chrono::Utc::now();
     let mut write_error = None;
@@ -291,6 +357,7 @@ pub fn run(
         &audio,
         config,
         &mut models,
+        Some(&mut responder),
         options.realtime,
         &mut |event| {
             let line = event_line(event, &conversation_id);

@@ -69,6 +69,11 @@ impl Playout {
         self.speaking.is_some()
     }
 
+    /// True while there is audio queued or being played.
+    pub fn has_audio(&self) -> bool {
+        self.speaking.is_some() || !self.queue.is_empty()
+    }
+
     /// Queues a segment; segments of a past epoch are stale and dropped.
     pub fn enqueue(&mut self, segment: PlayoutSegment) {
         if segment.epoch >= self.epoch {

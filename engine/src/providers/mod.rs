@@ -9,6 +9,7 @@
 pub mod llm;
 pub mod openai_audio;
 pub mod openai_llm;
+pub mod select;
 pub mod sentences;
 pub mod sse;
 pub mod tts;

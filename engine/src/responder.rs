@@ -1,0 +1,125 @@
+//! The agent's side of a turn: the conversation so far goes to the language model, its streamed text is
+//! split into sentences, each sentence is synthesized at once, and the audio becomes playout segments
+//! stamped with the turn and epoch. Only what the user heard enters the history.
+
+use serde_json::Value;
+
+use crate::core::playout::PlayoutSegment;
+use crate::core::{Epoch, TurnId};
+use crate::providers::ProviderError;
+use crate::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent};
+use crate::providers::openai_audio::OpenAiAudio;
+use crate::providers::select;
+use crate::providers::sentences::SentenceSplitter;
+use crate::providers::tts::{SpeechSynthesizer, TtsEvent};
+
+/// Longest reply, in tokens.
+pub const MAX_REPLY_TOKENS: u32 = 256;
+
+pub struct Responder {
+    llm: Option<(Box<dyn LanguageModel>, String)>,
+    tts: Box<dyn SpeechSynthesizer>,
+    stt: Option<OpenAiAudio>,
+    system_prompt: String,
+    history: Vec<ChatMessage>,
+}
+
+impl Responder {
+    /// Adapters from the first avatar's `config` (`llm`, `stt`, `tts`) and the agent's prompt.
+    pub fn from_config(
+        pipeline: &Value,
+        system_prompt: String,
+    ) -> Result<Responder, ProviderError> {
+        Ok(Responder {
+            llm: select::language_model(&pipeline["llm"])?,
+            tts: select::synthesizer(&pipeline["tts"])?,
+            stt: select::recognizer(&pipeline["stt"])?,
+            system_prompt,
+            history: Vec::new(),
+        })
+    }
+
+    pub fn can_answer(&self) -> bool {
+        self.llm.is_some()
+    }
+
+    /// The user's words in 16 kHz audio; empty when no recognizer is configured.
+    pub async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
+        match &self.stt {
+            Some(stt) if !audio.is_empty() => stt.transcribe(audio).await,
+            _ => Ok(String::new()),
+        }
+    }
+
+    /// Records what the user heard of the agent's last reply.
+    pub fn heard(&mut self, text: &str) {
+        if !text.is_empty() {
+            self.history.push(ChatMessage::new("assistant", text));
+        }
+    }
+
+    /// Answers `user_text`, calling `on_segment` with each synthesized sentence as soon as it is ready.
+    pub async fn respond(
+        &mut self,
+        turn: TurnId,
+        epoch: Epoch,
+        user_text: &str,
+        on_segment: &mut dyn FnMut(PlayoutSegment),
+    ) -> Result<(), ProviderError> {
+        self.history.push(ChatMessage::new("user", user_text));
+        let Some((llm, model)) = &self.llm else {
+            return Ok(());
+        };
+        let mut messages = vec![ChatMessage::new("system", self.system_prompt.clone())];
+        messages.extend(self.history.iter().cloned());
+        let request = ChatRequest {
+            model: model.clone(),
+            messages,
+            tools: Vec::new(),
+            max_tokens: MAX_REPLY_TOKENS,
+            temperature: 0.6,
+            stop: Vec::new(),
+        };
+        let mut stream = llm.stream(request);
+        let mut splitter = SentenceSplitter::default();
+        while let Some(event) = stream.recv().await {
+            match event? {
+                LlmEvent::Text(text) => {
+                    for sentence in splitter.push(&text) {
+                        self.speak(turn, epoch, sentence, on_segment).await?;
+                    }
+                }
+                LlmEvent::ToolCall(_) => {} // tools are run by the tools issue
+                LlmEvent::Done { .. } => break,
+            }
+        }
+        if let Some(rest) = splitter.finish() {
+            self.speak(turn, epoch, rest, on_segment).await?;
+        }
+        Ok(())
+    }
+
+    async fn speak(
+        &self,
+        turn: TurnId,
+        epoch: Epoch,
+        text: String,
+        on_segment: &mut dyn FnMut(PlayoutSegment),
+    ) -> Result<(), ProviderError> {
+        let mut stream = self.tts.synthesize(&text);
+        let mut audio = Vec::new();
+        while let Some(event) = stream.recv().await {
+            match event? {
+                TtsEvent::Audio(chunk) => audio.extend(chunk),
+                TtsEvent::Done(_) => break,
+            }
+        }
+        on_segment(PlayoutSegment {
+            turn,
+            epoch,
+            text,
+            audio,
+        });
+        Ok(())
+    }
+}

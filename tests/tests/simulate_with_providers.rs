@@ -1,0 +1,185 @@
+//! A whole conversation through `confab simulate`: the real VAD and turn model, speech-to-text and the
+//! language model from a local OpenAI-compatible server (the real wire protocol: multipart upload, SSE
+//! stream), and the local espeak-ng voice. The agent answers; the events, transcript and agent.wav show it.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+const REPLY: &str = "The library opens at nine in the morning. See you there!";
+
+fn confab_bin() -> PathBuf {
+    std::env::var("CONFAB_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            std::env::current_exe()
+                .unwrap()
+                .parent()
+                .and_then(|d| d.parent())
+                .unwrap()
+                .join("confab")
+        })
+}
+
+async fn chat(State(seen): State<Arc<Mutex<Vec<Value>>>>, body: String) -> Response {
+    seen.lock()
+        .unwrap()
+        .push(serde_json::from_str(&body).unwrap());
+    let mut parts: Vec<String> = REPLY
+        .split_inclusive(' ')
+        .map(|word| format!("data: {}\n\n", json!({ "choices": [{ "index": 0, "delta": { "content": word }, "finish_reason": null }] })))
+        .collect();
+    parts.push("data: [DONE]\n\n".into());
+    let stream = futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::io::Error>));
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+async fn transcribe() -> Response {
+    axum::Json(json!({ "text": "When does the library open?" })).into_response()
+}
+
+#[test]
+fn the_agent_answers_a_spoken_question() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let base = runtime.block_on(async {
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/v1/audio/transcriptions", post(transcribe))
+            .with_state(seen.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        base
+    });
+
+    let dir = std::env::temp_dir().join(format!("confab-sim-providers-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("question.wav");
+    assert!(
+        Command::new("espeak-ng")
+            .args(["-v", "en-us", "-s", "160", "-w"])
+            .arg(&input)
+            .arg("When does the library open?")
+            .status()
+            .unwrap()
+            .success()
+    );
+    let agent = dir.join("agent.json");
+    std::fs::write(
+        &agent,
+        json!({
+            "agent_name": "Librarian",
+            "agent_system_prompt": "You are the library's receptionist.",
+            "avatars": [{ "avatar_key_id": "stock-amara", "config": {
+                "llm": { "provider": "custom", "model": "test-model" },
+                "stt": { "provider": "custom", "model": "whisper-1", "max_endpointing_delay": 1.0 },
+                "tts": { "provider": "local", "model_id": "espeak-ng" }
+            } }],
+            "config": { "maxCallDuration": 300, "conversationalContext": "Opening hours: 9 to 17." }
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let output = Command::new(confab_bin())
+        .args(["simulate", "--agent"])
+        .arg(&agent)
+        .arg("--input")
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .env("CONFAB_LLM_BASE_URL", &base)
+        .env("CONFAB_STT_BASE_URL", &base)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let find = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["event"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {events:#?}"))
+    };
+    assert_eq!(
+        find("utterance_committed")["event"]["payload"]["text"],
+        "When does the library open?"
+    );
+    assert_eq!(
+        find("agent.started_speaking")["event"]["payload"]["text"],
+        REPLY
+    );
+    assert_eq!(
+        find("agent.stopped_speaking")["event"]["payload"]["text"],
+        REPLY
+    );
+    let committed_at = find("utterance_committed")["media_time"].as_f64().unwrap();
+    let speaking_at = find("agent.started_speaking")["media_time"]
+        .as_f64()
+        .unwrap();
+    let stopped_at = find("agent.stopped_speaking")["media_time"]
+        .as_f64()
+        .unwrap();
+    assert!(committed_at <= speaking_at && speaking_at < stopped_at);
+    assert_eq!(events.last().unwrap()["event"]["name"], "call_ended");
+
+    // The language model saw the prompt with its context, and the user's words.
+    let request = seen.lock().unwrap()[0].clone();
+    assert_eq!(request["model"], "test-model");
+    assert_eq!(request["stream"], true);
+    assert_eq!(
+        request["messages"][0]["content"],
+        "You are the library's receptionist.\n\nOpening hours: 9 to 17."
+    );
+    assert_eq!(
+        request["messages"][1],
+        json!({ "role": "user", "content": "When does the library open?" })
+    );
+
+    // The agent's voice is in agent.wav where the events say it is.
+    let mut reader = hound::WavReader::open(out.join("agent.wav")).unwrap();
+    let samples: Vec<f32> = reader
+        .samples::<i16>()
+        .map(|s| f32::from(s.unwrap()) / 32768.0)
+        .collect();
+    let span = &samples[(speaking_at * 16_000.0) as usize..(stopped_at * 16_000.0) as usize];
+    let rms = (span.iter().map(|s| s * s).sum::<f32>() / span.len() as f32).sqrt();
+    assert!(rms > 0.02, "agent audio RMS {rms}");
+    let before = &samples[..(speaking_at * 16_000.0) as usize];
+    assert!(
+        before.iter().all(|s| *s == 0.0),
+        "silence before the agent speaks"
+    );
+
+    let transcript: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("transcript.json")).unwrap())
+            .unwrap();
+    let roles: Vec<&str> = transcript
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant"]);
+    assert_eq!(transcript[1]["content"], REPLY);
+    let _ = std::fs::remove_dir_all(&dir);
+}
