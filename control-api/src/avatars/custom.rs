@@ -67,8 +67,12 @@ pub struct CustomAvatar {
 /// JSON form of the create call. The multipart form has the same field names, with `image` a file part.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateCustomAvatar {
-    /// The source image (PNG, JPEG or WebP) as base64 or a `data:` URI.
+    /// The source image (PNG, JPEG or WebP) as base64 or a `data:` URI (also accepted as `image_base64`
+    /// or `file`).
+    #[serde(alias = "image_base64", alias = "file")]
     pub image: String,
+    /// Also accepted as `avatar_name`.
+    #[serde(alias = "avatar_name")]
     pub name: String,
     /// `male`, `female` or `other`.
     pub gender: String,
@@ -147,7 +151,7 @@ async fn read_multipart(mut multipart: Multipart) -> ApiResult<(CreateCustomAvat
         };
         match field_name.as_str() {
             "image" | "file" => image = Some(bytes.to_vec()),
-            "name" => name = Some(text()?),
+            "name" | "avatar_name" => name = Some(text()?),
             "gender" => gender = Some(text()?),
             "category" => category = Some(text()?),
             "is_private" => is_private = Some(text()? == "true"),

@@ -23,7 +23,9 @@ const NOT_FOUND: &str = "Guardrail not found";
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct GuardrailInput {
     pub name: String,
-    pub prompt: String,
+    /// The rule; empty when left out.
+    #[serde(default)]
+    pub prompt: Option<String>,
     #[serde(default)]
     pub category: Option<String>,
     /// Spoken verbatim when the guardrail fires; when empty, a moderation check is used instead.
@@ -78,7 +80,8 @@ pub fn to_guardrail(record: &StoredRecord) -> Result<Guardrail, sqlx::Error> {
 
 fn validated(input: GuardrailInput, key: String) -> ApiResult<GuardrailFields> {
     validate::required_name("name", &input.name)?;
-    validate::max_chars("prompt", &input.prompt, validate::MAX_TEXT_CHARS)?;
+    let prompt = input.prompt.unwrap_or_default();
+    validate::max_chars("prompt", &prompt, validate::MAX_TEXT_CHARS)?;
     let category = input.category.unwrap_or_default();
     validate::max_chars("category", &category, validate::MAX_NAME_CHARS)?;
     let response_message = input.response_message.unwrap_or_default();
@@ -93,7 +96,7 @@ fn validated(input: GuardrailInput, key: String) -> ApiResult<GuardrailFields> {
         key,
         name: input.name,
         category,
-        prompt: input.prompt,
+        prompt,
         response_message,
         callback_url,
     })

@@ -81,6 +81,14 @@ async fn custom_avatar_completes_and_serves_as_agent_avatar(app: TestApp) {
         format!("data:image/png;base64,{}", b64(&image))
     );
 
+    let aliased = app
+        .post(
+            "/v2/custom-avatar",
+            json!({ "image_base64": b64(&image), "avatar_name": "Robin Two", "gender": "male" }),
+        )
+        .await;
+    assert_eq!(aliased.status, StatusCode::OK, "{}", aliased.text());
+
     let template = app.create("/v1/ext/template", json!({ "name": "T" })).await;
     let agent = app
         .post(

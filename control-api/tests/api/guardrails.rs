@@ -90,6 +90,22 @@ async fn put_is_a_full_replace_that_keeps_the_key(app: TestApp) {
     assert_eq!(after["response_message"], "");
     assert_eq!(after["callback_url"], "");
     assert_eq!(after["created_at"], before["created_at"]);
+    // Even the rule may be left out: it is cleared; the label may not.
+    let cleared = app
+        .put(
+            &format!("/v1/ext/guardrail/{id}"),
+            json!({ "name": "Money Talk" }),
+        )
+        .await;
+    assert_eq!(cleared.status, StatusCode::OK);
+    assert_eq!(
+        app.get(&format!("/v1/ext/guardrail/{id}")).await.json()["prompt"],
+        ""
+    );
+    let nameless = app
+        .put(&format!("/v1/ext/guardrail/{id}"), json!({ "prompt": "x" }))
+        .await;
+    assert_eq!(nameless.status, StatusCode::BAD_REQUEST);
     assert_ne!(after["updated_at"], before["updated_at"]);
 }
 
