@@ -8,8 +8,7 @@ use crate::core::playout::PlayoutSegment;
 use crate::core::{Epoch, TurnId};
 use crate::providers::ProviderError;
 use crate::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent};
-use crate::providers::openai_audio::OpenAiAudio;
-use crate::providers::select;
+use crate::providers::select::{self, Recognizer};
 use crate::providers::sentences::SentenceSplitter;
 use crate::providers::tts::{SpeechSynthesizer, TtsEvent};
 
@@ -19,7 +18,7 @@ pub const MAX_REPLY_TOKENS: u32 = 256;
 pub struct Responder {
     llm: Option<(Box<dyn LanguageModel>, String)>,
     tts: Box<dyn SpeechSynthesizer>,
-    stt: Option<OpenAiAudio>,
+    stt: Option<Recognizer>,
     system_prompt: String,
     history: Vec<ChatMessage>,
 }

@@ -6,6 +6,7 @@
 //! dropping the receiving end of a stream: the adapter's task sees it at once and closes the
 //! connection rather than draining it.
 
+pub mod deepgram;
 pub mod llm;
 pub mod openai_audio;
 pub mod openai_llm;
@@ -13,6 +14,8 @@ pub mod select;
 pub mod sentences;
 pub mod sse;
 pub mod tts;
+pub mod websocket;
+pub mod ws_tts;
 
 use std::time::Duration;
 

@@ -6,16 +6,21 @@
 //! | LLM | `openai`, `groq`, `openrouter`, `custom` | OpenAI-compatible chat completions (`CONFAB_LLM_BASE_URL` overrides the URL) |
 //! | LLM | `local` or empty | the embedded SmolLM2 — not in this build: the agent does not answer |
 //! | STT | `openai`, `custom` | OpenAI-compatible `/audio/transcriptions` (`CONFAB_STT_BASE_URL`, `OPENAI_API_KEY`/`CONFAB_STT_API_KEY`) |
+//! | STT | `deepgram` | Deepgram live streaming (`DEEPGRAM_API_KEY`, `CONFAB_DEEPGRAM_URL`) |
 //! | STT | `local` or empty | the embedded Whisper — not in this build: committed text is empty |
 //! | TTS | `openai`, `custom` | OpenAI-compatible `/audio/speech` (`CONFAB_TTS_BASE_URL`, `OPENAI_API_KEY`/`CONFAB_TTS_API_KEY`) |
+//! | TTS | `elevenlabs` | ElevenLabs `stream-input` WebSocket (`ELEVENLABS_API_KEY`, `CONFAB_ELEVENLABS_URL`) |
+//! | TTS | `cartesia` | Cartesia WebSocket (`CARTESIA_API_KEY`, `CONFAB_CARTESIA_URL`) |
 //! | TTS | `local` or empty | espeak-ng (`voice_id` an espeak-ng voice, default `en-us`); the Piper voice is not in this build |
 
 use serde_json::Value;
 
+use super::deepgram::DeepgramStt;
 use super::llm::LanguageModel;
 use super::openai_audio::OpenAiAudio;
 use super::openai_llm::OpenAiCompatible;
 use super::tts::{EspeakVoice, SpeechSynthesizer};
+use super::ws_tts::{WsTts, WsVoice};
 use super::{CallPolicy, ProviderError};
 
 fn field<'a>(config: &'a Value, name: &str) -> &'a str {
@@ -26,7 +31,15 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// The language model, or None for the local model this build does not have.
+fn required_key(provider: &'static str, variable: &str) -> Result<String, ProviderError> {
+    env(variable).ok_or_else(|| ProviderError::protocol(provider, format!("set {variable}")))
+}
+
+fn or_default<'a>(value: &'a str, default: &'a str) -> &'a str {
+    if value.is_empty() { default } else { value }
+}
+
+/// The language model and its model name, or None for the local model this build does not have.
 pub fn language_model(
     llm: &Value,
 ) -> Result<Option<(Box<dyn LanguageModel>, String)>, ProviderError> {
@@ -38,82 +51,125 @@ pub fn language_model(
     Ok(Some((Box::new(adapter), field(llm, "model").to_string())))
 }
 
-/// The speech recognizer, or None for the local model this build does not have.
-pub fn recognizer(stt: &Value) -> Result<Option<OpenAiAudio>, ProviderError> {
-    let provider = field(stt, "provider").to_ascii_lowercase();
-    let (default_url, key) = match provider.as_str() {
-        "" | "local" => return Ok(None),
+/// A speech recognizer for whole utterances.
+pub enum Recognizer {
+    OpenAi(OpenAiAudio),
+    Deepgram(DeepgramStt),
+}
+
+impl Recognizer {
+    pub async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
+        match self {
+            Recognizer::OpenAi(stt) => stt.transcribe(audio).await,
+            Recognizer::Deepgram(stt) => stt.transcribe(audio).await,
+        }
+    }
+}
+
+/// Base URL and key of an OpenAI-compatible speech endpoint (`openai` or `custom`).
+fn openai_audio_endpoint(
+    kind: &'static str,
+    provider: &str,
+) -> Result<(String, Option<String>), ProviderError> {
+    let upper = kind.to_ascii_uppercase();
+    let (default_url, key) = match provider {
         "openai" => ("https://api.openai.com/v1", env("OPENAI_API_KEY")),
-        "custom" => ("", env("CONFAB_STT_API_KEY")),
+        "custom" => ("", env(&format!("CONFAB_{upper}_API_KEY"))),
         other => {
             return Err(ProviderError::protocol(
-                "stt",
-                format!("the STT provider \"{other}\" is not in this build"),
+                kind,
+                format!("the {kind} provider \"{other}\" is not in this build"),
             ));
         }
     };
-    let base = env("CONFAB_STT_BASE_URL").unwrap_or_else(|| default_url.to_string());
+    let base = env(&format!("CONFAB_{upper}_BASE_URL")).unwrap_or_else(|| default_url.to_string());
     if base.is_empty() {
         return Err(ProviderError::protocol(
-            "stt",
-            "set CONFAB_STT_BASE_URL for the custom provider",
+            kind,
+            format!("set CONFAB_{upper}_BASE_URL for the custom provider"),
         ));
     }
-    let model = match field(stt, "model") {
-        "" => "whisper-1",
-        model => model,
-    };
-    Ok(Some(OpenAiAudio::new(
-        base,
-        key,
-        model,
-        "",
-        CallPolicy::default(),
-    )))
+    Ok((base, key))
+}
+
+/// The speech recognizer, or None for the local model this build does not have.
+pub fn recognizer(stt: &Value) -> Result<Option<Recognizer>, ProviderError> {
+    let provider = field(stt, "provider").to_ascii_lowercase();
+    match provider.as_str() {
+        "" | "local" => Ok(None),
+        "deepgram" => {
+            let model = or_default(field(stt, "model"), "nova-3").to_string();
+            let mut deepgram =
+                DeepgramStt::new(required_key("deepgram", "DEEPGRAM_API_KEY")?, model);
+            if let Some(url) = env("CONFAB_DEEPGRAM_URL") {
+                deepgram.url = url;
+            }
+            Ok(Some(Recognizer::Deepgram(deepgram)))
+        }
+        other => {
+            let (base, key) = openai_audio_endpoint("stt", other)?;
+            let model = or_default(field(stt, "model"), "whisper-1");
+            Ok(Some(Recognizer::OpenAi(OpenAiAudio::new(
+                base,
+                key,
+                model,
+                "",
+                CallPolicy::default(),
+            ))))
+        }
+    }
 }
 
 /// The speech synthesizer.
 pub fn synthesizer(tts: &Value) -> Result<Box<dyn SpeechSynthesizer>, ProviderError> {
     let provider = field(tts, "provider").to_ascii_lowercase();
     let voice = field(tts, "voice_id");
-    let (default_url, key) = match provider.as_str() {
-        "" | "local" => {
-            let voice = if voice.is_empty() {
-                "en-us".to_string()
-            } else {
-                voice.to_string()
-            };
-            return Ok(Box::new(EspeakVoice {
-                voice,
-                ..EspeakVoice::default()
-            }));
+    let model = field(tts, "model_id");
+    match provider.as_str() {
+        "" | "local" => Ok(Box::new(EspeakVoice {
+            voice: or_default(voice, "en-us").to_string(),
+            ..EspeakVoice::default()
+        })),
+        "elevenlabs" => {
+            let key = required_key("elevenlabs", "ELEVENLABS_API_KEY")?;
+            let mut tts = WsTts::elevenlabs(
+                key,
+                voice.to_string(),
+                or_default(model, "eleven_flash_v2_5").to_string(),
+            );
+            override_url(&mut tts, "CONFAB_ELEVENLABS_URL");
+            Ok(Box::new(tts))
         }
-        "openai" => ("https://api.openai.com/v1", env("OPENAI_API_KEY")),
-        "custom" => ("", env("CONFAB_TTS_API_KEY")),
+        "cartesia" => {
+            let key = required_key("cartesia", "CARTESIA_API_KEY")?;
+            let mut tts = WsTts::cartesia(
+                key,
+                voice.to_string(),
+                or_default(model, "sonic-2").to_string(),
+            );
+            override_url(&mut tts, "CONFAB_CARTESIA_URL");
+            Ok(Box::new(tts))
+        }
         other => {
-            return Err(ProviderError::protocol(
-                "tts",
-                format!("the TTS provider \"{other}\" is not in this build"),
-            ));
+            let (base, key) = openai_audio_endpoint("tts", other)?;
+            let audio = OpenAiAudio::new(
+                base,
+                key,
+                or_default(model, "tts-1"),
+                or_default(voice, "alloy"),
+                CallPolicy::default(),
+            );
+            Ok(Box::new(audio))
         }
-    };
-    let base = env("CONFAB_TTS_BASE_URL").unwrap_or_else(|| default_url.to_string());
-    if base.is_empty() {
-        return Err(ProviderError::protocol(
-            "tts",
-            "set CONFAB_TTS_BASE_URL for the custom provider",
-        ));
     }
-    let model = match field(tts, "model_id") {
-        "" => "tts-1",
-        model => model,
-    };
-    let voice = if voice.is_empty() { "alloy" } else { voice };
-    Ok(Box::new(OpenAiAudio::new(
-        base,
-        key,
-        model,
-        voice,
-        CallPolicy::default(),
-    )))
+}
+
+fn override_url(tts: &mut WsTts, variable: &str) {
+    if let Some(url) = env(variable) {
+        match &mut tts.voice {
+            WsVoice::ElevenLabs { base_url, .. } | WsVoice::Cartesia { base_url, .. } => {
+                *base_url = url
+            }
+        }
+    }
 }
