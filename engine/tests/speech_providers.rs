@@ -56,6 +56,39 @@ async fn espeak_voice_speaks_what_the_vad_hears_as_speech() {
     );
 }
 
+#[tokio::test]
+async fn piper_voice_speaks_what_the_vad_hears_as_speech() {
+    let piper =
+        confab_engine::providers::piper_tts::PiperTts::load(&confab_models::default_models_dir())
+            .expect("models are fetched");
+    let audio = collect_audio(
+        &piper,
+        "The train to the airport leaves from platform nine.",
+    )
+    .await
+    .unwrap();
+    let seconds = audio.len() as f32 / 16_000.0;
+    assert!((1.5..6.0).contains(&seconds), "{seconds} s");
+    assert!(speech_fraction(&audio) > 0.5, "mostly speech");
+    // Clause punctuation reaches the model: a comma makes a longer utterance than none.
+    let with_pause = collect_audio(&piper, "Yes, please.").await.unwrap().len();
+    let without = collect_audio(&piper, "Yes please.").await.unwrap().len();
+    assert!(with_pause > without, "{with_pause} vs {without}");
+}
+
+fn speech_fraction(audio: &[f32]) -> f32 {
+    let mut vad = SileroVad::load(&confab_models::default_models_dir(), 1, 1).unwrap();
+    let mut state = SileroState::default();
+    let (mut speech, mut windows) = (0, 0);
+    for window in audio.chunks_exact(WINDOW) {
+        let mut p = [0.0];
+        vad.infer(&[window], &mut [&mut state], &mut p).unwrap();
+        windows += 1;
+        speech += usize::from(p[0] > 0.5);
+    }
+    speech as f32 / windows.max(1) as f32
+}
+
 #[derive(Default)]
 struct Server {
     requests: AtomicUsize,

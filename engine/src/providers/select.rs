@@ -11,7 +11,8 @@
 //! | TTS | `openai`, `custom` | OpenAI-compatible `/audio/speech` (`CONFAB_TTS_BASE_URL`, `OPENAI_API_KEY`/`CONFAB_TTS_API_KEY`) |
 //! | TTS | `elevenlabs` | ElevenLabs `stream-input` WebSocket (`ELEVENLABS_API_KEY`, `CONFAB_ELEVENLABS_URL`) |
 //! | TTS | `cartesia` | Cartesia WebSocket (`CARTESIA_API_KEY`, `CONFAB_CARTESIA_URL`) |
-//! | TTS | `local` or empty | espeak-ng (`voice_id` an espeak-ng voice, default `en-us`); the Piper voice is not in this build |
+//! | TTS | `local` or empty | Piper en_US joe (`piper-en_US-joe-medium`, the default) from the models directory |
+//! | TTS | `local` with `model_id: "espeak-ng"` | espeak-ng (`voice_id` an espeak-ng voice, default `en-us`) |
 
 use serde_json::Value;
 
@@ -19,6 +20,7 @@ use super::deepgram::DeepgramStt;
 use super::llm::LanguageModel;
 use super::openai_audio::OpenAiAudio;
 use super::openai_llm::OpenAiCompatible;
+use super::piper_tts::PiperTts;
 use super::tts::{EspeakVoice, SpeechSynthesizer};
 use super::ws_tts::{WsTts, WsVoice};
 use super::{CallPolicy, ProviderError};
@@ -126,10 +128,13 @@ pub fn synthesizer(tts: &Value) -> Result<Box<dyn SpeechSynthesizer>, ProviderEr
     let voice = field(tts, "voice_id");
     let model = field(tts, "model_id");
     match provider.as_str() {
-        "" | "local" => Ok(Box::new(EspeakVoice {
+        "" | "local" if model == "espeak-ng" => Ok(Box::new(EspeakVoice {
             voice: or_default(voice, "en-us").to_string(),
             ..EspeakVoice::default()
         })),
+        "" | "local" => Ok(Box::new(PiperTts::load(
+            &confab_models::default_models_dir(),
+        )?)),
         "elevenlabs" => {
             let key = required_key("elevenlabs", "ELEVENLABS_API_KEY")?;
             let mut tts = WsTts::elevenlabs(
