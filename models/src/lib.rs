@@ -10,6 +10,7 @@ pub mod piper;
 pub mod registry;
 pub mod silero;
 pub mod smart_turn;
+pub mod whisper;
 
 use std::path::{Path, PathBuf};
 

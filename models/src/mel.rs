@@ -1,6 +1,6 @@
-//! Whisper log-mel features (80 mel bins, 25 ms Hann windows every 10 ms, Slaney mel scale), exactly as
-//! Smart Turn v3 expects them: `WhisperFeatureExtractor(chunk_length=8)` with waveform normalisation,
-//! for 8 s of 16 kHz audio → `[80, 800]`.
+//! Whisper log-mel features (80 mel bins, 25 ms Hann windows every 10 ms, Slaney mel scale): for Smart
+//! Turn v3, `WhisperFeatureExtractor(chunk_length=8)` with waveform normalisation, 8 s of 16 kHz audio →
+//! `[80, 800]`; for Whisper itself, 30 s without normalisation → `[80, 3000]`.
 
 use std::sync::Arc;
 
@@ -10,8 +10,11 @@ use realfft::{RealFftPlanner, RealToComplex};
 pub const N_FFT: usize = 400;
 pub const HOP: usize = 160;
 pub const N_MELS: usize = 80;
+/// Smart Turn's window: 8 s.
 pub const SAMPLES: usize = 16_000 * 8;
 pub const FRAMES: usize = SAMPLES / HOP;
+/// Whisper's window: 30 s.
+pub const WHISPER_SAMPLES: usize = 16_000 * 30;
 const BINS: usize = N_FFT / 2 + 1;
 
 fn hz_to_mel(hz: f64) -> f64 {
@@ -58,6 +61,9 @@ pub struct LogMel {
     filters: Vec<[f64; BINS]>,
     window: [f64; N_FFT],
     fft: Arc<dyn RealToComplex<f64>>,
+    samples: usize,
+    frames: usize,
+    normalize: bool,
     padded: Vec<f64>,
     frame: Vec<f64>,
     spectrum: Vec<Complex<f64>>,
@@ -71,46 +77,70 @@ impl Default for LogMel {
 }
 
 impl LogMel {
+    /// Smart Turn's features: 8 s, normalised.
     pub fn new() -> LogMel {
+        LogMel::with_window(SAMPLES, true)
+    }
+
+    /// Whisper's features: 30 s, not normalised.
+    pub fn whisper() -> LogMel {
+        LogMel::with_window(WHISPER_SAMPLES, false)
+    }
+
+    fn with_window(samples: usize, normalize: bool) -> LogMel {
         let mut window = [0.0; N_FFT];
         for (i, w) in window.iter_mut().enumerate() {
             *w = 0.5 - 0.5 * (2.0 * std::f64::consts::PI * i as f64 / N_FFT as f64).cos();
         }
         let fft = RealFftPlanner::<f64>::new().plan_fft_forward(N_FFT);
+        let frames = samples / HOP;
         LogMel {
             filters: mel_filters(),
             window,
             spectrum: fft.make_output_vec(),
             fft,
-            padded: vec![0.0; SAMPLES + N_FFT],
+            samples,
+            frames,
+            normalize,
+            padded: vec![0.0; samples + N_FFT],
             frame: vec![0.0; N_FFT],
-            power: vec![0.0; BINS * FRAMES],
+            power: vec![0.0; BINS * frames],
         }
     }
 
-    /// Features of `audio` (16 kHz; the first 8 s, zero-padded at the end when shorter) into `out`,
-    /// laid out `[N_MELS][FRAMES]`.
+    /// Frames of output (`samples / 160`).
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// Features of `audio` (16 kHz; the window's length from the start, zero-padded at the end when
+    /// shorter) into `out`, laid out `[N_MELS][frames]`.
     pub fn compute(&mut self, audio: &[f32], out: &mut [f32]) {
-        assert_eq!(out.len(), N_MELS * FRAMES, "output is [80, 800]");
-        let n = audio.len().min(SAMPLES);
-        let mean = audio[..n].iter().map(|&s| f64::from(s)).sum::<f64>() / SAMPLES as f64;
-        let variance = (audio[..n]
-            .iter()
-            .map(|&s| (f64::from(s) - mean).powi(2))
-            .sum::<f64>()
-            + (SAMPLES - n) as f64 * mean * mean)
-            / SAMPLES as f64;
-        let scale = 1.0 / (variance + 1e-7).sqrt();
+        let (samples, frames) = (self.samples, self.frames);
+        assert_eq!(out.len(), N_MELS * frames, "output is [80, frames]");
+        let n = audio.len().min(samples);
+        let (mean, scale) = if self.normalize {
+            let mean = audio[..n].iter().map(|&s| f64::from(s)).sum::<f64>() / samples as f64;
+            let variance = (audio[..n]
+                .iter()
+                .map(|&s| (f64::from(s) - mean).powi(2))
+                .sum::<f64>()
+                + (samples - n) as f64 * mean * mean)
+                / samples as f64;
+            (mean, 1.0 / (variance + 1e-7).sqrt())
+        } else {
+            (0.0, 1.0)
+        };
         let pad = N_FFT / 2;
-        for i in 0..SAMPLES {
+        for i in 0..samples {
             let sample = if i < n { f64::from(audio[i]) } else { 0.0 };
             self.padded[pad + i] = (sample - mean) * scale;
         }
         for i in 0..pad {
             self.padded[pad - 1 - i] = self.padded[pad + 1 + i]; // reflect, excluding the edge
-            self.padded[pad + SAMPLES + i] = self.padded[pad + SAMPLES - 2 - i];
+            self.padded[pad + samples + i] = self.padded[pad + samples - 2 - i];
         }
-        for f in 0..FRAMES {
+        for f in 0..frames {
             let start = f * HOP;
             for (k, value) in self.frame.iter_mut().enumerate() {
                 *value = self.padded[start + k] * self.window[k];
@@ -119,21 +149,21 @@ impl LogMel {
                 .process(&mut self.frame, &mut self.spectrum)
                 .expect("buffer sizes come from the plan");
             for (bin, c) in self.spectrum.iter().enumerate() {
-                self.power[bin * FRAMES + f] = c.norm_sqr();
+                self.power[bin * frames + f] = c.norm_sqr();
             }
         }
         let mut max = f64::NEG_INFINITY;
         for (m, filter) in self.filters.iter().enumerate() {
-            for f in 0..FRAMES {
+            for f in 0..frames {
                 let mut energy = 0.0;
                 for (bin, weight) in filter.iter().enumerate() {
                     if *weight != 0.0 {
-                        energy += weight * self.power[bin * FRAMES + f];
+                        energy += weight * self.power[bin * frames + f];
                     }
                 }
                 let log = energy.max(1e-10).log10();
                 max = max.max(log);
-                out[m * FRAMES + f] = log as f32;
+                out[m * frames + f] = log as f32;
             }
         }
         let floor = (max - 8.0) as f32;

