@@ -10,83 +10,37 @@ use serde_json::json;
 use tower::ServiceExt;
 
 fn api(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let url = format!(
-        "sqlite://{}?mode=rwc",
-        dir.path().join("bench.db").display()
-    );
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display());
     let (router, key, agent_id) = runtime.block_on(async {
         let db = Db::connect(&url).await.unwrap();
-        let state = AppState::new(
-            db.clone(),
-            AppConfig {
-                public_url: "http://bench".into(),
-            },
-        )
-        .await
-        .unwrap();
+        let state = AppState::new(db.clone(), AppConfig { public_url: "http://bench".into() }).await.unwrap();
         let (_, key) = auth::create_key(&db, "bench").await.unwrap();
         let router = app(state);
         let mut agent_id = String::new();
         for i in 0..200 {
-            let response = router
-                .clone()
-                .oneshot(create_request(&key, i))
-                .await
-                .unwrap();
-            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-                .await
-                .unwrap();
-            agent_id = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_string();
+            let response = router.clone().oneshot(create_request(&key, i)).await.unwrap();
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+            agent_id = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()["id"].as_str().unwrap().to_string();
         }
         (router, key, agent_id)
     });
-    let get = |path: String| {
-        Request::get(path)
-            .header("x-api-key", &key)
-            .body(Body::empty())
-            .unwrap()
-    };
+    let get = |path: String| Request::get(path).header("x-api-key", &key).body(Body::empty()).unwrap();
 
     let mut group = c.benchmark_group("api_sqlite");
     let mut n = 1000;
     group.bench_function("create_agent", |b| {
         b.iter(|| {
             n += 1;
-            runtime
-                .block_on(router.clone().oneshot(create_request(&key, n)))
-                .unwrap()
+            runtime.block_on(router.clone().oneshot(create_request(&key, n))).unwrap()
         })
     });
     group.bench_function("get_agent", |b| {
-        b.iter(|| {
-            runtime
-                .block_on(
-                    router
-                        .clone()
-                        .oneshot(get(format!("/v1/ext/agent/{agent_id}"))),
-                )
-                .unwrap()
-        })
+        b.iter(|| runtime.block_on(router.clone().oneshot(get(format!("/v1/ext/agent/{agent_id}")))).unwrap())
     });
     group.bench_function("list_agents_page_of_20", |b| {
-        b.iter(|| {
-            runtime
-                .block_on(
-                    router
-                        .clone()
-                        .oneshot(get("/v1/ext/agent?perpage=20".into())),
-                )
-                .unwrap()
-        })
+        b.iter(|| runtime.block_on(router.clone().oneshot(get("/v1/ext/agent?perpage=20".into()))).unwrap())
     });
     group.finish();
 }

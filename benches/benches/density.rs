@@ -34,25 +34,14 @@ fn speech() -> Vec<f32> {
 
 fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .collect();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
     let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
     ticks / 100.0
 }
 
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    statm
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<u64>()
-        .unwrap()
-        * 4096
+    statm.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
 }
 
 struct Outcome {
@@ -64,9 +53,8 @@ fn run(sessions: usize, seconds: u64, clip: &[f32]) -> Outcome {
     let config = RuntimeConfig::new(confab_models::default_models_dir(), sessions);
     let mut runtime = Runtime::start(config).expect("models are fetched (confab models fetch)");
     let rss_before = rss_bytes();
-    let mut handles: Vec<_> = (0..sessions)
-        .map(|_| runtime.open_session(ConversationConfig::default()).unwrap())
-        .collect();
+    let mut handles: Vec<_> =
+        (0..sessions).map(|_| runtime.open_session(ConversationConfig::default()).unwrap()).collect();
     let offsets: Vec<usize> = (0..sessions).map(|i| (i * 7919 * 320) % PERIOD).collect();
     let cpu_start = cpu_seconds();
     let start = Instant::now();
@@ -119,10 +107,7 @@ fn run(sessions: usize, seconds: u64, clip: &[f32]) -> Outcome {
         (rss_after.saturating_sub(rss_before)) as f64 / 1024.0 / sessions as f64,
     );
     drop(handles);
-    Outcome {
-        passed: missed == 0 && refused == 0,
-        line,
-    }
+    Outcome { passed: missed == 0 && refused == 0, line }
 }
 
 fn main() {
@@ -136,11 +121,7 @@ fn main() {
     let mut best = 0;
     for sessions in [100, 250, 500, 750, 1000, 1500, 2000] {
         let outcome = run(sessions, 8, &clip);
-        println!(
-            "{} {}",
-            if outcome.passed { "PASS" } else { "FAIL" },
-            outcome.line
-        );
+        println!("{} {}", if outcome.passed { "PASS" } else { "FAIL" }, outcome.line);
         if outcome.passed {
             best = sessions;
         } else {

@@ -13,14 +13,11 @@ use confab_models::smart_turn::SmartTurn;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
 fn speechlike(n: usize, seed: f32) -> Vec<f32> {
-    (0..n)
-        .map(|i| ((i as f32 * 0.031 + seed).sin() * (i as f32 * 0.0007).sin() * 0.4))
-        .collect()
+    (0..n).map(|i| ((i as f32 * 0.031 + seed).sin() * (i as f32 * 0.0007).sin() * 0.4)).collect()
 }
 
 fn codec_and_resampling(c: &mut Criterion) {
-    let mut encoder =
-        opus::Encoder::new(OPUS_RATE, opus::Channels::Mono, opus::Application::Voip).unwrap();
+    let mut encoder = opus::Encoder::new(OPUS_RATE, opus::Channels::Mono, opus::Application::Voip).unwrap();
     let pcm = speechlike(FRAME_48K, 0.0);
     let mut packet = vec![0u8; 4000];
     let n = encoder.encode_float(&pcm, &mut packet).unwrap();
@@ -35,17 +32,10 @@ fn codec_and_resampling(c: &mut Criterion) {
         b.iter(|| black_box(resampler.process(black_box(&pcm)).unwrap().len()))
     });
 
-    let mut encoder =
-        opus::Encoder::new(OPUS_RATE, opus::Channels::Mono, opus::Application::Voip).unwrap();
+    let mut encoder = opus::Encoder::new(OPUS_RATE, opus::Channels::Mono, opus::Application::Voip).unwrap();
     encoder.set_bitrate(opus::Bitrate::Bits(32_000)).unwrap();
     c.bench_function("opus_encode_20ms_48k_32kbps", |b| {
-        b.iter(|| {
-            black_box(
-                encoder
-                    .encode_float(black_box(&pcm), &mut packet.clone())
-                    .unwrap(),
-            )
-        })
+        b.iter(|| black_box(encoder.encode_float(black_box(&pcm), &mut packet.clone()).unwrap()))
     });
 }
 
@@ -68,9 +58,7 @@ fn vad(c: &mut Criterion) {
         c.bench_function(&format!("silero_vad_batch_of_{batch}_windows"), |b| {
             b.iter(|| {
                 let mut state_refs: Vec<&mut SileroState> = states.iter_mut().collect();
-                batched
-                    .infer(&refs, &mut state_refs, &mut probabilities)
-                    .unwrap()
+                batched.infer(&refs, &mut state_refs, &mut probabilities).unwrap()
             })
         });
     }
@@ -79,24 +67,14 @@ fn vad(c: &mut Criterion) {
 fn turn_taking(c: &mut Criterion) {
     c.bench_function("vad_gate_and_endpointing_per_window", |b| {
         b.iter_batched(
-            || {
-                (
-                    VadGate::new(VadGateConfig::default()),
-                    Endpointer::new(EndpointConfig::default()),
-                    0u64,
-                )
-            },
+            || (VadGate::new(VadGateConfig::default()), Endpointer::new(EndpointConfig::default()), 0u64),
             |(mut gate, mut endpoint, mut w)| {
                 for i in 0..100u64 {
                     let p = if (i / 20) % 2 == 0 { 0.9 } else { 0.05 };
                     let (start, end) = (MediaTime(w * 512), MediaTime((w + 1) * 512));
                     gate.handle_window(start, end, p);
                     while let Some(out) = gate.poll_output() {
-                        if let confab_engine::core::vad_gate::VadGateOutput::SpeechStarted {
-                            start,
-                            ..
-                        } = out
-                        {
+                        if let confab_engine::core::vad_gate::VadGateOutput::SpeechStarted { start, .. } = out {
                             endpoint.handle_input(EndpointInput::SpeechStarted { at: start });
                         }
                     }
@@ -113,13 +91,9 @@ fn turn_taking(c: &mut Criterion) {
     let audio = speechlike(SAMPLES, 2.0);
     let mut mel = LogMel::new();
     let mut features = vec![0.0f32; N_MELS * FRAMES];
-    c.bench_function("whisper_log_mel_8s", |b| {
-        b.iter(|| mel.compute(black_box(&audio), &mut features))
-    });
+    c.bench_function("whisper_log_mel_8s", |b| b.iter(|| mel.compute(black_box(&audio), &mut features)));
     let mut turn = SmartTurn::load(&confab_models::default_models_dir(), 1).unwrap();
-    c.bench_function("smart_turn_predict_8s", |b| {
-        b.iter(|| black_box(turn.predict(&audio).unwrap()))
-    });
+    c.bench_function("smart_turn_predict_8s", |b| b.iter(|| black_box(turn.predict(&audio).unwrap())));
 }
 
 criterion_group!(benches, codec_and_resampling, vad, turn_taking);

@@ -98,10 +98,7 @@ fn default_model(value: &mut String, provider: &str, local_default: &str) {
 
 fn delay(field: &str, value: Option<f64>) -> ApiResult<()> {
     match value {
-        Some(seconds)
-            if !(seconds.is_finite()
-                && (0.0..=MAX_ENDPOINTING_DELAY_SECONDS).contains(&seconds)) =>
-        {
+        Some(seconds) if !(seconds.is_finite() && (0.0..=MAX_ENDPOINTING_DELAY_SECONDS).contains(&seconds)) => {
             Err(ApiError::bad_request(format!(
                 "Invalid request body: {field} must be between 0 and {MAX_ENDPOINTING_DELAY_SECONDS} seconds"
             )))
@@ -113,28 +110,12 @@ fn delay(field: &str, value: Option<f64>) -> ApiResult<()> {
 impl PipelineConfig {
     /// Validates every field and fills the defaults (`local` providers and their models).
     pub fn normalize(&mut self, prefix: &str) -> ApiResult<()> {
-        provider(
-            &format!("{prefix}llm.provider"),
-            &mut self.llm.provider,
-            LLM_PROVIDERS,
-        )?;
+        provider(&format!("{prefix}llm.provider"), &mut self.llm.provider, LLM_PROVIDERS)?;
         default_model(&mut self.llm.model, &self.llm.provider, DEFAULT_LLM_MODEL);
-        provider(
-            &format!("{prefix}stt.provider"),
-            &mut self.stt.provider,
-            STT_PROVIDERS,
-        )?;
+        provider(&format!("{prefix}stt.provider"), &mut self.stt.provider, STT_PROVIDERS)?;
         default_model(&mut self.stt.model, &self.stt.provider, DEFAULT_STT_MODEL);
-        provider(
-            &format!("{prefix}tts.provider"),
-            &mut self.tts.provider,
-            TTS_PROVIDERS,
-        )?;
-        default_model(
-            &mut self.tts.model_id,
-            &self.tts.provider,
-            DEFAULT_TTS_MODEL,
-        );
+        provider(&format!("{prefix}tts.provider"), &mut self.tts.provider, TTS_PROVIDERS)?;
+        default_model(&mut self.tts.model_id, &self.tts.provider, DEFAULT_TTS_MODEL);
         for (field, value) in [
             ("llm.model", &self.llm.model),
             ("stt.model", &self.stt.model),
@@ -143,18 +124,10 @@ impl PipelineConfig {
         ] {
             validate::max_chars(&format!("{prefix}{field}"), value, validate::MAX_NAME_CHARS)?;
         }
-        delay(
-            &format!("{prefix}stt.min_endpointing_delay"),
-            self.stt.min_endpointing_delay,
-        )?;
-        delay(
-            &format!("{prefix}stt.max_endpointing_delay"),
-            self.stt.max_endpointing_delay,
-        )?;
-        if let (Some(min), Some(max)) = (
-            self.stt.min_endpointing_delay,
-            self.stt.max_endpointing_delay,
-        ) && max < min
+        delay(&format!("{prefix}stt.min_endpointing_delay"), self.stt.min_endpointing_delay)?;
+        delay(&format!("{prefix}stt.max_endpointing_delay"), self.stt.max_endpointing_delay)?;
+        if let (Some(min), Some(max)) = (self.stt.min_endpointing_delay, self.stt.max_endpointing_delay)
+            && max < min
         {
             return Err(ApiError::bad_request(format!(
                 "Invalid request body: {prefix}stt.max_endpointing_delay must not be less than min_endpointing_delay"
@@ -164,11 +137,7 @@ impl PipelineConfig {
             validate::one_of(&format!("{prefix}stt.turn_handling"), preset, TURN_HANDLING)?;
         }
         if let Some(preset) = &self.stt.interruptability {
-            validate::one_of(
-                &format!("{prefix}stt.interruptability"),
-                preset,
-                INTERRUPTABILITY,
-            )?;
+            validate::one_of(&format!("{prefix}stt.interruptability"), preset, INTERRUPTABILITY)?;
         }
         Ok(())
     }
@@ -191,21 +160,15 @@ impl Attachments {
     /// Normalises the ids and checks that each names an existing record (400 otherwise).
     pub async fn validate(&mut self, db: &Db) -> ApiResult<()> {
         let lists = [
-            (
-                "knowledge_base_ids",
-                &mut self.knowledge_base_ids,
-                KNOWLEDGE_BASES,
-            ),
+            ("knowledge_base_ids", &mut self.knowledge_base_ids, KNOWLEDGE_BASES),
             ("tool_ids", &mut self.tool_ids, TOOLS),
             ("guardrail_ids", &mut self.guardrail_ids, GUARDRAILS),
             ("mcp_ids", &mut self.mcp_ids, MCP_SERVERS),
         ];
         for (field, ids, collection) in lists {
             *ids = validate::uuid_list(field, ids)?;
-            let missing = collection
-                .missing(db, ids)
-                .await
-                .map_err(ApiError::internal("Failed to check attachments"))?;
+            let missing =
+                collection.missing(db, ids).await.map_err(ApiError::internal("Failed to check attachments"))?;
             if let Some(id) = missing.first() {
                 return Err(ApiError::bad_request(format!(
                     "Invalid request body: {field} names \"{id}\", which does not exist"

@@ -32,10 +32,7 @@ pub struct ApiKeyInfo {
 pub async fn create_key(db: &Db, name: &str) -> Result<(String, String), sqlx::Error> {
     let mut bytes = [0u8; 32];
     rand::Rng::fill(&mut rand::rng(), &mut bytes[..]);
-    let secret = format!(
-        "{KEY_PREFIX}{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-    );
+    let secret = format!("{KEY_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes));
     let id = uuid::Uuid::new_v4().to_string();
     sqlx::query("INSERT INTO api_keys (id, name, key_hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, NULL)")
         .bind(&id)
@@ -48,11 +45,9 @@ pub async fn create_key(db: &Db, name: &str) -> Result<(String, String), sqlx::E
 }
 
 pub async fn list_keys(db: &Db) -> Result<Vec<ApiKeyInfo>, sqlx::Error> {
-    let rows = sqlx::query(
-        "SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY created_at, id",
-    )
-    .fetch_all(&db.pool)
-    .await?;
+    let rows = sqlx::query("SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY created_at, id")
+        .fetch_all(&db.pool)
+        .await?;
     rows.iter()
         .map(|row| {
             Ok(ApiKeyInfo {
@@ -67,12 +62,11 @@ pub async fn list_keys(db: &Db) -> Result<Vec<ApiKeyInfo>, sqlx::Error> {
 
 /// Revokes a key; returns false when no live key has this id.
 pub async fn revoke_key(db: &Db, id: &str) -> Result<bool, sqlx::Error> {
-    let result =
-        sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
-            .bind(crate::time::now_iso())
-            .bind(id)
-            .execute(&db.pool)
-            .await?;
+    let result = sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+        .bind(crate::time::now_iso())
+        .bind(id)
+        .execute(&db.pool)
+        .await?;
     Ok(result.rows_affected() > 0)
 }
 
@@ -80,12 +74,10 @@ pub async fn key_is_valid(db: &Db, key: &str) -> Result<bool, sqlx::Error> {
     if !key.starts_with(KEY_PREFIX) {
         return Ok(false);
     }
-    let row = sqlx::query(
-        "SELECT COUNT(*) AS n FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
-    )
-    .bind(hash_key(key))
-    .fetch_one(&db.pool)
-    .await?;
+    let row = sqlx::query("SELECT COUNT(*) AS n FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL")
+        .bind(hash_key(key))
+        .fetch_one(&db.pool)
+        .await?;
     Ok(row.try_get::<i64, _>("n")? > 0)
 }
 
@@ -95,18 +87,11 @@ pub async fn require_api_key(
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let key = request
-        .headers()
-        .get("x-api-key")
-        .and_then(|value| value.to_str().ok())
-        .map(str::trim);
+    let key = request.headers().get("x-api-key").and_then(|value| value.to_str().ok()).map(str::trim);
     let Some(key) = key.filter(|key| !key.is_empty()) else {
         return Err(ApiError::Unauthorized);
     };
-    if !key_is_valid(&state.db, key)
-        .await
-        .map_err(ApiError::internal("Internal server error"))?
-    {
+    if !key_is_valid(&state.db, key).await.map_err(ApiError::internal("Internal server error"))? {
         return Err(ApiError::Unauthorized);
     }
     Ok(next.run(request).await)

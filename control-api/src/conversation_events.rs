@@ -11,11 +11,7 @@ pub const ROLE_USER: &str = "user";
 pub const ROLE_ASSISTANT: &str = "assistant";
 
 /// Records what one event means for the conversation.
-pub async fn apply(
-    db: &Db,
-    conversation_id: &str,
-    event: &ConversationEvent,
-) -> Result<(), sqlx::Error> {
+pub async fn apply(db: &Db, conversation_id: &str, event: &ConversationEvent) -> Result<(), sqlx::Error> {
     let media_seconds = event.media_time.as_secs_f64();
     match &event.kind {
         EventKind::UserStartedSpeaking | EventKind::AgentStartedSpeaking { .. } => {
@@ -23,18 +19,10 @@ pub async fn apply(
         }
         EventKind::UtteranceCommitted { text } => {
             conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS).await?;
-            conversations::append_transcript(db, conversation_id, ROLE_USER, text, media_seconds)
-                .await?;
+            conversations::append_transcript(db, conversation_id, ROLE_USER, text, media_seconds).await?;
         }
         EventKind::AgentStoppedSpeaking { text } if !text.is_empty() => {
-            conversations::append_transcript(
-                db,
-                conversation_id,
-                ROLE_ASSISTANT,
-                text,
-                media_seconds,
-            )
-            .await?;
+            conversations::append_transcript(db, conversation_id, ROLE_ASSISTANT, text, media_seconds).await?;
         }
         EventKind::CallEnded | EventKind::MaxCallDurationTimeout { .. } => {
             conversations::advance_status(db, conversation_id, STATUS_ENDED).await?;
@@ -46,18 +34,12 @@ pub async fn apply(
 
 /// Marks the conversation IN_PROGRESS once the participant's media flows.
 pub async fn media_started(db: &Db, conversation_id: &str) -> Result<(), sqlx::Error> {
-    conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS)
-        .await
-        .map(|_| ())
+    conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS).await.map(|_| ())
 }
 
 /// Consumes a conversation's event stream until the engine closes it, then makes sure the record reads
 /// ENDED (a stream that closes without `call_ended` means the session stopped).
-pub async fn consume(
-    db: Db,
-    conversation_id: String,
-    mut events: mpsc::Receiver<ConversationEvent>,
-) {
+pub async fn consume(db: Db, conversation_id: String, mut events: mpsc::Receiver<ConversationEvent>) {
     while let Some(event) = events.recv().await {
         if let Err(err) = apply(&db, &conversation_id, &event).await {
             tracing::error!(%conversation_id, event = event.kind.name(), error = %err, "could not record a conversation event");

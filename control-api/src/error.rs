@@ -44,47 +44,28 @@ impl ApiError {
 
     /// Returns a closure that turns any error into a 500 with `public` as its body.
     pub fn internal<E: std::fmt::Display>(public: &'static str) -> impl FnOnce(E) -> ApiError {
-        move |cause| ApiError::Internal {
-            public,
-            cause: cause.to_string(),
-        }
+        move |cause| ApiError::Internal { public, cause: cause.to_string() }
     }
 }
 
 impl From<sqlx::Error> for ApiError {
     fn from(cause: sqlx::Error) -> Self {
-        ApiError::Internal {
-            public: "Internal server error",
-            cause: cause.to_string(),
-        }
+        ApiError::Internal { public: "Internal server error", cause: cause.to_string() }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, body) = match &self {
-            ApiError::Unauthorized => (
-                StatusCode::UNAUTHORIZED,
-                json!({ "error": UNAUTHORIZED_MESSAGE }),
-            ),
+            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, json!({ "error": UNAUTHORIZED_MESSAGE })),
             ApiError::BadRequest(message) => (StatusCode::BAD_REQUEST, json!({ "error": message })),
-            ApiError::NotFoundMessage(message) => {
-                (StatusCode::NOT_FOUND, json!({ "message": message }))
-            }
+            ApiError::NotFoundMessage(message) => (StatusCode::NOT_FOUND, json!({ "message": message })),
             ApiError::NotFound(message) => (StatusCode::NOT_FOUND, json!({ "error": message })),
-            ApiError::PayloadTooLarge => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                json!({ "error": "Request body too large" }),
-            ),
-            ApiError::Unavailable(message) => {
-                (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": message }))
-            }
+            ApiError::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, json!({ "error": "Request body too large" })),
+            ApiError::Unavailable(message) => (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": message })),
             ApiError::Internal { public, cause } => {
                 tracing::error!(%cause, "{public}");
-                (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    json!({ "error": public }),
-                )
+                (StatusCode::INTERNAL_SERVER_ERROR, json!({ "error": public }))
             }
         };
         (status, Json(body)).into_response()

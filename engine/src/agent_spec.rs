@@ -72,41 +72,24 @@ impl AgentSpec {
 
     /// The turn-taking configuration (defaults where the agent is silent).
     pub fn conversation_config(&self) -> Result<ConversationConfig, AgentSpecError> {
-        let stt = self
-            .avatars
-            .first()
-            .map(|avatar| avatar.config.stt.clone())
-            .unwrap_or_default();
+        let stt = self.avatars.first().map(|avatar| avatar.config.stt.clone()).unwrap_or_default();
         let turn_handling = match stt.turn_handling.as_deref() {
             None => None,
             Some(name) => Some(
-                TurnHandling::parse(name).ok_or(AgentSpecError::UnknownPreset {
-                    field: "turn_handling",
-                    value: name.into(),
-                })?,
+                TurnHandling::parse(name)
+                    .ok_or(AgentSpecError::UnknownPreset { field: "turn_handling", value: name.into() })?,
             ),
         };
         let interruption = match stt.interruptability.as_deref() {
             None => Interruptability::Medium.config(false),
             Some(name) => Interruptability::parse(name)
-                .ok_or(AgentSpecError::UnknownPreset {
-                    field: "interruptability",
-                    value: name.into(),
-                })?
+                .ok_or(AgentSpecError::UnknownPreset { field: "interruptability", value: name.into() })?
                 .config(false),
         };
         Ok(ConversationConfig {
-            endpoint: endpoint_config(
-                stt.min_endpointing_delay,
-                stt.max_endpointing_delay,
-                turn_handling,
-            ),
+            endpoint: endpoint_config(stt.min_endpointing_delay, stt.max_endpointing_delay, turn_handling),
             interruption,
-            max_call_duration: self
-                .config
-                .max_call_duration
-                .filter(|s| *s > 0.0)
-                .map(MediaTime::from_secs_f64),
+            max_call_duration: self.config.max_call_duration.filter(|s| *s > 0.0).map(MediaTime::from_secs_f64),
             ..ConversationConfig::default()
         })
     }
@@ -125,23 +108,10 @@ mod tests {
         let config = spec.conversation_config().unwrap();
         assert_eq!(config.endpoint.min_delay, MediaTime::from_millis(300));
         assert_eq!(config.endpoint.max_delay, MediaTime::from_millis(5000));
-        assert_eq!(
-            config.interruption.min_duration,
-            MediaTime::from_millis(250)
-        );
-        assert_eq!(
-            config.max_call_duration,
-            Some(MediaTime::from_millis(120_000))
-        );
-        assert!(
-            AgentSpec::from_json("{}")
-                .unwrap()
-                .conversation_config()
-                .is_ok()
-        );
-        let bad =
-            AgentSpec::from_json(r#"{"avatars":[{"config":{"stt":{"turn_handling":"eager"}}}]}"#)
-                .unwrap();
+        assert_eq!(config.interruption.min_duration, MediaTime::from_millis(250));
+        assert_eq!(config.max_call_duration, Some(MediaTime::from_millis(120_000)));
+        assert!(AgentSpec::from_json("{}").unwrap().conversation_config().is_ok());
+        let bad = AgentSpec::from_json(r#"{"avatars":[{"config":{"stt":{"turn_handling":"eager"}}}]}"#).unwrap();
         assert!(bad.conversation_config().is_err());
         assert!(AgentSpec::from_json("[1,2]").is_err());
     }

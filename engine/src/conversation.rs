@@ -10,9 +10,7 @@ use std::collections::VecDeque;
 
 use crate::core::call_timer::{CallTimer, CallTimerOutput};
 use crate::core::endpoint::{EndpointConfig, EndpointInput, EndpointOutput, Endpointer};
-use crate::core::interruption::{
-    InterruptionConfig, InterruptionDetector, InterruptionInput, InterruptionOutput,
-};
+use crate::core::interruption::{InterruptionConfig, InterruptionDetector, InterruptionInput, InterruptionOutput};
 use crate::core::playout::{Playout, PlayoutOutput, PlayoutSegment};
 use crate::core::vad_gate::{VadGate, VadGateConfig, VadGateOutput};
 use crate::core::{Epoch, TurnId};
@@ -112,11 +110,7 @@ impl Conversation {
     }
 
     fn event(&mut self, at: MediaTime, kind: EventKind) {
-        self.outputs
-            .push_back(ConversationOutput::Event(ConversationEvent {
-                media_time: at.as_duration(),
-                kind,
-            }));
+        self.outputs.push_back(ConversationOutput::Event(ConversationEvent { media_time: at.as_duration(), kind }));
     }
 
     /// One VAD window `[start, end)` of user audio and its speech probability.
@@ -141,22 +135,13 @@ impl Conversation {
                 VadGateOutput::SpeechStarted { start, .. } => {
                     self.event(start, EventKind::UserStartedSpeaking);
                     self.turn_start.get_or_insert(start);
-                    self.endpoint
-                        .handle_input(EndpointInput::SpeechStarted { at: start });
-                    self.interruption
-                        .handle_input(InterruptionInput::UserSpeechStarted { at: start });
+                    self.endpoint.handle_input(EndpointInput::SpeechStarted { at: start });
+                    self.interruption.handle_input(InterruptionInput::UserSpeechStarted { at: start });
                 }
-                VadGateOutput::SpeechEnded {
-                    last_speech,
-                    observed_at,
-                } => {
+                VadGateOutput::SpeechEnded { last_speech, observed_at } => {
                     self.event(last_speech, EventKind::UserStoppedSpeaking);
-                    self.endpoint.handle_input(EndpointInput::SpeechEnded {
-                        last_speech,
-                        observed_at,
-                    });
-                    self.interruption
-                        .handle_input(InterruptionInput::UserSpeechEnded { at: last_speech });
+                    self.endpoint.handle_input(EndpointInput::SpeechEnded { last_speech, observed_at });
+                    self.interruption.handle_input(InterruptionInput::UserSpeechEnded { at: last_speech });
                 }
             }
             self.drain_machines();
@@ -164,24 +149,14 @@ impl Conversation {
     }
 
     /// The turn model's probability that the user is done with the speech that ended at `last_speech`.
-    pub fn turn_prediction(
-        &mut self,
-        last_speech: MediaTime,
-        user_done: bool,
-        observed_at: MediaTime,
-    ) {
-        self.endpoint.handle_input(EndpointInput::TurnPrediction {
-            last_speech,
-            user_done,
-            observed_at,
-        });
+    pub fn turn_prediction(&mut self, last_speech: MediaTime, user_done: bool, observed_at: MediaTime) {
+        self.endpoint.handle_input(EndpointInput::TurnPrediction { last_speech, user_done, observed_at });
         self.drain_machines();
     }
 
     /// Words transcribed so far in speech overlapping the agent (streaming STT).
     pub fn user_words(&mut self, count: usize, at: MediaTime) {
-        self.interruption
-            .handle_input(InterruptionInput::UserWords { count, at });
+        self.interruption.handle_input(InterruptionInput::UserWords { count, at });
         self.drain_machines();
     }
 
@@ -191,11 +166,7 @@ impl Conversation {
         if !text.trim().is_empty() {
             let epoch = self.interruption.epoch();
             self.awaiting_reply = Some(turn);
-            self.outputs.push_back(ConversationOutput::Respond {
-                turn,
-                epoch,
-                user_text: text,
-            });
+            self.outputs.push_back(ConversationOutput::Respond { turn, epoch, user_text: text });
         }
     }
 
@@ -232,11 +203,7 @@ impl Conversation {
         while let Some(deadline) = self.poll_timeout().filter(|deadline| *deadline <= now) {
             self.endpoint.handle_timeout(deadline);
             self.interruption.handle_timeout(deadline);
-            while let Some(fired) = self
-                .timer
-                .as_mut()
-                .and_then(|timer| timer.handle_timeout(deadline))
-            {
+            while let Some(fired) = self.timer.as_mut().and_then(|timer| timer.handle_timeout(deadline)) {
                 self.on_timer(fired);
             }
             self.drain_machines();
@@ -275,8 +242,7 @@ impl Conversation {
         self.drain_machines();
         self.ended = true;
         self.awaiting_reply = None;
-        self.outputs
-            .push_back(ConversationOutput::CancelReply { epoch });
+        self.outputs.push_back(ConversationOutput::CancelReply { epoch });
         self.outputs.push_back(ConversationOutput::EndCall { at });
         self.event(at, EventKind::CallEnded);
     }
@@ -287,21 +253,12 @@ impl Conversation {
             while let Some(output) = self.endpoint.poll_output() {
                 progressed = true;
                 match output {
-                    EndpointOutput::PredictTurn { turn, last_speech } => self
-                        .outputs
-                        .push_back(ConversationOutput::PredictTurn { turn, last_speech }),
-                    EndpointOutput::Commit {
-                        turn,
-                        last_speech,
-                        at,
-                    } => {
+                    EndpointOutput::PredictTurn { turn, last_speech } => {
+                        self.outputs.push_back(ConversationOutput::PredictTurn { turn, last_speech })
+                    }
+                    EndpointOutput::Commit { turn, last_speech, at } => {
                         let from = self.turn_start.take().unwrap_or(MediaTime::ZERO);
-                        self.outputs.push_back(ConversationOutput::Transcribe {
-                            turn,
-                            from,
-                            to: last_speech,
-                            at,
-                        });
+                        self.outputs.push_back(ConversationOutput::Transcribe { turn, from, to: last_speech, at });
                     }
                     EndpointOutput::CommitCancelled { .. } => {}
                 }
@@ -314,8 +271,7 @@ impl Conversation {
                     InterruptionOutput::Interrupted { at, epoch } => {
                         self.event(at, EventKind::AgentInterrupted);
                         self.awaiting_reply = None;
-                        self.outputs
-                            .push_back(ConversationOutput::CancelReply { epoch });
+                        self.outputs.push_back(ConversationOutput::CancelReply { epoch });
                         self.playout.flush(epoch, at);
                     }
                 }
@@ -325,13 +281,11 @@ impl Conversation {
                 match output {
                     PlayoutOutput::AgentStartedSpeaking { at, text, .. } => {
                         self.event(at, EventKind::AgentStartedSpeaking { text });
-                        self.interruption
-                            .handle_input(InterruptionInput::AgentStartedSpeaking { at });
+                        self.interruption.handle_input(InterruptionInput::AgentStartedSpeaking { at });
                     }
                     PlayoutOutput::AgentStoppedSpeaking { at, heard, .. } => {
                         self.event(at, EventKind::AgentStoppedSpeaking { text: heard });
-                        self.interruption
-                            .handle_input(InterruptionInput::AgentStoppedSpeaking { at });
+                        self.interruption.handle_input(InterruptionInput::AgentStoppedSpeaking { at });
                     }
                 }
             }
@@ -357,10 +311,7 @@ mod tests {
         outputs
             .iter()
             .map(|(t, o)| match o {
-                ConversationOutput::Event(e) => (
-                    *t,
-                    format!("{}@{}", e.kind.name(), e.media_time.as_millis()),
-                ),
+                ConversationOutput::Event(e) => (*t, format!("{}@{}", e.kind.name(), e.media_time.as_millis())),
                 other => (*t, format!("{other:?}")),
             })
             .collect()
@@ -385,12 +336,8 @@ mod tests {
             c.vad_window(start, end, if speech(w) { 0.9 } else { 0.05 });
             while let Some(o) = c.poll_output() {
                 match &o {
-                    ConversationOutput::PredictTurn { last_speech, .. } => {
-                        c.turn_prediction(*last_speech, true, end)
-                    }
-                    ConversationOutput::Transcribe { turn, .. } => {
-                        c.transcript(*turn, "what time is it".into(), end)
-                    }
+                    ConversationOutput::PredictTurn { last_speech, .. } => c.turn_prediction(*last_speech, true, end),
+                    ConversationOutput::Transcribe { turn, .. } => c.transcript(*turn, "what time is it".into(), end),
                     ConversationOutput::Respond { turn, epoch, .. } => {
                         c.agent_segment(PlayoutSegment {
                             turn: *turn,
@@ -410,21 +357,12 @@ mod tests {
             (11, "user.started_speaking@320"),
             // Speech ends at window 40 (1280 ms); after the 256 ms hangover the turn model is asked.
             (47, "user.stopped_speaking@1280"),
-            (
-                47,
-                "PredictTurn { turn: TurnId(1), last_speech: MediaTime(20480) }",
-            ),
+            (47, "PredictTurn { turn: TurnId(1), last_speech: MediaTime(20480) }"),
             // Commit due at 1280 + 500 = 1780 ms, handled at window 56 (starting 1792 ms); the transcript
             // arrives at its end (1824 ms).
-            (
-                56,
-                "Transcribe { turn: TurnId(1), from: MediaTime(5120), to: MediaTime(20480), at: MediaTime(28480) }",
-            ),
+            (56, "Transcribe { turn: TurnId(1), from: MediaTime(5120), to: MediaTime(20480), at: MediaTime(28480) }"),
             (56, "utterance_committed@1824"),
-            (
-                56,
-                "Respond { turn: TurnId(1), epoch: Epoch(0), user_text: \"what time is it\" }",
-            ),
+            (56, "Respond { turn: TurnId(1), epoch: Epoch(0), user_text: \"what time is it\" }"),
             // Playout starts at the first 20 ms frame that begins after the segment arrived.
             (57, "agent.started_speaking@1840"),
             // The user speaks over the agent from 3840 ms; 500 ms later the agent is interrupted.
@@ -433,17 +371,12 @@ mod tests {
             (136, "CancelReply { epoch: Epoch(1) }"),
             (136, "agent.stopped_speaking@4340"),
         ];
-        let got: Vec<(u64, &str)> = names
-            .iter()
-            .map(|(w, s)| (*w, s.as_str()))
-            .take(expected.len())
-            .collect();
+        let got: Vec<(u64, &str)> = names.iter().map(|(w, s)| (*w, s.as_str())).take(expected.len()).collect();
         assert_eq!(got, expected);
         let heard = out.iter().find_map(|(_, o)| match o {
-            ConversationOutput::Event(ConversationEvent {
-                kind: EventKind::AgentStoppedSpeaking { text },
-                ..
-            }) => Some(text.clone()),
+            ConversationOutput::Event(ConversationEvent { kind: EventKind::AgentStoppedSpeaking { text }, .. }) => {
+                Some(text.clone())
+            }
             _ => None,
         });
         // Played from 1840 ms until the pause observed at 3904 ms (frames up to 3920 ms): 2.08 s of 4 s,
@@ -458,9 +391,7 @@ mod tests {
             ..Default::default()
         });
         c.handle_timeout(MediaTime::from_millis(200_000));
-        let out: Vec<String> = std::iter::from_fn(|| c.poll_output())
-            .map(|o| format!("{o:?}"))
-            .collect();
+        let out: Vec<String> = std::iter::from_fn(|| c.poll_output()).map(|o| format!("{o:?}")).collect();
         assert_eq!(out.len(), 5, "{out:?}");
         assert!(out[0].contains("max_call_duration_warning"));
         assert!(out[1].contains("max_call_duration_timeout"));

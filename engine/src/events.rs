@@ -87,23 +87,13 @@ impl EventKind {
             EventKind::UtteranceCommitted { text }
             | EventKind::AgentStartedSpeaking { text }
             | EventKind::AgentStoppedSpeaking { text } => json!({ "text": text }),
-            EventKind::MaxCallDurationWarning {
-                call_duration,
-                max_call_duration,
-            }
-            | EventKind::MaxCallDurationTimeout {
-                call_duration,
-                max_call_duration,
-            } => json!({
+            EventKind::MaxCallDurationWarning { call_duration, max_call_duration }
+            | EventKind::MaxCallDurationTimeout { call_duration, max_call_duration } => json!({
                 "call_duration": call_duration.as_secs_f64(),
                 "max_call_duration": max_call_duration.as_secs_f64(),
             }),
             EventKind::ParticipantLeft { id } => json!({ "id": id }),
-            EventKind::ToolCall {
-                tool_name,
-                parameters,
-                result,
-            } => {
+            EventKind::ToolCall { tool_name, parameters, result } => {
                 json!({ "tool_name": tool_name, "parameters": parameters, "result": result })
             }
             EventKind::UserStartedSpeaking
@@ -147,20 +137,10 @@ mod tests {
             EventKind::AgentStartedSpeaking { text: "a".into() },
             EventKind::AgentStoppedSpeaking { text: "a".into() },
             EventKind::AgentInterrupted,
-            EventKind::MaxCallDurationWarning {
-                call_duration: Duration::ZERO,
-                max_call_duration: Duration::ZERO,
-            },
-            EventKind::MaxCallDurationTimeout {
-                call_duration: Duration::ZERO,
-                max_call_duration: Duration::ZERO,
-            },
+            EventKind::MaxCallDurationWarning { call_duration: Duration::ZERO, max_call_duration: Duration::ZERO },
+            EventKind::MaxCallDurationTimeout { call_duration: Duration::ZERO, max_call_duration: Duration::ZERO },
             EventKind::ParticipantLeft { id: "u".into() },
-            EventKind::ToolCall {
-                tool_name: "t".into(),
-                parameters: json!({}),
-                result: json!({}),
-            },
+            EventKind::ToolCall { tool_name: "t".into(), parameters: json!({}), result: json!({}) },
             EventKind::CallEnded,
         ];
         let mut names: Vec<&str> = kinds.iter().map(EventKind::name).collect();
@@ -191,14 +171,6 @@ mod tests {
                 }
             })
         );
-        assert_eq!(
-            format!(
-                "{:?}",
-                EventKind::UtteranceCommitted {
-                    text: "secret".into()
-                }
-            ),
-            "utterance_committed"
-        );
+        assert_eq!(format!("{:?}", EventKind::UtteranceCommitted { text: "secret".into() }), "utterance_committed");
     }
 }

@@ -16,7 +16,7 @@ use crate::providers::tts::{SpeechSynthesizer, TtsEvent};
 pub const MAX_REPLY_TOKENS: u32 = 256;
 
 pub struct Responder {
-    llm: Option<(Box<dyn LanguageModel>, String)>,
+    llm: (Box<dyn LanguageModel>, String),
     tts: Box<dyn SpeechSynthesizer>,
     stt: Option<Recognizer>,
     system_prompt: String,
@@ -28,18 +28,15 @@ impl Responder {
     pub fn from_config(
         pipeline: &Value,
         system_prompt: String,
+        models_dir: &std::path::Path,
     ) -> Result<Responder, ProviderError> {
         Ok(Responder {
-            llm: select::language_model(&pipeline["llm"])?,
-            tts: select::synthesizer(&pipeline["tts"])?,
-            stt: select::recognizer(&pipeline["stt"])?,
+            llm: select::language_model(&pipeline["llm"], models_dir)?,
+            tts: select::synthesizer(&pipeline["tts"], models_dir)?,
+            stt: select::recognizer(&pipeline["stt"], models_dir)?,
             system_prompt,
             history: Vec::new(),
         })
-    }
-
-    pub fn can_answer(&self) -> bool {
-        self.llm.is_some()
     }
 
     /// The user's words in 16 kHz audio; empty when no recognizer is configured.
@@ -66,9 +63,7 @@ impl Responder {
         on_segment: &mut dyn FnMut(PlayoutSegment),
     ) -> Result<(), ProviderError> {
         self.history.push(ChatMessage::new("user", user_text));
-        let Some((llm, model)) = &self.llm else {
-            return Ok(());
-        };
+        let (llm, model) = &self.llm;
         let mut messages = vec![ChatMessage::new("system", self.system_prompt.clone())];
         messages.extend(self.history.iter().cloned());
         let request = ChatRequest {
@@ -113,12 +108,7 @@ impl Responder {
                 TtsEvent::Done(_) => break,
             }
         }
-        on_segment(PlayoutSegment {
-            turn,
-            epoch,
-            text,
-            audio,
-        });
+        on_segment(PlayoutSegment { turn, epoch, text, audio });
         Ok(())
     }
 }

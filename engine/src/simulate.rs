@@ -29,15 +29,9 @@ pub const MAX_TAIL: MediaTime = MediaTime::from_millis(60_000);
 #[derive(Debug, thiserror::Error)]
 pub enum SimulateError {
     #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    Read { path: String, source: std::io::Error },
     #[error("cannot write {path}: {source}")]
-    Write {
-        path: String,
-        source: std::io::Error,
-    },
+    Write { path: String, source: std::io::Error },
     #[error(transparent)]
     Agent(#[from] AgentSpecError),
     #[error(transparent)]
@@ -139,11 +133,7 @@ impl Simulation<'_> {
                     let probability = self.models.turn.predict(&self.audio[..end])?;
                     tracing::debug!(probability, "turn model");
                     let observed = self.pace.observed(now);
-                    self.conversation.turn_prediction(
-                        last_speech,
-                        probability > DONE_THRESHOLD,
-                        observed,
-                    );
+                    self.conversation.turn_prediction(last_speech, probability > DONE_THRESHOLD, observed);
                 }
                 ConversationOutput::Transcribe { turn, from, to, at } => {
                     let (from, to) = (
@@ -151,20 +141,18 @@ impl Simulation<'_> {
                         (to.samples() as usize).min(self.audio.len()),
                     );
                     let text = match self.responder.as_deref() {
-                        Some(responder) => self.io.block_on(responder.transcribe(&self.audio[from..to])).unwrap_or_else(|err| {
-                            tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
-                            String::new()
-                        }),
+                        Some(responder) => {
+                            self.io.block_on(responder.transcribe(&self.audio[from..to])).unwrap_or_else(|err| {
+                                tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
+                                String::new()
+                            })
+                        }
                         None => String::new(),
                     };
                     let observed = self.pace.observed(at);
                     self.conversation.transcript(turn, text, observed);
                 }
-                ConversationOutput::Respond {
-                    turn,
-                    epoch,
-                    user_text,
-                } => {
+                ConversationOutput::Respond { turn, epoch, user_text } => {
                     let mut segments = Vec::new();
                     if let Some(responder) = self.responder.as_deref_mut() {
                         let mut collect = |segment| segments.push(segment);
@@ -190,17 +178,9 @@ impl Simulation<'_> {
         let mut probability = [0.0f32];
         let decision = self.models.silence.decide(window);
         if decision != VadDecision::Skip {
-            self.models.vad.infer(
-                &[window],
-                &mut [&mut self.models.vad_state],
-                &mut probability,
-            )?;
+            self.models.vad.infer(&[window], &mut [&mut self.models.vad_state], &mut probability)?;
         }
-        Ok(if decision == VadDecision::Infer {
-            probability[0]
-        } else {
-            0.0
-        })
+        Ok(if decision == VadDecision::Infer { probability[0] } else { 0.0 })
     }
 }
 
@@ -216,23 +196,15 @@ pub fn run_audio(
     let io = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|source| SimulateError::Write {
-            path: "the I/O runtime".into(),
-            source,
-        })?;
+        .map_err(|source| SimulateError::Write { path: "the I/O runtime".into(), source })?;
     let mut sim = Simulation {
         audio,
         conversation: Conversation::new(config),
         models,
         responder,
         io,
-        pace: Pace {
-            realtime: realtime.then(Instant::now),
-        },
-        record: SimulationRecord {
-            events: Vec::new(),
-            agent_audio: Vec::with_capacity(audio.len() + FRAME),
-        },
+        pace: Pace { realtime: realtime.then(Instant::now) },
+        record: SimulationRecord { events: Vec::new(), agent_audio: Vec::with_capacity(audio.len() + FRAME) },
         on_event,
     };
     let mut frame = [0.0f32; FRAME];
@@ -248,22 +220,16 @@ pub fn run_audio(
         sim.drain(t)?;
         let frame_end = t + MediaTime(FRAME as u64);
         // Every VAD window whose audio has fully arrived by the end of this frame.
-        while next_window + silero::WINDOW <= audio.len()
-            && (next_window + silero::WINDOW) as u64 <= frame_end.0
-        {
+        while next_window + silero::WINDOW <= audio.len() && (next_window + silero::WINDOW) as u64 <= frame_end.0 {
             let probability = sim.vad(&audio[next_window..next_window + silero::WINDOW])?;
-            let (start, end) = (
-                MediaTime(next_window as u64),
-                MediaTime((next_window + silero::WINDOW) as u64),
-            );
+            let (start, end) = (MediaTime(next_window as u64), MediaTime((next_window + silero::WINDOW) as u64));
             sim.conversation.vad_window(start, end, probability);
             sim.drain(end)?;
             next_window += silero::WINDOW;
         }
         if !input_finished && frame_end >= input_end {
             input_finished = true;
-            sim.conversation
-                .finish_input(input_end.max(MediaTime(next_window as u64)));
+            sim.conversation.finish_input(input_end.max(MediaTime(next_window as u64)));
             sim.drain(frame_end)?;
         }
         if sim.conversation.is_ended() {
@@ -280,24 +246,18 @@ pub fn run_audio(
 }
 
 /// The providers of the agent's first avatar and its prompt (system prompt, then the conversational context).
-fn responder_for(agent_json: &str, spec: &AgentSpec) -> Result<Responder, SimulateError> {
+fn responder_for(agent_json: &str, spec: &AgentSpec, models_dir: &Path) -> Result<Responder, SimulateError> {
     let agent: Value = serde_json::from_str(agent_json).map_err(AgentSpecError::Json)?;
     let mut prompt = spec.agent_system_prompt.clone();
     if !spec.config.conversational_context.is_empty() {
         prompt = format!("{prompt}\n\n{}", spec.config.conversational_context);
     }
-    Ok(Responder::from_config(
-        &agent["avatars"][0]["config"],
-        prompt,
-    )?)
+    Ok(Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)?)
 }
 
 /// One event as a JSON line: the webhook envelope plus `media_time` in seconds.
 pub fn event_line(event: &ConversationEvent, conversation_id: &str) -> Value {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs_f64();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
     let mut line = event.envelope(conversation_id, now);
     line["media_time"] = json!(event.media_time.as_secs_f64());
     line
@@ -330,60 +290,35 @@ pub fn transcript(
 }
 
 /// The whole command: reads the agent and the WAV, streams events to `out`, writes the files.
-pub fn run(
-    options: &SimulateOptions,
-    out: &mut dyn Write,
-) -> Result<SimulationRecord, SimulateError> {
+pub fn run(options: &SimulateOptions, out: &mut dyn Write) -> Result<SimulationRecord, SimulateError> {
     let read = |path: &Path| {
-        std::fs::read_to_string(path).map_err(|source| SimulateError::Read {
-            path: path.display().to_string(),
-            source,
-        })
+        std::fs::read_to_string(path).map_err(|source| SimulateError::Read { path: path.display().to_string(), source })
     };
     let spec = AgentSpec::from_json(&read(&options.agent)?)?;
     let config = spec.conversation_config()?;
     let audio = wav::read_mono_16k(&options.input)?;
     let mut models = ListeningModels::load(&options.models_dir)?;
-    let mut responder = responder_for(&read(&options.agent)?, &spec)?;
-    if !responder.can_answer() {
-        tracing::warn!(
-            "the agent's LLM provider is local, which this build does not have: the agent will not answer"
-        );
-    }
+    let mut responder = responder_for(&read(&options.agent)?, &spec, &options.models_dir)?;
     let conversation_id = format!("sim-{}", std::process::id());
     let started = chrono::Utc::now();
     let mut write_error = None;
-    let record = run_audio(
-        &audio,
-        config,
-        &mut models,
-        Some(&mut responder),
-        options.realtime,
-        &mut |event| {
-            let line = event_line(event, &conversation_id);
-            if let Err(err) = writeln!(out, "{line}").and_then(|_| out.flush()) {
-                write_error.get_or_insert(err);
-            }
-        },
-    )?;
+    let record = run_audio(&audio, config, &mut models, Some(&mut responder), options.realtime, &mut |event| {
+        let line = event_line(event, &conversation_id);
+        if let Err(err) = writeln!(out, "{line}").and_then(|_| out.flush()) {
+            write_error.get_or_insert(err);
+        }
+    })?;
     if let Some(source) = write_error {
-        return Err(SimulateError::Write {
-            path: "stdout".into(),
-            source,
-        });
+        return Err(SimulateError::Write { path: "stdout".into(), source });
     }
     if let Some(dir) = &options.out_dir {
-        std::fs::create_dir_all(dir).map_err(|source| SimulateError::Write {
-            path: dir.display().to_string(),
-            source,
-        })?;
+        std::fs::create_dir_all(dir)
+            .map_err(|source| SimulateError::Write { path: dir.display().to_string(), source })?;
         let transcript_path = dir.join("transcript.json");
         let entries = transcript(&record.events, &conversation_id, started);
         let text = serde_json::to_string_pretty(&entries).expect("JSON values serialize");
-        std::fs::write(&transcript_path, text).map_err(|source| SimulateError::Write {
-            path: transcript_path.display().to_string(),
-            source,
-        })?;
+        std::fs::write(&transcript_path, text)
+            .map_err(|source| SimulateError::Write { path: transcript_path.display().to_string(), source })?;
         wav::write_mono_16k(&dir.join("agent.wav"), &record.agent_audio)?;
     }
     Ok(record)

@@ -77,10 +77,7 @@ mod tests {
     fn conversions_are_exact_on_sample_boundaries() {
         assert_eq!(MediaTime::from_millis(500).samples(), 8000);
         assert_eq!(MediaTime::from_secs_f64(0.5), MediaTime::from_millis(500));
-        assert_eq!(
-            MediaTime::from_duration(Duration::from_millis(32)).samples(),
-            512
-        );
+        assert_eq!(MediaTime::from_duration(Duration::from_millis(32)).samples(), 512);
         assert_eq!(MediaTime(8000).as_duration(), Duration::from_millis(500));
         assert_eq!(MediaTime(4000).as_secs_f64(), 0.25);
         assert_eq!(MediaTime(10) - MediaTime(20), MediaTime::ZERO);

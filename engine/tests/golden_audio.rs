@@ -31,10 +31,7 @@ fn speak(text: &str) -> Vec<f32> {
 /// First and last sample louder than 2% of full scale.
 fn speech_bounds(clip: &[f32]) -> (usize, usize) {
     let loud = |s: &f32| s.abs() > 0.02;
-    (
-        clip.iter().position(loud).unwrap(),
-        clip.iter().rposition(loud).unwrap() + 1,
-    )
+    (clip.iter().position(loud).unwrap(), clip.iter().rposition(loud).unwrap() + 1)
 }
 
 struct Scene {
@@ -59,29 +56,15 @@ fn scene(parts: &[(f32, &str)], tail_seconds: f32) -> Scene {
 
 fn models() -> ListeningModels {
     let dir: PathBuf = confab_models::default_models_dir();
-    ListeningModels::load(&dir)
-        .expect("models are fetched by scripts/test.sh (confab models fetch)")
+    ListeningModels::load(&dir).expect("models are fetched by scripts/test.sh (confab models fetch)")
 }
 
 fn run(scene: &Scene, config: ConversationConfig) -> Vec<ConversationEvent> {
-    run_audio(
-        &scene.audio,
-        config,
-        &mut models(),
-        None,
-        false,
-        &mut |_| {},
-    )
-    .unwrap()
-    .events
+    run_audio(&scene.audio, config, &mut models(), None, false, &mut |_| {}).unwrap().events
 }
 
 fn times(events: &[ConversationEvent], name: &str) -> Vec<Duration> {
-    events
-        .iter()
-        .filter(|e| e.kind.name() == name)
-        .map(|e| e.media_time)
-        .collect()
+    events.iter().filter(|e| e.kind.name() == name).map(|e| e.media_time).collect()
 }
 
 fn at(samples: usize) -> Duration {
@@ -89,27 +72,14 @@ fn at(samples: usize) -> Duration {
 }
 
 fn assert_near(actual: Duration, expected: Duration, what: &str) {
-    let delta = if actual > expected {
-        actual - expected
-    } else {
-        expected - actual
-    };
-    assert!(
-        delta <= VAD_WINDOW,
-        "{what}: {actual:?} vs true {expected:?} (off by {delta:?})"
-    );
+    let delta = if actual > expected { actual - expected } else { expected - actual };
+    assert!(delta <= VAD_WINDOW, "{what}: {actual:?} vs true {expected:?} (off by {delta:?})");
 }
 
 #[test]
 fn speech_bounds_are_found_within_one_vad_window() {
     let scene = scene(
-        &[
-            (
-                0.7,
-                "Hello I would like to book a table for two people tonight",
-            ),
-            (1.6, "What time do you open tomorrow"),
-        ],
+        &[(0.7, "Hello I would like to book a table for two people tonight"), (1.6, "What time do you open tomorrow")],
         2.5,
     );
     let events = run(&scene, ConversationConfig::default());
@@ -118,13 +88,7 @@ fn speech_bounds_are_found_within_one_vad_window() {
     assert_eq!(started.len(), 2, "{events:?}");
     assert_eq!(stopped.len(), 2, "{events:?}");
     for (i, (start, end)) in scene.bounds.iter().enumerate() {
-        eprintln!(
-            "DELTA start {:?} true {:?} / stop {:?} true {:?}",
-            started[i],
-            at(*start),
-            stopped[i],
-            at(*end)
-        );
+        eprintln!("DELTA start {:?} true {:?} / stop {:?} true {:?}", started[i], at(*start), stopped[i], at(*end));
         assert_near(started[i], at(*start), "start");
         assert_near(stopped[i], at(*end), "end");
     }
@@ -132,13 +96,8 @@ fn speech_bounds_are_found_within_one_vad_window() {
 
 #[test]
 fn commits_follow_the_endpointing_rule_exactly() {
-    let scene = scene(
-        &[
-            (0.5, "Please tell me the opening hours of the museum"),
-            (1.8, "And how much is a ticket"),
-        ],
-        4.0,
-    );
+    let scene =
+        scene(&[(0.5, "Please tell me the opening hours of the museum"), (1.8, "And how much is a ticket")], 4.0);
     let config = ConversationConfig::default();
     let events = run(&scene, config);
     let stopped = times(&events, "user.stopped_speaking");
@@ -147,8 +106,7 @@ fn commits_follow_the_endpointing_rule_exactly() {
     for (stop, commit) in stopped.iter().zip(&committed) {
         let delay = *commit - *stop;
         assert!(
-            delay == config.endpoint.min_delay.as_duration()
-                || delay == config.endpoint.max_delay.as_duration(),
+            delay == config.endpoint.min_delay.as_duration() || delay == config.endpoint.max_delay.as_duration(),
             "commit {commit:?} after stop {stop:?}: {delay:?} is neither delay"
         );
     }
@@ -166,10 +124,7 @@ fn commits_follow_the_endpointing_rule_exactly() {
             "call_ended"
         ]
     );
-    assert!(matches!(
-        events.last().map(|e| &e.kind),
-        Some(EventKind::CallEnded)
-    ));
+    assert!(matches!(events.last().map(|e| &e.kind), Some(EventKind::CallEnded)));
 }
 
 #[test]
@@ -182,10 +137,7 @@ fn a_pause_shorter_than_the_min_delay_keeps_one_turn() {
 
 #[test]
 fn silence_produces_no_speech_events() {
-    let scene = Scene {
-        audio: vec![0.0; 16_000 * 3],
-        bounds: vec![],
-    };
+    let scene = Scene { audio: vec![0.0; 16_000 * 3], bounds: vec![] };
     let events = run(&scene, ConversationConfig::default());
     let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
     assert_eq!(names, ["call_ended"]);

@@ -31,18 +31,29 @@ fn word_error_rate(reference: &str, hypothesis: &str) -> f32 {
     row[h.len()] as f32 / r.len().max(1) as f32
 }
 
+/// espeak-ng at the project's fixture rate (160 words per minute, see TESTING.md).
 fn espeak(text: &str) -> Vec<f32> {
     let path = std::env::temp_dir().join(format!("confab-local-stt-{}-{}.wav", std::process::id(), text.len()));
-    assert!(Command::new("espeak-ng").args(["-v", "en-us", "-s", "150", "-w"]).arg(&path).arg(text).status().unwrap().success());
+    assert!(
+        Command::new("espeak-ng")
+            .args(["-v", "en-us", "-s", "160", "-w"])
+            .arg(&path)
+            .arg(text)
+            .status()
+            .unwrap()
+            .success()
+    );
     let audio = wav::read_mono_16k(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     audio
 }
 
-const SENTENCES: [&str; 3] = [
+const SENTENCES: [&str; 5] = [
     "The library opens at nine o'clock tomorrow morning.",
     "Please book a table for two people tonight.",
     "How much does a ticket to the museum cost?",
+    "I would like to change my delivery address.",
+    "The weather will be sunny and warm this afternoon.",
 ];
 
 #[test]
@@ -51,26 +62,30 @@ fn word_error_rate_counts_edits() {
     assert_eq!(word_error_rate("a b c d", "a x c"), 0.5);
 }
 
+/// Word error rate over all the sentences (errors summed, over all reference words).
+fn corpus_word_error_rate(voice: &str, speak: &dyn Fn(&str) -> Vec<f32>) -> f32 {
+    let mut whisper = WhisperStt::load(&confab_models::default_models_dir()).expect("models are fetched");
+    let (mut errors, mut total) = (0.0, 0.0);
+    for sentence in SENTENCES {
+        let heard = whisper.transcribe(&speak(sentence)).unwrap();
+        let wer = word_error_rate(sentence, &heard);
+        eprintln!("{voice}: {sentence:?} → {heard:?} (WER {wer:.2})");
+        let n = words(sentence).len() as f32;
+        errors += wer * n;
+        total += n;
+    }
+    errors / total
+}
+
 #[test]
 fn whisper_reads_espeak_speech() {
-    let mut whisper = WhisperStt::load(&confab_models::default_models_dir()).expect("models are fetched");
-    for sentence in SENTENCES {
-        let heard = whisper.transcribe(&espeak(sentence)).unwrap();
-        let wer = word_error_rate(sentence, &heard);
-        eprintln!("espeak: {sentence:?} → {heard:?} (WER {wer:.2})");
-        assert!(wer <= 0.2, "{sentence:?} was heard as {heard:?} (WER {wer:.2})");
-    }
+    let wer = corpus_word_error_rate("espeak-ng", &espeak);
+    assert!(wer <= 0.2, "word error rate {wer:.3} over {} sentences", SENTENCES.len());
 }
 
 #[test]
 fn whisper_reads_piper_speech() {
-    let dir = confab_models::default_models_dir();
-    let mut whisper = WhisperStt::load(&dir).expect("models are fetched");
-    let piper = PiperTts::load(&dir).unwrap();
-    for sentence in SENTENCES {
-        let heard = whisper.transcribe(&piper.render(sentence).unwrap()).unwrap();
-        let wer = word_error_rate(sentence, &heard);
-        eprintln!("piper: {sentence:?} → {heard:?} (WER {wer:.2})");
-        assert!(wer <= 0.2, "{sentence:?} was heard as {heard:?} (WER {wer:.2})");
-    }
+    let piper = PiperTts::load(&confab_models::default_models_dir()).unwrap();
+    let wer = corpus_word_error_rate("piper", &|text| piper.render(text).unwrap());
+    assert!(wer <= 0.2, "word error rate {wer:.3} over {} sentences", SENTENCES.len());
 }

@@ -8,8 +8,7 @@ use confab_models::silero::{SileroState, SileroVad, WINDOW};
 use confab_models::smart_turn::SmartTurn;
 
 fn speak(text: &str, name: &str) -> Vec<f32> {
-    let path =
-        std::env::temp_dir().join(format!("confab-models-{}-{name}.wav", std::process::id()));
+    let path = std::env::temp_dir().join(format!("confab-models-{}-{name}.wav", std::process::id()));
     let status = Command::new("espeak-ng")
         .args(["-v", "en-us", "-s", "160", "-w"])
         .arg(&path)
@@ -38,13 +37,7 @@ fn batched_vad_equals_single_session_vad() {
         let mut state = SileroState::default();
         for w in 0..windows {
             let mut p = [0.0];
-            single
-                .infer(
-                    &[&clip[w * WINDOW..(w + 1) * WINDOW]],
-                    &mut [&mut state],
-                    &mut p,
-                )
-                .unwrap();
+            single.infer(&[&clip[w * WINDOW..(w + 1) * WINDOW]], &mut [&mut state], &mut p).unwrap();
             out[w] = p[0];
         }
     }
@@ -53,43 +46,25 @@ fn batched_vad_equals_single_session_vad() {
     let mut states = vec![SileroState::default(); clips.len()];
     let mut speech_windows = 0;
     for w in 0..windows {
-        let batch: Vec<&[f32]> = clips
-            .iter()
-            .map(|c| &c[w * WINDOW..(w + 1) * WINDOW])
-            .collect();
+        let batch: Vec<&[f32]> = clips.iter().map(|c| &c[w * WINDOW..(w + 1) * WINDOW]).collect();
         let mut state_refs: Vec<&mut SileroState> = states.iter_mut().collect();
         let mut p = vec![0.0; clips.len()];
         batched.infer(&batch, &mut state_refs, &mut p).unwrap();
         for (s, prob) in p.iter().enumerate() {
-            assert!(
-                (prob - expected[s][w]).abs() < 1e-4,
-                "session {s} window {w}: {prob} vs {}",
-                expected[s][w]
-            );
+            assert!((prob - expected[s][w]).abs() < 1e-4, "session {s} window {w}: {prob} vs {}", expected[s][w]);
             speech_windows += usize::from(*prob > 0.5);
         }
     }
-    assert!(
-        speech_windows > windows,
-        "the clips are speech: {speech_windows} of {} windows",
-        windows * clips.len()
-    );
+    assert!(speech_windows > windows, "the clips are speech: {speech_windows} of {} windows", windows * clips.len());
 }
 
 #[test]
 fn smart_turn_tells_a_finished_question_from_a_cut_off_sentence() {
     let mut turn = SmartTurn::load(&confab_models::default_models_dir(), 1).unwrap();
-    let finished = turn
-        .predict(&speak("What time do you open tomorrow?", "done"))
-        .unwrap();
-    let cut_off = turn
-        .predict(&speak("I would like to order a", "cut"))
-        .unwrap();
+    let finished = turn.predict(&speak("What time do you open tomorrow?", "done")).unwrap();
+    let cut_off = turn.predict(&speak("I would like to order a", "cut")).unwrap();
     eprintln!("finished {finished} cut off {cut_off}");
     assert!((0.0..=1.0).contains(&finished) && (0.0..=1.0).contains(&cut_off));
     assert!(finished > 0.5, "finished question: {finished}");
-    assert!(
-        cut_off < finished,
-        "cut-off {cut_off} vs finished {finished}"
-    );
+    assert!(cut_off < finished, "cut-off {cut_off} vs finished {finished}");
 }

@@ -12,9 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use confab_engine::providers::llm::{
-    ChatMessage, ChatRequest, LanguageModel, LlmEvent, ToolCall, ToolSpec,
-};
+use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, ToolCall, ToolSpec};
 use confab_engine::providers::openai_llm::OpenAiCompatible;
 use confab_engine::providers::{CallPolicy, ProviderError};
 use serde_json::{Value, json};
@@ -43,39 +41,32 @@ fn chunk(delta: Value, finish: Option<&str>) -> String {
 
 /// A streaming body: each part after its delay; `end_after` false leaves the connection hanging.
 fn sse(parts: Vec<(u64, String)>, guard: Option<SetOnDrop>) -> Response {
-    let stream = futures_util::stream::unfold(
-        (parts.into_iter(), guard),
-        |(mut parts, guard)| async move {
-            let (delay, text) = parts.next()?;
-            tokio::time::sleep(Duration::from_millis(delay)).await;
-            Some((Ok::<_, std::io::Error>(text), (parts, guard)))
-        },
-    );
-    Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Body::from_stream(stream))
-        .unwrap()
+    let stream = futures_util::stream::unfold((parts.into_iter(), guard), |(mut parts, guard)| async move {
+        let (delay, text) = parts.next()?;
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        Some((Ok::<_, std::io::Error>(text), (parts, guard)))
+    });
+    Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
 }
 
-async fn completions(
-    State(server): State<Arc<Server>>,
-    headers: HeaderMap,
-    body: String,
-) -> Response {
+async fn completions(State(server): State<Arc<Server>>, headers: HeaderMap, body: String) -> Response {
     let attempt = server.requests.fetch_add(1, Ordering::SeqCst);
     let body: Value = serde_json::from_str(&body).unwrap();
     *server.last_body.lock().unwrap() = body.clone();
     if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some("Bearer test-key") {
-        return (StatusCode::UNAUTHORIZED, axum::Json(json!({ "error": { "message": "Incorrect API key provided", "type": "invalid_request_error" } }))).into_response();
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(
+                json!({ "error": { "message": "Incorrect API key provided", "type": "invalid_request_error" } }),
+            ),
+        )
+            .into_response();
     }
     let done = "data: [DONE]\n\n".to_string();
     match body["model"].as_str().unwrap() {
         "text" => sse(
             vec![
-                (
-                    0,
-                    chunk(json!({ "role": "assistant", "content": "" }), None),
-                ),
+                (0, chunk(json!({ "role": "assistant", "content": "" }), None)),
                 (5, chunk(json!({ "content": "Hello" }), None)),
                 (5, chunk(json!({ "content": " there!" }), None)),
                 (0, chunk(json!({}), Some("stop"))),
@@ -92,13 +83,7 @@ async fn completions(
                         None,
                     ),
                 ),
-                (
-                    0,
-                    chunk(
-                        json!({ "tool_calls": [{ "index": 0, "function": { "arguments": "{\"ci" } }] }),
-                        None,
-                    ),
-                ),
+                (0, chunk(json!({ "tool_calls": [{ "index": 0, "function": { "arguments": "{\"ci" } }] }), None)),
                 (
                     0,
                     chunk(
@@ -118,51 +103,26 @@ async fn completions(
             ],
             None,
         ),
-        "flaky" if attempt == 0 => {
-            (StatusCode::INTERNAL_SERVER_ERROR, "upstream exploded").into_response()
+        "flaky" if attempt == 0 => (StatusCode::INTERNAL_SERVER_ERROR, "upstream exploded").into_response(),
+        "flaky" => sse(vec![(0, chunk(json!({ "content": "ok" }), None)), (0, done)], None),
+        "ratelimited" => {
+            (StatusCode::TOO_MANY_REQUESTS, axum::Json(json!({ "error": { "message": "Rate limit reached" } })))
+                .into_response()
         }
-        "flaky" => sse(
-            vec![(0, chunk(json!({ "content": "ok" }), None)), (0, done)],
-            None,
-        ),
-        "ratelimited" => (
-            StatusCode::TOO_MANY_REQUESTS,
-            axum::Json(json!({ "error": { "message": "Rate limit reached" } })),
-        )
-            .into_response(),
         "slow" => {
-            let parts = (0..100)
-                .map(|i| (200, chunk(json!({ "content": format!("word{i} ") }), None)))
-                .collect();
+            let parts = (0..100).map(|i| (200, chunk(json!({ "content": format!("word{i} ") }), None))).collect();
             sse(parts, Some(SetOnDrop(server.disconnected.clone())))
         }
-        "broken" => sse(
-            vec![(0, chunk(json!({ "content": "partial" }), None))],
-            None,
-        ),
-        "stalled" => sse(
-            vec![
-                (0, chunk(json!({ "content": "first" }), None)),
-                (10_000, done),
-            ],
-            None,
-        ),
-        "error-in-stream" => sse(
-            vec![(
-                0,
-                "data: {\"error\":{\"message\":\"model overloaded\"}}\n\n".into(),
-            )],
-            None,
-        ),
+        "broken" => sse(vec![(0, chunk(json!({ "content": "partial" }), None))], None),
+        "stalled" => sse(vec![(0, chunk(json!({ "content": "first" }), None)), (10_000, done)], None),
+        "error-in-stream" => sse(vec![(0, "data: {\"error\":{\"message\":\"model overloaded\"}}\n\n".into())], None),
         other => panic!("unknown scenario {other}"),
     }
 }
 
 async fn start() -> (Arc<Server>, String) {
     let server = Arc::new(Server::default());
-    let app = Router::new()
-        .route("/v1/chat/completions", post(completions))
-        .with_state(server.clone());
+    let app = Router::new().route("/v1/chat/completions", post(completions)).with_state(server.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -170,20 +130,13 @@ async fn start() -> (Arc<Server>, String) {
 }
 
 fn policy() -> CallPolicy {
-    CallPolicy {
-        idle_timeout: Duration::from_millis(400),
-        backoff: Duration::from_millis(10),
-        ..CallPolicy::default()
-    }
+    CallPolicy { idle_timeout: Duration::from_millis(400), backoff: Duration::from_millis(10), ..CallPolicy::default() }
 }
 
 fn request(model: &str) -> ChatRequest {
     ChatRequest {
         model: model.into(),
-        messages: vec![
-            ChatMessage::new("system", "Be brief."),
-            ChatMessage::new("user", "Hi"),
-        ],
+        messages: vec![ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "Hi")],
         tools: vec![ToolSpec {
             name: "get_weather".into(),
             description: "Weather".into(),
@@ -225,10 +178,7 @@ async fn streams_text_and_sends_the_right_request() {
     }
     let body = server.last_body.lock().unwrap().clone();
     assert_eq!(body["stream"], true);
-    assert_eq!(
-        body["messages"][1],
-        json!({ "role": "user", "content": "Hi" })
-    );
+    assert_eq!(body["messages"][1], json!({ "role": "user", "content": "Hi" }));
     assert_eq!(body["tools"][0]["type"], "function");
     assert_eq!(body["tools"][0]["function"]["name"], "get_weather");
     assert_eq!(body["stop"], json!(["\nUser:"]));
@@ -250,16 +200,8 @@ async fn assembles_tool_calls_from_deltas() {
     assert_eq!(
         calls,
         [
-            ToolCall {
-                id: "call_1".into(),
-                name: "get_weather".into(),
-                arguments: "{\"city\": \"Paris\"}".into()
-            },
-            ToolCall {
-                id: "call_2".into(),
-                name: "get_time".into(),
-                arguments: "{}".into()
-            },
+            ToolCall { id: "call_1".into(), name: "get_weather".into(), arguments: "{\"city\": \"Paris\"}".into() },
+            ToolCall { id: "call_2".into(), name: "get_time".into(), arguments: "{}".into() },
         ]
     );
 }
@@ -269,38 +211,23 @@ async fn client_errors_are_not_retried_and_server_errors_are() {
     let (server, base) = start().await;
     let wrong_key = OpenAiCompatible::new("openai", base.clone(), Some("wrong".into()), policy());
     let events = collect(&wrong_key, "text").await;
-    let Some(Err(error)) = events.last() else {
-        panic!("{events:?}")
-    };
+    let Some(Err(error)) = events.last() else { panic!("{events:?}") };
     assert_eq!((error.status, error.retryable), (Some(401), false));
     assert!(error.message.contains("Incorrect API key"));
-    assert_eq!(
-        server.requests.load(Ordering::SeqCst),
-        1,
-        "4xx is never retried"
-    );
+    assert_eq!(server.requests.load(Ordering::SeqCst), 1, "4xx is never retried");
 
     let (server, base) = start().await;
     let llm = OpenAiCompatible::new("groq", base, Some("test-key".into()), policy());
     let events = collect(&llm, "flaky").await;
-    assert!(
-        matches!(events.last(), Some(Ok(LlmEvent::Done { metrics, .. })) if metrics.attempts == 2),
-        "{events:?}"
-    );
+    assert!(matches!(events.last(), Some(Ok(LlmEvent::Done { metrics, .. })) if metrics.attempts == 2), "{events:?}");
     assert_eq!(server.requests.load(Ordering::SeqCst), 2);
 
     let (server, base) = start().await;
     let llm = OpenAiCompatible::new("openrouter", base, Some("test-key".into()), policy());
     let events = collect(&llm, "ratelimited").await;
-    let Some(Err(error)) = events.last() else {
-        panic!("{events:?}")
-    };
+    let Some(Err(error)) = events.last() else { panic!("{events:?}") };
     assert_eq!((error.status, error.retryable), (Some(429), true));
-    assert_eq!(
-        server.requests.load(Ordering::SeqCst),
-        3,
-        "first attempt plus two retries"
-    );
+    assert_eq!(server.requests.load(Ordering::SeqCst), 3, "first attempt plus two retries");
 }
 
 #[tokio::test]
@@ -325,39 +252,24 @@ async fn dropping_the_stream_closes_the_connection() {
 async fn broken_stalled_and_failing_streams_end_in_errors() {
     let (_, base) = start().await;
     let llm = OpenAiCompatible::new("openai", base, Some("test-key".into()), policy());
-    for (model, expected) in [
-        ("broken", "before [DONE]"),
-        ("stalled", "stalled"),
-        ("error-in-stream", "model overloaded"),
-    ] {
+    for (model, expected) in
+        [("broken", "before [DONE]"), ("stalled", "stalled"), ("error-in-stream", "model overloaded")]
+    {
         let events = collect(&llm, model).await;
         assert!(
             matches!(events.first(), Some(Ok(LlmEvent::Text(_)))) || model == "error-in-stream",
             "{model}: {events:?}"
         );
-        let Some(Err(error)) = events.last() else {
-            panic!("{model}: {events:?}")
-        };
+        let Some(Err(error)) = events.last() else { panic!("{model}: {events:?}") };
         assert!(error.message.contains(expected), "{model}: {error}");
     }
 }
 
 #[tokio::test]
 async fn unreachable_servers_are_retryable_network_errors() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let llm = OpenAiCompatible::new(
-        "custom",
-        format!("http://127.0.0.1:{port}/v1"),
-        None,
-        policy(),
-    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let llm = OpenAiCompatible::new("custom", format!("http://127.0.0.1:{port}/v1"), None, policy());
     let events = collect(&llm, "text").await;
-    let Some(Err(error)) = events.last() else {
-        panic!("{events:?}")
-    };
+    let Some(Err(error)) = events.last() else { panic!("{events:?}") };
     assert!(error.retryable && error.status.is_none(), "{error:?}");
 }

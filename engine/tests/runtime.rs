@@ -11,11 +11,7 @@ use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters};
 use confab_engine::time::MediaTime;
 
 fn speak(text: &str) -> Vec<f32> {
-    let path = std::env::temp_dir().join(format!(
-        "confab-runtime-{}-{}.wav",
-        std::process::id(),
-        text.len()
-    ));
+    let path = std::env::temp_dir().join(format!("confab-runtime-{}-{}.wav", std::process::id(), text.len()));
     let status = Command::new("espeak-ng")
         .args(["-v", "en-us", "-s", "170", "-w"])
         .arg(&path)
@@ -33,23 +29,13 @@ fn sessions_get_their_own_events_in_real_time() {
     let mut config = RuntimeConfig::new(confab_models::default_models_dir(), 8);
     config.media_threads = 1;
     let mut runtime = Runtime::start(config).expect("models are fetched");
-    let texts = [
-        "Where is the nearest station",
-        "Book me a table for two",
-        "Is it going to rain today",
-    ];
+    let texts = ["Where is the nearest station", "Book me a table for two", "Is it going to rain today"];
     // Whatever the turn model says, each turn commits within 1 s of its end, well inside the 2 s tail.
     let turn_taking = ConversationConfig {
-        endpoint: EndpointConfig {
-            min_delay: MediaTime::from_millis(500),
-            max_delay: MediaTime::from_millis(1000),
-        },
+        endpoint: EndpointConfig { min_delay: MediaTime::from_millis(500), max_delay: MediaTime::from_millis(1000) },
         ..ConversationConfig::default()
     };
-    let mut sessions: Vec<_> = texts
-        .iter()
-        .map(|_| runtime.open_session(turn_taking).unwrap())
-        .collect();
+    let mut sessions: Vec<_> = texts.iter().map(|_| runtime.open_session(turn_taking).unwrap()).collect();
     let mut audio: Vec<Vec<f32>> = texts
         .iter()
         .map(|t| {
@@ -81,15 +67,7 @@ fn sessions_get_their_own_events_in_real_time() {
     std::thread::sleep(Duration::from_millis(300));
     for (i, session) in sessions.iter().enumerate() {
         let names: Vec<&str> = session.events.try_iter().map(|e| e.kind.name()).collect();
-        assert_eq!(
-            names,
-            [
-                "user.started_speaking",
-                "user.stopped_speaking",
-                "utterance_committed"
-            ],
-            "session {i}"
-        );
+        assert_eq!(names, ["user.started_speaking", "user.stopped_speaking", "utterance_committed"], "session {i}");
     }
     assert!(RuntimeCounters::get(&runtime.counters.vad_batches) > 0);
     assert_eq!(RuntimeCounters::get(&runtime.counters.vad_queue_full), 0);

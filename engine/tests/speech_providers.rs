@@ -33,12 +33,8 @@ async fn collect_audio(synth: &dyn SpeechSynthesizer, text: &str) -> Result<Vec<
 
 #[tokio::test]
 async fn espeak_voice_speaks_what_the_vad_hears_as_speech() {
-    let audio = collect_audio(
-        &EspeakVoice::default(),
-        "The train to the airport leaves from platform nine.",
-    )
-    .await
-    .unwrap();
+    let audio =
+        collect_audio(&EspeakVoice::default(), "The train to the airport leaves from platform nine.").await.unwrap();
     let seconds = audio.len() as f32 / 16_000.0;
     assert!((1.5..6.0).contains(&seconds), "{seconds} s");
     let mut vad = SileroVad::load(&confab_models::default_models_dir(), 1, 1).unwrap();
@@ -50,23 +46,14 @@ async fn espeak_voice_speaks_what_the_vad_hears_as_speech() {
         windows += 1;
         speech += usize::from(p[0] > 0.5);
     }
-    assert!(
-        speech * 2 > windows,
-        "{speech} of {windows} windows are speech"
-    );
+    assert!(speech * 2 > windows, "{speech} of {windows} windows are speech");
 }
 
 #[tokio::test]
 async fn piper_voice_speaks_what_the_vad_hears_as_speech() {
-    let piper =
-        confab_engine::providers::piper_tts::PiperTts::load(&confab_models::default_models_dir())
-            .expect("models are fetched");
-    let audio = collect_audio(
-        &piper,
-        "The train to the airport leaves from platform nine.",
-    )
-    .await
-    .unwrap();
+    let piper = confab_engine::providers::piper_tts::PiperTts::load(&confab_models::default_models_dir())
+        .expect("models are fetched");
+    let audio = collect_audio(&piper, "The train to the airport leaves from platform nine.").await.unwrap();
     let seconds = audio.len() as f32 / 16_000.0;
     assert!((1.5..6.0).contains(&seconds), "{seconds} s");
     assert!(speech_fraction(&audio) > 0.5, "mostly speech");
@@ -100,29 +87,17 @@ async fn speech(State(server): State<Arc<Server>>, headers: HeaderMap, body: Str
     let body: Value = serde_json::from_str(&body).unwrap();
     *server.last.lock().unwrap() = body.clone();
     if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some("Bearer k") {
-        return (
-            StatusCode::UNAUTHORIZED,
-            axum::Json(json!({ "error": { "message": "bad key" } })),
-        )
-            .into_response();
+        return (StatusCode::UNAUTHORIZED, axum::Json(json!({ "error": { "message": "bad key" } }))).into_response();
     }
     if body["input"] == "" {
-        return (
-            StatusCode::BAD_REQUEST,
-            axum::Json(json!({ "error": { "message": "input is empty" } })),
-        )
+        return (StatusCode::BAD_REQUEST, axum::Json(json!({ "error": { "message": "input is empty" } })))
             .into_response();
     }
     // One second of a 24 kHz tone as 16-bit little-endian PCM, in odd-sized chunks.
-    let pcm: Vec<u8> = (0..24_000)
-        .flat_map(|i| (((i as f32 * 0.05).sin() * 9000.0) as i16).to_le_bytes())
-        .collect();
+    let pcm: Vec<u8> = (0..24_000).flat_map(|i| (((i as f32 * 0.05).sin() * 9000.0) as i16).to_le_bytes()).collect();
     let chunks: Vec<Vec<u8>> = pcm.chunks(7_777).map(<[u8]>::to_vec).collect();
     let stream = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
-    Response::builder()
-        .header("content-type", "audio/pcm")
-        .body(Body::from_stream(stream))
-        .unwrap()
+    Response::builder().header("content-type", "audio/pcm").body(Body::from_stream(stream)).unwrap()
 }
 
 async fn transcriptions(State(server): State<Arc<Server>>, mut multipart: Multipart) -> Response {
@@ -139,11 +114,7 @@ async fn transcriptions(State(server): State<Arc<Server>>, mut multipart: Multip
         }
     }
     let reader = hound::WavReader::new(std::io::Cursor::new(wav)).unwrap();
-    let text = format!(
-        " {model} heard {} samples at {} Hz ",
-        reader.len(),
-        reader.spec().sample_rate
-    );
+    let text = format!(" {model} heard {} samples at {} Hz ", reader.len(), reader.spec().sample_rate);
     axum::Json(json!({ "text": text })).into_response()
 }
 
@@ -160,10 +131,7 @@ async fn start() -> (Arc<Server>, String) {
 }
 
 fn policy() -> CallPolicy {
-    CallPolicy {
-        backoff: Duration::from_millis(10),
-        ..CallPolicy::default()
-    }
+    CallPolicy { backoff: Duration::from_millis(10), ..CallPolicy::default() }
 }
 
 #[tokio::test]
@@ -175,23 +143,12 @@ async fn openai_speech_streams_pcm_resampled_to_16k() {
     assert!((15_600..=16_000).contains(&audio.len()), "{}", audio.len());
     assert!(audio.iter().any(|s| s.abs() > 0.2));
     let body = server.last.lock().unwrap().clone();
-    assert_eq!(
-        body,
-        json!({ "model": "tts-1", "input": "Hello there.", "voice": "alloy", "response_format": "pcm" })
-    );
+    assert_eq!(body, json!({ "model": "tts-1", "input": "Hello there.", "voice": "alloy", "response_format": "pcm" }));
 
     let error = collect_audio(&tts, "").await.unwrap_err();
-    assert!(
-        error.contains("400") && error.contains("input is empty"),
-        "{error}"
-    );
+    assert!(error.contains("400") && error.contains("input is empty"), "{error}");
     let wrong = OpenAiAudio::new(base, Some("nope".into()), "tts-1", "alloy", policy());
-    assert!(
-        collect_audio(&wrong, "Hi.")
-            .await
-            .unwrap_err()
-            .contains("401")
-    );
+    assert!(collect_audio(&wrong, "Hi.").await.unwrap_err().contains("401"));
 }
 
 #[tokio::test]

@@ -23,10 +23,7 @@ type Seen = Arc<Mutex<Vec<String>>>;
 /// URI, then runs `scenario` on the socket.
 async fn serve<F, Fut>(header: &'static str, expected: &'static str, scenario: F) -> (String, Seen)
 where
-    F: Fn(tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>, String) -> Fut
-        + Send
-        + Sync
-        + 'static,
+    F: Fn(tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>, String) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ()> + Send,
 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -40,12 +37,9 @@ where
             tokio::spawn(async move {
                 let uri = Arc::new(Mutex::new(String::new()));
                 let uri_in = uri.clone();
-                let callback = move |request: &Request,
-                                     response: Response|
-                      -> Result<Response, ErrorResponse> {
+                let callback = move |request: &Request, response: Response| -> Result<Response, ErrorResponse> {
                     *uri_in.lock().unwrap() = request.uri().to_string();
-                    if request.headers().get(header).and_then(|v| v.to_str().ok()) != Some(expected)
-                    {
+                    if request.headers().get(header).and_then(|v| v.to_str().ok()) != Some(expected) {
                         let mut refused = ErrorResponse::new(Some("invalid credentials".into()));
                         *refused.status_mut() = StatusCode::UNAUTHORIZED;
                         return Err(refused);
@@ -64,9 +58,8 @@ where
 }
 
 fn pcm_base64(samples: usize) -> String {
-    let bytes: Vec<u8> = (0..samples)
-        .flat_map(|i| (((i as f32 * 0.07).sin() * 10_000.0) as i16).to_le_bytes())
-        .collect();
+    let bytes: Vec<u8> =
+        (0..samples).flat_map(|i| (((i as f32 * 0.07).sin() * 10_000.0) as i16).to_le_bytes()).collect();
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
@@ -126,28 +119,21 @@ async fn deepgram_streams_interim_and_final_results() {
         events,
         [
             SttEvent::Interim("when does".into()),
-            SttEvent::Final {
-                text: "when does the library open (32000 bytes)".into(),
-                speech_final: true
-            }
+            SttEvent::Final { text: "when does the library open (32000 bytes)".into(), speech_final: true }
         ]
     );
     let uri = seen.lock().unwrap()[0].clone();
-    assert!(uri.starts_with("/v1/listen?model=nova-3&encoding=linear16&sample_rate=16000&channels=1&interim_results=true"), "{uri}");
+    assert!(
+        uri.starts_with("/v1/listen?model=nova-3&encoding=linear16&sample_rate=16000&channels=1&interim_results=true"),
+        "{uri}"
+    );
 
     // The whole-utterance helper joins the finals.
-    assert_eq!(
-        stt.transcribe(&vec![0.0; 16_000]).await.unwrap(),
-        "when does the library open (32000 bytes)"
-    );
+    assert_eq!(stt.transcribe(&vec![0.0; 16_000]).await.unwrap(), "when does the library open (32000 bytes)");
 
     stt.api_key = "wrong".into();
     let error = stt.start().await.err().unwrap();
-    assert_eq!(
-        (error.status, error.retryable),
-        (Some(401), false),
-        "{error:?}"
-    );
+    assert_eq!((error.status, error.retryable), (Some(401), false), "{error:?}");
 }
 
 #[tokio::test]
@@ -164,12 +150,20 @@ async fn elevenlabs_streams_pcm_until_is_final() {
         }
         assert_eq!(texts[0], " ", "the first message opens the stream");
         if uri.contains("/drop/") {
-            socket.send(Message::text(json!({ "audio": pcm_base64(800), "isFinal": false }).to_string())).await.unwrap();
+            socket
+                .send(Message::text(json!({ "audio": pcm_base64(800), "isFinal": false }).to_string()))
+                .await
+                .unwrap();
             drop(socket); // disconnect mid-stream
             return;
         }
         for _ in 0..3 {
-            socket.send(Message::text(json!({ "audio": pcm_base64(1600), "isFinal": false, "normalizedAlignment": null }).to_string())).await.unwrap();
+            socket
+                .send(Message::text(
+                    json!({ "audio": pcm_base64(1600), "isFinal": false, "normalizedAlignment": null }).to_string(),
+                ))
+                .await
+                .unwrap();
         }
         socket.send(Message::text(json!({ "isFinal": true }).to_string())).await.unwrap();
         let _ = socket.close(None).await;
@@ -184,26 +178,14 @@ async fn elevenlabs_streams_pcm_until_is_final() {
         },
         policy: CallPolicy::default(),
     };
-    assert_eq!(
-        synthesize(&voice("voice1", "el-key"), "Hello there.")
-            .await
-            .unwrap(),
-        4_800
-    );
+    assert_eq!(synthesize(&voice("voice1", "el-key"), "Hello there.").await.unwrap(), 4_800);
     assert_eq!(
         seen.lock().unwrap()[0],
         "/v1/text-to-speech/voice1/stream-input?model_id=eleven_flash_v2_5&output_format=pcm_16000"
     );
-    let broken = synthesize(&voice("drop", "el-key"), "Hello.")
-        .await
-        .unwrap_err();
-    assert!(
-        broken.contains("the connection broke") || broken.contains("before the end of the audio"),
-        "{broken}"
-    );
-    let refused = synthesize(&voice("voice1", "bad"), "Hello.")
-        .await
-        .unwrap_err();
+    let broken = synthesize(&voice("drop", "el-key"), "Hello.").await.unwrap_err();
+    assert!(broken.contains("the connection broke") || broken.contains("before the end of the audio"), "{broken}");
+    let refused = synthesize(&voice("voice1", "bad"), "Hello.").await.unwrap_err();
     assert!(refused.contains("401"), "{refused}");
 }
 
@@ -236,10 +218,7 @@ async fn cartesia_streams_chunks_until_done_and_reports_errors() {
         },
         policy: CallPolicy::default(),
     };
-    assert_eq!(
-        synthesize(&tts, "Welcome to the library.").await.unwrap(),
-        4_800
-    );
+    assert_eq!(synthesize(&tts, "Welcome to the library.").await.unwrap(), 4_800);
     let error = synthesize(&tts, "").await.unwrap_err();
     assert!(error.contains("transcript must not be empty"), "{error}");
 }

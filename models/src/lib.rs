@@ -10,6 +10,7 @@ pub mod piper;
 pub mod registry;
 pub mod silero;
 pub mod smart_turn;
+pub mod smollm;
 pub mod whisper;
 
 use std::path::{Path, PathBuf};
@@ -19,9 +20,7 @@ pub fn default_models_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CONFAB_MODELS_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     home.join(".cache").join("confab").join("models")
 }
 
@@ -32,20 +31,11 @@ pub enum ModelError {
     #[error("cannot load the ONNX Runtime library {path}: {message}")]
     Runtime { path: String, message: String },
     #[error("inference failed in {model}: {message}")]
-    Inference {
-        model: &'static str,
-        message: String,
-    },
+    Inference { model: &'static str, message: String },
 }
 
 /// The path of a stored model file, or an error naming the command that provides it.
 pub fn require(dir: &Path, stored_as: &str) -> Result<PathBuf, ModelError> {
     let path = dir.join(stored_as);
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(ModelError::Missing {
-            path: path.display().to_string(),
-        })
-    }
+    if path.is_file() { Ok(path) } else { Err(ModelError::Missing { path: path.display().to_string() }) }
 }

@@ -18,30 +18,19 @@ pub const WHISPER_SAMPLES: usize = 16_000 * 30;
 const BINS: usize = N_FFT / 2 + 1;
 
 fn hz_to_mel(hz: f64) -> f64 {
-    if hz >= 1000.0 {
-        15.0 + (hz / 1000.0).ln() * (27.0 / 6.4f64.ln())
-    } else {
-        3.0 * hz / 200.0
-    }
+    if hz >= 1000.0 { 15.0 + (hz / 1000.0).ln() * (27.0 / 6.4f64.ln()) } else { 3.0 * hz / 200.0 }
 }
 
 fn mel_to_hz(mel: f64) -> f64 {
-    if mel >= 15.0 {
-        1000.0 * ((6.4f64.ln() / 27.0) * (mel - 15.0)).exp()
-    } else {
-        200.0 * mel / 3.0
-    }
+    if mel >= 15.0 { 1000.0 * ((6.4f64.ln() / 27.0) * (mel - 15.0)).exp() } else { 200.0 * mel / 3.0 }
 }
 
 /// Slaney-normalised triangular filters, `[N_MELS][BINS]`.
 fn mel_filters() -> Vec<[f64; BINS]> {
     let (mel_min, mel_max) = (hz_to_mel(0.0), hz_to_mel(8000.0));
-    let filter_hz: Vec<f64> = (0..N_MELS + 2)
-        .map(|i| mel_to_hz(mel_min + (mel_max - mel_min) * i as f64 / (N_MELS + 1) as f64))
-        .collect();
-    let fft_hz: Vec<f64> = (0..BINS)
-        .map(|i| 8000.0 * i as f64 / (BINS - 1) as f64)
-        .collect();
+    let filter_hz: Vec<f64> =
+        (0..N_MELS + 2).map(|i| mel_to_hz(mel_min + (mel_max - mel_min) * i as f64 / (N_MELS + 1) as f64)).collect();
+    let fft_hz: Vec<f64> = (0..BINS).map(|i| 8000.0 * i as f64 / (BINS - 1) as f64).collect();
     (0..N_MELS)
         .map(|m| {
             let mut row = [0.0; BINS];
@@ -121,10 +110,7 @@ impl LogMel {
         let n = audio.len().min(samples);
         let (mean, scale) = if self.normalize {
             let mean = audio[..n].iter().map(|&s| f64::from(s)).sum::<f64>() / samples as f64;
-            let variance = (audio[..n]
-                .iter()
-                .map(|&s| (f64::from(s) - mean).powi(2))
-                .sum::<f64>()
+            let variance = (audio[..n].iter().map(|&s| (f64::from(s) - mean).powi(2)).sum::<f64>()
                 + (samples - n) as f64 * mean * mean)
                 / samples as f64;
             (mean, 1.0 / (variance + 1e-7).sqrt())
@@ -145,9 +131,7 @@ impl LogMel {
             for (k, value) in self.frame.iter_mut().enumerate() {
                 *value = self.padded[start + k] * self.window[k];
             }
-            self.fft
-                .process(&mut self.frame, &mut self.spectrum)
-                .expect("buffer sizes come from the plan");
+            self.fft.process(&mut self.frame, &mut self.spectrum).expect("buffer sizes come from the plan");
             for (bin, c) in self.spectrum.iter().enumerate() {
                 self.power[bin * frames + f] = c.norm_sqr();
             }

@@ -17,30 +17,18 @@ static ENVIRONMENT: OnceLock<Result<Environment, String>> = OnceLock::new();
 pub fn environment(models_dir: &Path) -> Result<&'static Environment, ModelError> {
     let library = require(models_dir, ONNXRUNTIME_LIBRARY)?;
     let loaded = ENVIRONMENT.get_or_init(|| {
-        ort::init_from(&library)
-            .map_err(|e| e.to_string())?
-            .with_name("confab")
-            .build()
-            .map_err(|e| e.to_string())
+        ort::init_from(&library).map_err(|e| e.to_string())?.with_name("confab").build().map_err(|e| e.to_string())
     });
-    loaded.as_ref().map_err(|message| ModelError::Runtime {
-        path: library.display().to_string(),
-        message: message.clone(),
-    })
+    loaded
+        .as_ref()
+        .map_err(|message| ModelError::Runtime { path: library.display().to_string(), message: message.clone() })
 }
 
 /// Loads a model with `intra_threads` threads for its operators and full graph optimisation.
-pub fn load_session(
-    models_dir: &Path,
-    stored_as: &str,
-    intra_threads: usize,
-) -> Result<Session, ModelError> {
+pub fn load_session(models_dir: &Path, stored_as: &str, intra_threads: usize) -> Result<Session, ModelError> {
     let environment = environment(models_dir)?;
     let path = require(models_dir, stored_as)?;
-    let fail = |message: String| ModelError::Runtime {
-        path: path.display().to_string(),
-        message,
-    };
+    let fail = |message: String| ModelError::Runtime { path: path.display().to_string(), message };
     Session::builder(environment)
         .map_err(|e| fail(e.to_string()))?
         .with_optimization_level(GraphOptimizationLevel::Level3)

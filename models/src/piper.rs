@@ -27,25 +27,18 @@ pub struct PiperVoice {
 }
 
 fn fail(message: impl Into<String>) -> ModelError {
-    ModelError::Inference {
-        model: "piper",
-        message: message.into(),
-    }
+    ModelError::Inference { model: "piper", message: message.into() }
 }
 
 impl PiperVoice {
     /// The en_US joe voice from the models directory.
     pub fn load_joe(models_dir: &Path, intra_threads: usize) -> Result<PiperVoice, ModelError> {
         let config_path = require(models_dir, PIPER_JOE_CONFIG)?;
-        let config: Value = serde_json::from_str(
-            &std::fs::read_to_string(&config_path).map_err(|e| fail(e.to_string()))?,
-        )
-        .map_err(|e| fail(format!("bad voice config: {e}")))?;
+        let config: Value =
+            serde_json::from_str(&std::fs::read_to_string(&config_path).map_err(|e| fail(e.to_string()))?)
+                .map_err(|e| fail(format!("bad voice config: {e}")))?;
         let mut phoneme_ids = HashMap::new();
-        for (symbol, ids) in config["phoneme_id_map"]
-            .as_object()
-            .ok_or_else(|| fail("no phoneme_id_map"))?
-        {
+        for (symbol, ids) in config["phoneme_id_map"].as_object().ok_or_else(|| fail("no phoneme_id_map"))? {
             if let (Some(ch), Some(id)) = (symbol.chars().next(), ids[0].as_i64())
                 && symbol.chars().count() == 1
             {
@@ -57,10 +50,7 @@ impl PiperVoice {
             session: onnx::load_session(models_dir, PIPER_JOE, intra_threads)?,
             phoneme_ids,
             sample_rate: config["audio"]["sample_rate"].as_u64().unwrap_or(22_050) as u32,
-            espeak_voice: config["espeak"]["voice"]
-                .as_str()
-                .unwrap_or("en-us")
-                .to_string(),
+            espeak_voice: config["espeak"]["voice"].as_str().unwrap_or("en-us").to_string(),
             scales: [
                 inference["noise_scale"].as_f64().unwrap_or(0.667) as f32,
                 inference["length_scale"].as_f64().unwrap_or(1.0) as f32,
@@ -75,15 +65,9 @@ impl PiperVoice {
             .args(["-q", "--ipa", "-v", &self.espeak_voice, "--"])
             .arg(text)
             .output()
-            .map_err(|e| {
-                fail(format!(
-                    "cannot run espeak-ng ({e}); install it (scripts/setup.sh)"
-                ))
-            })?;
+            .map_err(|e| fail(format!("cannot run espeak-ng ({e}); install it (scripts/setup.sh)")))?;
         if !output.status.success() {
-            return Err(fail(
-                String::from_utf8_lossy(&output.stderr).trim().to_string(),
-            ));
+            return Err(fail(String::from_utf8_lossy(&output.stderr).trim().to_string()));
         }
         let lines: Vec<String> = String::from_utf8_lossy(&output.stdout)
             .lines()
@@ -126,7 +110,10 @@ impl PiperVoice {
         let input = TensorRef::from_array_view(([1usize, ids.len()], &ids[..])).map_err(err)?;
         let input_lengths = TensorRef::from_array_view(([1usize], &lengths[..])).map_err(err)?;
         let scales = TensorRef::from_array_view(([3usize], &self.scales[..])).map_err(err)?;
-        let outputs = self.session.run(ort::inputs!["input" => input, "input_lengths" => input_lengths, "scales" => scales]).map_err(err)?;
+        let outputs = self
+            .session
+            .run(ort::inputs!["input" => input, "input_lengths" => input_lengths, "scales" => scales])
+            .map_err(err)?;
         let (_, audio) = outputs[0].try_extract_tensor::<f32>().map_err(err)?;
         Ok(audio.to_vec())
     }

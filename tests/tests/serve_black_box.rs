@@ -14,25 +14,13 @@ fn confab_bin() -> PathBuf {
         return PathBuf::from(path);
     }
     let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("confab");
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build --bin confab` or `cargo test --workspace`",
-        path.display()
-    );
+    let path = exe.parent().and_then(|deps| deps.parent()).unwrap().join("confab");
+    assert!(path.exists(), "{} is missing: run `cargo build --bin confab` or `cargo test --workspace`", path.display());
     path
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 struct Server {
@@ -64,10 +52,7 @@ async fn start(data: &std::path::Path, database_url: Option<&str>) -> Server {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let server = Server {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-    };
+    let server = Server { child, base: format!("http://127.0.0.1:{port}") };
     let client = reqwest::Client::new();
     for _ in 0..200 {
         if let Ok(response) = client.get(format!("{}/", server.base)).send().await
@@ -87,18 +72,10 @@ fn create_key(data: &std::path::Path, database_url: Option<&str>) -> String {
         .env_remove("DATABASE_URL")
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let stdout = String::from_utf8(output.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(
-        lines.len(),
-        1,
-        "keys create prints exactly one line: {stdout:?}"
-    );
+    assert_eq!(lines.len(), 1, "keys create prints exactly one line: {stdout:?}");
     assert!(stdout.ends_with('\n'));
     lines[0].to_string()
 }
@@ -109,11 +86,7 @@ async fn walk(database_url: Option<&str>) {
     let mut server = start(&data, database_url).await;
     let client = reqwest::Client::new();
 
-    let unauthorized = client
-        .get(format!("{}/v1/ext/agent", server.base))
-        .send()
-        .await
-        .unwrap();
+    let unauthorized = client.get(format!("{}/v1/ext/agent", server.base)).send().await.unwrap();
     assert_eq!(unauthorized.status(), 401);
     assert_eq!(
         unauthorized.json::<Value>().await.unwrap(),
@@ -142,40 +115,21 @@ async fn walk(database_url: Option<&str>) {
     assert_eq!(listed.headers()["x-total-count"], "1");
     assert_eq!(listed.json::<Value>().await.unwrap()[0]["id"], id);
 
-    let deleted = client
-        .delete(format!("{}/v1/ext/agent/{id}", server.base))
-        .header("x-api-key", &key)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        deleted.json::<Value>().await.unwrap(),
-        json!({ "id": id, "message": "Agent deleted successfully" })
-    );
-    let empty = client
-        .get(format!("{}/v1/ext/agent", server.base))
-        .header("x-api-key", &key)
-        .send()
-        .await
-        .unwrap();
+    let deleted =
+        client.delete(format!("{}/v1/ext/agent/{id}", server.base)).header("x-api-key", &key).send().await.unwrap();
+    assert_eq!(deleted.json::<Value>().await.unwrap(), json!({ "id": id, "message": "Agent deleted successfully" }));
+    let empty = client.get(format!("{}/v1/ext/agent", server.base)).header("x-api-key", &key).send().await.unwrap();
     assert_eq!(empty.headers()["x-total-count"], "0");
 
     let pid = server.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     let status = server.child.wait().unwrap();
     assert!(status.success(), "graceful shutdown exits 0: {status}");
     let _ = std::fs::remove_dir_all(&data);
 }
 
 fn tempfile_dir() -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("confab-bb-{}-{}", std::process::id(), free_port()));
+    let dir = std::env::temp_dir().join(format!("confab-bb-{}-{}", std::process::id(), free_port()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -191,14 +145,8 @@ async fn serve_on_postgres() {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let name = format!("confab_bb_{}_{}", std::process::id(), free_port());
     let psql = |sql: String| {
-        let status = Command::new("psql")
-            .args([admin.as_str(), "-q", "-c", &sql])
-            .status()
-            .expect("psql is installed");
-        assert!(
-            status.success(),
-            "PostgreSQL must be reachable at {admin}: {sql}"
-        );
+        let status = Command::new("psql").args([admin.as_str(), "-q", "-c", &sql]).status().expect("psql is installed");
+        assert!(status.success(), "PostgreSQL must be reachable at {admin}: {sql}");
     };
     psql(format!("CREATE DATABASE {name}"));
     let (base, _) = admin.rsplit_once('/').unwrap();

@@ -11,10 +11,7 @@ fn confab_bin() -> PathBuf {
         return PathBuf::from(path);
     }
     let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("confab")
+    exe.parent().and_then(|deps| deps.parent()).unwrap().join("confab")
 }
 
 fn workdir(name: &str) -> PathBuf {
@@ -55,20 +52,13 @@ fn simulate_prints_event_lines_and_writes_files() {
         .arg(&out)
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let lines: Vec<Value> = String::from_utf8(output.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).expect("each line is JSON"))
         .collect();
-    let names: Vec<&str> = lines
-        .iter()
-        .map(|l| l["event"]["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = lines.iter().map(|l| l["event"]["name"].as_str().unwrap()).collect();
     assert_eq!(names.first(), Some(&"user.started_speaking"), "{names:?}");
     assert!(names.contains(&"user.stopped_speaking"));
     assert!(names.contains(&"utterance_committed"));
@@ -80,29 +70,18 @@ fn simulate_prints_event_lines_and_writes_files() {
         assert!(line["timestamp"].as_f64().unwrap() > 1.6e9);
         assert!(line["event"]["payload"].is_object());
         let media_time = line["media_time"].as_f64().unwrap();
-        assert!(
-            media_time >= previous,
-            "media time never goes back: {lines:?}"
-        );
+        assert!(media_time >= previous, "media time never goes back: {lines:?}");
         previous = media_time;
     }
     let transcript: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("transcript.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out.join("transcript.json")).unwrap()).unwrap();
     assert_eq!(transcript[0]["role"], "user");
     for field in ["timestamp", "content", "conversation_id"] {
         assert!(transcript[0][field].is_string(), "{field}");
     }
     assert!(transcript[0]["message_timestamp"].is_number());
     let agent = hound::WavReader::open(out.join("agent.wav")).unwrap();
-    assert_eq!(
-        (
-            agent.spec().sample_rate,
-            agent.spec().channels,
-            agent.spec().bits_per_sample
-        ),
-        (16_000, 1, 16)
-    );
+    assert_eq!((agent.spec().sample_rate, agent.spec().channels, agent.spec().bits_per_sample), (16_000, 1, 16));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -18,30 +18,23 @@ const REPLY: &str = "The library opens at nine in the morning. See you there!";
 fn confab_bin() -> PathBuf {
     std::env::var("CONFAB_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            std::env::current_exe()
-                .unwrap()
-                .parent()
-                .and_then(|d| d.parent())
-                .unwrap()
-                .join("confab")
-        })
+        .unwrap_or_else(|_| std::env::current_exe().unwrap().parent().and_then(|d| d.parent()).unwrap().join("confab"))
 }
 
 async fn chat(State(seen): State<Arc<Mutex<Vec<Value>>>>, body: String) -> Response {
-    seen.lock()
-        .unwrap()
-        .push(serde_json::from_str(&body).unwrap());
+    seen.lock().unwrap().push(serde_json::from_str(&body).unwrap());
     let mut parts: Vec<String> = REPLY
         .split_inclusive(' ')
-        .map(|word| format!("data: {}\n\n", json!({ "choices": [{ "index": 0, "delta": { "content": word }, "finish_reason": null }] })))
+        .map(|word| {
+            format!(
+                "data: {}\n\n",
+                json!({ "choices": [{ "index": 0, "delta": { "content": word }, "finish_reason": null }] })
+            )
+        })
         .collect();
     parts.push("data: [DONE]\n\n".into());
     let stream = futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::io::Error>));
-    Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Body::from_stream(stream))
-        .unwrap()
+    Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
 }
 
 async fn transcribe() -> Response {
@@ -104,41 +97,18 @@ fn the_agent_answers_a_spoken_question() {
         .env("CONFAB_STT_BASE_URL", &base)
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let events: Vec<Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let events: Vec<Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let find = |name: &str| {
-        events
-            .iter()
-            .find(|e| e["event"]["name"] == name)
-            .unwrap_or_else(|| panic!("no {name} in {events:#?}"))
+        events.iter().find(|e| e["event"]["name"] == name).unwrap_or_else(|| panic!("no {name} in {events:#?}"))
     };
-    assert_eq!(
-        find("utterance_committed")["event"]["payload"]["text"],
-        "When does the library open?"
-    );
-    assert_eq!(
-        find("agent.started_speaking")["event"]["payload"]["text"],
-        REPLY
-    );
-    assert_eq!(
-        find("agent.stopped_speaking")["event"]["payload"]["text"],
-        REPLY
-    );
+    assert_eq!(find("utterance_committed")["event"]["payload"]["text"], "When does the library open?");
+    assert_eq!(find("agent.started_speaking")["event"]["payload"]["text"], REPLY);
+    assert_eq!(find("agent.stopped_speaking")["event"]["payload"]["text"], REPLY);
     let committed_at = find("utterance_committed")["media_time"].as_f64().unwrap();
-    let speaking_at = find("agent.started_speaking")["media_time"]
-        .as_f64()
-        .unwrap();
-    let stopped_at = find("agent.stopped_speaking")["media_time"]
-        .as_f64()
-        .unwrap();
+    let speaking_at = find("agent.started_speaking")["media_time"].as_f64().unwrap();
+    let stopped_at = find("agent.stopped_speaking")["media_time"].as_f64().unwrap();
     assert!(committed_at <= speaking_at && speaking_at < stopped_at);
     assert_eq!(events.last().unwrap()["event"]["name"], "call_ended");
 
@@ -146,39 +116,21 @@ fn the_agent_answers_a_spoken_question() {
     let request = seen.lock().unwrap()[0].clone();
     assert_eq!(request["model"], "test-model");
     assert_eq!(request["stream"], true);
-    assert_eq!(
-        request["messages"][0]["content"],
-        "You are the library's receptionist.\n\nOpening hours: 9 to 17."
-    );
-    assert_eq!(
-        request["messages"][1],
-        json!({ "role": "user", "content": "When does the library open?" })
-    );
+    assert_eq!(request["messages"][0]["content"], "You are the library's receptionist.\n\nOpening hours: 9 to 17.");
+    assert_eq!(request["messages"][1], json!({ "role": "user", "content": "When does the library open?" }));
 
     // The agent's voice is in agent.wav where the events say it is.
     let mut reader = hound::WavReader::open(out.join("agent.wav")).unwrap();
-    let samples: Vec<f32> = reader
-        .samples::<i16>()
-        .map(|s| f32::from(s.unwrap()) / 32768.0)
-        .collect();
+    let samples: Vec<f32> = reader.samples::<i16>().map(|s| f32::from(s.unwrap()) / 32768.0).collect();
     let span = &samples[(speaking_at * 16_000.0) as usize..(stopped_at * 16_000.0) as usize];
     let rms = (span.iter().map(|s| s * s).sum::<f32>() / span.len() as f32).sqrt();
     assert!(rms > 0.02, "agent audio RMS {rms}");
     let before = &samples[..(speaking_at * 16_000.0) as usize];
-    assert!(
-        before.iter().all(|s| *s == 0.0),
-        "silence before the agent speaks"
-    );
+    assert!(before.iter().all(|s| *s == 0.0), "silence before the agent speaks");
 
     let transcript: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("transcript.json")).unwrap())
-            .unwrap();
-    let roles: Vec<&str> = transcript
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["role"].as_str().unwrap())
-        .collect();
+        serde_json::from_str(&std::fs::read_to_string(out.join("transcript.json")).unwrap()).unwrap();
+    let roles: Vec<&str> = transcript.as_array().unwrap().iter().map(|e| e["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant"]);
     assert_eq!(transcript[1]["content"], REPLY);
     let _ = std::fs::remove_dir_all(&dir);

@@ -83,9 +83,7 @@ pub struct CreateCustomAvatar {
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(create_custom_avatar))
-        .routes(routes!(get_custom_avatar, delete_custom_avatar))
+    OpenApiRouter::new().routes(routes!(create_custom_avatar)).routes(routes!(get_custom_avatar, delete_custom_avatar))
 }
 
 fn to_custom_avatar(record: &StoredRecord) -> Result<CustomAvatar, sqlx::Error> {
@@ -98,10 +96,7 @@ fn to_custom_avatar(record: &StoredRecord) -> Result<CustomAvatar, sqlx::Error> 
 }
 
 /// A completed custom avatar usable as an agent's `avatar_key_id`.
-pub async fn find_completed(
-    db: &Db,
-    avatar_key_id: &str,
-) -> Result<Option<CustomAvatarFields>, sqlx::Error> {
+pub async fn find_completed(db: &Db, avatar_key_id: &str) -> Result<Option<CustomAvatarFields>, sqlx::Error> {
     let Ok(id) = uuid::Uuid::parse_str(avatar_key_id) else {
         return Ok(None);
     };
@@ -117,26 +112,16 @@ fn decode_image(text: &str) -> ApiResult<Vec<u8>> {
         Some(rest) => rest.split_once(',').map(|(_, data)| data).unwrap_or(""),
         None => text,
     };
-    let cleaned: String = payload
-        .chars()
-        .filter(|ch| !ch.is_ascii_whitespace())
-        .collect();
+    let cleaned: String = payload.chars().filter(|ch| !ch.is_ascii_whitespace()).collect();
     base64::engine::general_purpose::STANDARD
         .decode(cleaned)
-        .map_err(|_| {
-            ApiError::bad_request("Invalid request body: image must be base64 or a data: URI")
-        })
+        .map_err(|_| ApiError::bad_request("Invalid request body: image must be base64 or a data: URI"))
 }
 
 async fn read_multipart(mut multipart: Multipart) -> ApiResult<(CreateCustomAvatar, Vec<u8>)> {
     let invalid = |detail: &str| ApiError::bad_request(format!("Invalid request body: {detail}"));
-    let (mut image, mut name, mut gender, mut category, mut is_private) =
-        (None, None, None, None, None);
-    while let Some(field) = multipart
-        .next_field()
-        .await
-        .map_err(|_| invalid("malformed multipart body"))?
-    {
+    let (mut image, mut name, mut gender, mut category, mut is_private) = (None, None, None, None, None);
+    while let Some(field) = multipart.next_field().await.map_err(|_| invalid("malformed multipart body"))? {
         let field_name = field.name().unwrap_or_default().to_string();
         let bytes = field.bytes().await.map_err(|err| {
             if err.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
@@ -145,10 +130,8 @@ async fn read_multipart(mut multipart: Multipart) -> ApiResult<(CreateCustomAvat
                 invalid("malformed multipart body")
             }
         })?;
-        let text = || {
-            String::from_utf8(bytes.to_vec())
-                .map_err(|_| invalid(&format!("{field_name} must be UTF-8 text")))
-        };
+        let text =
+            || String::from_utf8(bytes.to_vec()).map_err(|_| invalid(&format!("{field_name} must be UTF-8 text")));
         match field_name.as_str() {
             "image" | "file" => image = Some(bytes.to_vec()),
             "name" | "avatar_name" => name = Some(text()?),
@@ -161,25 +144,13 @@ async fn read_multipart(mut multipart: Multipart) -> ApiResult<(CreateCustomAvat
     let image = image.ok_or_else(|| invalid("missing field `image`"))?;
     let name = name.ok_or_else(|| invalid("missing field `name`"))?;
     let gender = gender.ok_or_else(|| invalid("missing field `gender`"))?;
-    Ok((
-        CreateCustomAvatar {
-            image: String::new(),
-            name,
-            gender,
-            category,
-            is_private,
-        },
-        image,
-    ))
+    Ok((CreateCustomAvatar { image: String::new(), name, gender, category, is_private }, image))
 }
 
 /// Start generating a custom avatar from one source image (JSON with base64, or multipart/form-data).
 #[utoipa::path(post, path = "/v2/custom-avatar", tag = "avatars", request_body = CreateCustomAvatar,
     responses((status = 200, description = "`{id, job_id, status: \"PENDING\", message}`"), (status = 400), (status = 401), (status = 413)))]
-async fn create_custom_avatar(
-    State(state): State<AppState>,
-    request: Request,
-) -> ApiResult<Json<Value>> {
+async fn create_custom_avatar(State(state): State<AppState>, request: Request) -> ApiResult<Json<Value>> {
     let is_multipart = request
         .headers()
         .get(CONTENT_TYPE)
@@ -201,9 +172,7 @@ async fn create_custom_avatar(
     let category = input.category.unwrap_or_else(|| "custom".to_string());
     validate::max_chars("category", &category, validate::MAX_NAME_CHARS)?;
     if image.is_empty() {
-        return Err(ApiError::bad_request(
-            "Invalid request body: image is empty",
-        ));
+        return Err(ApiError::bad_request("Invalid request body: image is empty"));
     }
     if image.len() > MAX_IMAGE_BYTES {
         return Err(ApiError::PayloadTooLarge);
@@ -226,19 +195,14 @@ async fn create_custom_avatar(
     let record = StoredRecord::new(id.clone(), &fields.avatar_name, &fields);
     let failed = ApiError::internal("Failed to create custom avatar");
     let mut tx = state.db.pool.begin().await.map_err(failed)?;
-    CUSTOM_AVATARS
-        .insert(&mut *tx, &record)
-        .await
-        .map_err(ApiError::internal("Failed to create custom avatar"))?;
+    CUSTOM_AVATARS.insert(&mut *tx, &record).await.map_err(ApiError::internal("Failed to create custom avatar"))?;
     sqlx::query("INSERT INTO custom_avatar_sources (avatar_id, image_base64) VALUES ($1, $2)")
         .bind(&id)
         .bind(base64::engine::general_purpose::STANDARD.encode(&image))
         .execute(&mut *tx)
         .await
         .map_err(ApiError::internal("Failed to create custom avatar"))?;
-    tx.commit()
-        .await
-        .map_err(ApiError::internal("Failed to create custom avatar"))?;
+    tx.commit().await.map_err(ApiError::internal("Failed to create custom avatar"))?;
     spawn_generation(state.db.clone(), id.clone());
     Ok(Json(
         json!({ "id": id, "job_id": job_id, "status": STATUS_PENDING, "message": "Custom avatar generation started" }),
@@ -247,36 +211,20 @@ async fn create_custom_avatar(
 
 #[utoipa::path(get, path = "/v2/custom-avatar/{id}", tag = "avatars",
     responses((status = 200, body = CustomAvatar), (status = 404, description = "`{error: \"Custom avatar not found\"}`")))]
-async fn get_custom_avatar(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<CustomAvatar>> {
+async fn get_custom_avatar(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<CustomAvatar>> {
     let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
     let failed = ApiError::internal("Failed to retrieve custom avatar");
-    let record = CUSTOM_AVATARS
-        .get(&state.db, &id)
-        .await
-        .map_err(failed)?
-        .ok_or(ApiError::NotFound(NOT_FOUND))?;
-    Ok(Json(to_custom_avatar(&record).map_err(
-        ApiError::internal("Failed to retrieve custom avatar"),
-    )?))
+    let record = CUSTOM_AVATARS.get(&state.db, &id).await.map_err(failed)?.ok_or(ApiError::NotFound(NOT_FOUND))?;
+    Ok(Json(to_custom_avatar(&record).map_err(ApiError::internal("Failed to retrieve custom avatar"))?))
 }
 
 #[utoipa::path(delete, path = "/v2/custom-avatar/{id}", tag = "avatars",
     responses((status = 200, description = "`{id, message: \"Custom avatar deleted successfully\"}`"), (status = 404)))]
-async fn delete_custom_avatar(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn delete_custom_avatar(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
     let failed = ApiError::internal("Failed to delete custom avatar");
     let mut tx = state.db.pool.begin().await.map_err(failed)?;
-    if !CUSTOM_AVATARS
-        .delete(&mut *tx, &id)
-        .await
-        .map_err(ApiError::internal("Failed to delete custom avatar"))?
-    {
+    if !CUSTOM_AVATARS.delete(&mut *tx, &id).await.map_err(ApiError::internal("Failed to delete custom avatar"))? {
         return Err(ApiError::NotFound(NOT_FOUND));
     }
     sqlx::query("DELETE FROM custom_avatar_sources WHERE avatar_id = $1")
@@ -284,12 +232,8 @@ async fn delete_custom_avatar(
         .execute(&mut *tx)
         .await
         .map_err(ApiError::internal("Failed to delete custom avatar"))?;
-    tx.commit()
-        .await
-        .map_err(ApiError::internal("Failed to delete custom avatar"))?;
-    Ok(Json(
-        json!({ "id": id, "message": "Custom avatar deleted successfully" }),
-    ))
+    tx.commit().await.map_err(ApiError::internal("Failed to delete custom avatar"))?;
+    Ok(Json(json!({ "id": id, "message": "Custom avatar deleted successfully" })))
 }
 
 /// Runs generation for one avatar on the tokio runtime.
@@ -315,30 +259,17 @@ pub async fn resume_unfinished(db: &Db) -> Result<usize, sqlx::Error> {
     Ok(resumed)
 }
 
-async fn set_state(
-    db: &Db,
-    id: &str,
-    update: impl FnOnce(&mut CustomAvatarFields),
-) -> Result<bool, sqlx::Error> {
+async fn set_state(db: &Db, id: &str, update: impl FnOnce(&mut CustomAvatarFields)) -> Result<bool, sqlx::Error> {
     let Some(record) = CUSTOM_AVATARS.get(db, id).await? else {
         return Ok(false);
     };
     let mut fields: CustomAvatarFields = record.fields()?;
     update(&mut fields);
-    CUSTOM_AVATARS
-        .replace(
-            &db.pool,
-            &record.with_fields(&fields.avatar_name.clone(), &fields),
-        )
-        .await
+    CUSTOM_AVATARS.replace(&db.pool, &record.with_fields(&fields.avatar_name.clone(), &fields)).await
 }
 
 async fn generate(db: &Db, id: &str) -> Result<(), sqlx::Error> {
-    if !set_state(db, id, |fields| {
-        fields.status = STATUS_PROCESSING.to_string()
-    })
-    .await?
-    {
+    if !set_state(db, id, |fields| fields.status = STATUS_PROCESSING.to_string()).await? {
         return Ok(()); // deleted meanwhile
     }
     let row = sqlx::query("SELECT image_base64 FROM custom_avatar_sources WHERE avatar_id = $1")
@@ -375,14 +306,11 @@ fn describe_image(bytes: &[u8]) -> Result<Value, String> {
         Ok(imagesize::ImageType::Jpeg) => "jpeg",
         Ok(imagesize::ImageType::Webp) => "webp",
         Ok(other) => {
-            return Err(format!(
-                "Unsupported image format {other:?}: use PNG, JPEG or WebP"
-            ));
+            return Err(format!("Unsupported image format {other:?}: use PNG, JPEG or WebP"));
         }
         Err(_) => return Err("Unsupported or corrupt image: use PNG, JPEG or WebP".to_string()),
     };
-    let size =
-        imagesize::blob_size(bytes).map_err(|err| format!("Corrupt {format} image: {err}"))?;
+    let size = imagesize::blob_size(bytes).map_err(|err| format!("Corrupt {format} image: {err}"))?;
     if size.width < MIN_IMAGE_SIDE || size.height < MIN_IMAGE_SIDE {
         return Err(format!(
             "Image is too small: {}x{} pixels (at least {MIN_IMAGE_SIDE}x{MIN_IMAGE_SIDE})",

@@ -49,15 +49,9 @@ fn layers(style: &PortraitStyle) -> Vec<(Shape, [u8; 3])> {
         HairStyle::Long => layers.push((rect(0.27, 0.30, 0.73, 0.78), style.hair)),
         HairStyle::Bun => layers.push((ellipse(0.5, 0.12, 0.12, 0.10), style.hair)),
         HairStyle::Curly => {
-            for (cx, cy) in [
-                (0.30, 0.30),
-                (0.70, 0.30),
-                (0.36, 0.18),
-                (0.64, 0.18),
-                (0.5, 0.13),
-                (0.27, 0.44),
-                (0.73, 0.44),
-            ] {
+            for (cx, cy) in
+                [(0.30, 0.30), (0.70, 0.30), (0.36, 0.18), (0.64, 0.18), (0.5, 0.13), (0.27, 0.44), (0.73, 0.44)]
+            {
                 layers.push((ellipse(cx, cy, 0.11, 0.11), style.hair));
             }
         }
@@ -67,9 +61,7 @@ fn layers(style: &PortraitStyle) -> Vec<(Shape, [u8; 3])> {
     layers.push((rect(0.43, 0.58, 0.57, 0.80), darker(style.skin)));
     layers.push((ellipse(0.5, 0.44, 0.20, 0.25), style.skin));
     layers.push((
-        Box::new(|x, y| {
-            ((x - 0.5) / 0.215).powi(2) + ((y - 0.36) / 0.19).powi(2) <= 1.0 && y < 0.32
-        }),
+        Box::new(|x, y| ((x - 0.5) / 0.215).powi(2) + ((y - 0.36) / 0.19).powi(2) <= 1.0 && y < 0.32),
         style.hair,
     ));
     for cx in [0.42, 0.58] {
@@ -79,9 +71,7 @@ fn layers(style: &PortraitStyle) -> Vec<(Shape, [u8; 3])> {
         }
     }
     layers.push((
-        Box::new(|x, y| {
-            ((x - 0.5) / 0.07).powi(2) + ((y - 0.53) / 0.035).powi(2) <= 1.0 && y > 0.53
-        }),
+        Box::new(|x, y| ((x - 0.5) / 0.07).powi(2) + ((y - 0.53) / 0.035).powi(2) <= 1.0 && y > 0.53),
         [150, 60, 70],
     ));
     layers
@@ -126,15 +116,8 @@ pub fn png_data_uri(style: &PortraitStyle) -> String {
         let mut encoder = png::Encoder::new(&mut png_bytes, PORTRAIT_SIZE, PORTRAIT_SIZE);
         encoder.set_color(png::ColorType::Rgb);
         encoder.set_depth(png::BitDepth::Eight);
-        let mut writer = encoder
-            .write_header()
-            .expect("writing to a Vec cannot fail");
-        writer
-            .write_image_data(&pixels)
-            .expect("pixel buffer matches the declared size");
+        let mut writer = encoder.write_header().expect("writing to a Vec cannot fail");
+        writer.write_image_data(&pixels).expect("pixel buffer matches the declared size");
     }
-    format!(
-        "data:image/png;base64,{}",
-        base64::engine::general_purpose::STANDARD.encode(png_bytes)
-    )
+    format!("data:image/png;base64,{}", base64::engine::general_purpose::STANDARD.encode(png_bytes))
 }

@@ -105,9 +105,7 @@ pub fn stock_avatars() -> &'static [StockAvatar] {
 }
 
 pub fn find_stock_avatar(avatar_key_id: &str) -> Option<&'static StockAvatar> {
-    stock_avatars()
-        .iter()
-        .find(|avatar| avatar.avatar_key_id == avatar_key_id)
+    stock_avatars().iter().find(|avatar| avatar.avatar_key_id == avatar_key_id)
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -129,10 +127,7 @@ mod tests {
         let avatars = stock_avatars();
         assert!(avatars.len() >= 4);
         for (i, a) in avatars.iter().enumerate() {
-            assert!(
-                a.display_picture
-                    .starts_with("data:image/png;base64,iVBORw0KGgo")
-            );
+            assert!(a.display_picture.starts_with("data:image/png;base64,iVBORw0KGgo"));
             for b in &avatars[i + 1..] {
                 assert_ne!(a.display_picture, b.display_picture);
                 assert_ne!(a.avatar_key_id, b.avatar_key_id);

@@ -24,9 +24,7 @@ use crate::routes::knowledge::{KnowledgeBase, to_knowledge_base};
 use crate::routes::mcp::{Mcp, to_mcp};
 use crate::routes::templates::TemplateFields;
 use crate::routes::tools::{Tool, to_tool};
-use crate::store::collection::{
-    AGENTS, GUARDRAILS, KNOWLEDGE_BASES, MCP_SERVERS, TEMPLATES, TOOLS,
-};
+use crate::store::collection::{AGENTS, GUARDRAILS, KNOWLEDGE_BASES, MCP_SERVERS, TEMPLATES, TOOLS};
 use crate::store::{Db, StoredRecord};
 use crate::validate;
 
@@ -53,10 +51,7 @@ pub struct AgentAvatar {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSettings {
-    #[serde(
-        default = "default_max_call_duration",
-        deserialize_with = "max_call_duration_or_default"
-    )]
+    #[serde(default = "default_max_call_duration", deserialize_with = "max_call_duration_or_default")]
     pub max_call_duration: f64,
     #[serde(default, deserialize_with = "nullable")]
     pub conversational_context: String,
@@ -66,18 +61,13 @@ fn default_max_call_duration() -> f64 {
     DEFAULT_MAX_CALL_DURATION_SECONDS
 }
 
-fn max_call_duration_or_default<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<f64, D::Error> {
+fn max_call_duration_or_default<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(DEFAULT_MAX_CALL_DURATION_SECONDS))
 }
 
 impl Default for AgentSettings {
     fn default() -> Self {
-        AgentSettings {
-            max_call_duration: DEFAULT_MAX_CALL_DURATION_SECONDS,
-            conversational_context: String::new(),
-        }
+        AgentSettings { max_call_duration: DEFAULT_MAX_CALL_DURATION_SECONDS, conversational_context: String::new() }
     }
 }
 
@@ -185,10 +175,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 fn new_webhook_secret() -> String {
     let mut bytes = [0u8; 24];
     rand::Rng::fill(&mut rand::rng(), &mut bytes[..]);
-    format!(
-        "whsec_{}",
-        base64::engine::general_purpose::STANDARD.encode(bytes)
-    )
+    format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 fn validate_callback(url: &str, events: &mut Vec<String>) -> ApiResult<()> {
@@ -210,11 +197,7 @@ fn validate_callback(url: &str, events: &mut Vec<String>) -> ApiResult<()> {
 
 async fn validate_fields(db: &Db, fields: &mut AgentFields) -> ApiResult<()> {
     validate::required_name("agent_name", &fields.agent_name)?;
-    validate::max_chars(
-        "agent_system_prompt",
-        &fields.agent_system_prompt,
-        validate::MAX_TEXT_CHARS,
-    )?;
+    validate::max_chars("agent_system_prompt", &fields.agent_system_prompt, validate::MAX_TEXT_CHARS)?;
     validate::max_chars(
         "config.conversationalContext",
         &fields.config.conversational_context,
@@ -227,23 +210,12 @@ async fn validate_fields(db: &Db, fields: &mut AgentFields) -> ApiResult<()> {
         )));
     }
     if fields.avatars.len() > MAX_AVATARS {
-        return Err(ApiError::bad_request(format!(
-            "Invalid request body: at most {MAX_AVATARS} avatars"
-        )));
+        return Err(ApiError::bad_request(format!("Invalid request body: at most {MAX_AVATARS} avatars")));
     }
     for (index, avatar) in fields.avatars.iter_mut().enumerate() {
-        validate::required_name(
-            &format!("avatars[{index}].avatar_key_id"),
-            &avatar.avatar_key_id,
-        )?;
-        validate::max_chars(
-            &format!("avatars[{index}].persona_name"),
-            &avatar.persona_name,
-            validate::MAX_NAME_CHARS,
-        )?;
-        avatar
-            .config
-            .normalize(&format!("avatars[{index}].config."))?;
+        validate::required_name(&format!("avatars[{index}].avatar_key_id"), &avatar.avatar_key_id)?;
+        validate::max_chars(&format!("avatars[{index}].persona_name"), &avatar.persona_name, validate::MAX_NAME_CHARS)?;
+        avatar.config.normalize(&format!("avatars[{index}].config."))?;
     }
     validate_callback(&fields.callback_url, &mut fields.callback_events)?;
     fields.attachments.validate(db).await
@@ -251,15 +223,8 @@ async fn validate_fields(db: &Db, fields: &mut AgentFields) -> ApiResult<()> {
 
 async fn insert_agent(db: &Db, mut fields: AgentFields) -> ApiResult<Json<Value>> {
     validate_fields(db, &mut fields).await?;
-    let record = StoredRecord::new(
-        uuid::Uuid::new_v4().to_string(),
-        &fields.agent_name,
-        &fields,
-    );
-    AGENTS
-        .insert(&db.pool, &record)
-        .await
-        .map_err(ApiError::internal(CREATE_FAILED))?;
+    let record = StoredRecord::new(uuid::Uuid::new_v4().to_string(), &fields.agent_name, &fields);
+    AGENTS.insert(&db.pool, &record).await.map_err(ApiError::internal(CREATE_FAILED))?;
     Ok(Json(
         json!({ "id": record.id, "message": "Agent created successfully", "webhook_secret": fields.webhook_secret }),
     ))
@@ -272,32 +237,18 @@ async fn resolve<T>(
     ids: &[String],
     to_resource: fn(&StoredRecord) -> Result<T, sqlx::Error>,
 ) -> Result<Vec<T>, sqlx::Error> {
-    collection
-        .get_many(db, ids)
-        .await?
-        .iter()
-        .map(to_resource)
-        .collect()
+    collection.get_many(db, ids).await?.iter().map(to_resource).collect()
 }
 
 /// Resolves an agent record into the API resource.
 pub async fn to_agent(db: &Db, record: &StoredRecord) -> Result<Agent, sqlx::Error> {
     let fields: AgentFields = record.fields()?;
     let mut knowledge_base = Vec::new();
-    for kb in KNOWLEDGE_BASES
-        .get_many(db, &fields.attachments.knowledge_base_ids)
-        .await?
-    {
+    for kb in KNOWLEDGE_BASES.get_many(db, &fields.attachments.knowledge_base_ids).await? {
         knowledge_base.push(to_knowledge_base(db, &kb).await?);
     }
     let tool = resolve(db, TOOLS, &fields.attachments.tool_ids, to_tool).await?;
-    let guardrail = resolve(
-        db,
-        GUARDRAILS,
-        &fields.attachments.guardrail_ids,
-        to_guardrail,
-    )
-    .await?;
+    let guardrail = resolve(db, GUARDRAILS, &fields.attachments.guardrail_ids, to_guardrail).await?;
     let mcp = resolve(db, MCP_SERVERS, &fields.attachments.mcp_ids, to_mcp).await?;
     Ok(Agent {
         id: record.id.clone(),
@@ -324,10 +275,7 @@ pub async fn to_agent(db: &Db, record: &StoredRecord) -> Result<Agent, sqlx::Err
 /// Create an agent from its full description.
 #[utoipa::path(post, path = "/v1/ext/agent", tag = "agents", request_body = CreateAgent,
     responses((status = 200, description = "`{id, message: \"Agent created successfully\", webhook_secret}`"), (status = 400), (status = 401)))]
-async fn create_agent(
-    State(state): State<AppState>,
-    ApiJson(input): ApiJson<CreateAgent>,
-) -> ApiResult<Json<Value>> {
+async fn create_agent(State(state): State<AppState>, ApiJson(input): ApiJson<CreateAgent>) -> ApiResult<Json<Value>> {
     let fields = AgentFields {
         agent_name: input.agent_name,
         agent_system_prompt: input.agent_system_prompt,
@@ -355,9 +303,7 @@ async fn create_agent_short(
         .avatar_ids
         .into_iter()
         .map(|avatar_key_id| AgentAvatar {
-            persona_name: find_stock_avatar(&avatar_key_id)
-                .map(|a| a.avatar_name.clone())
-                .unwrap_or_default(),
+            persona_name: find_stock_avatar(&avatar_key_id).map(|a| a.avatar_name.clone()).unwrap_or_default(),
             avatar_key_id,
             config: PipelineConfig::default(),
         })
@@ -383,9 +329,7 @@ async fn avatar_persona(db: &Db, avatar_key_id: &str) -> Result<Option<String>, 
     if let Some(stock) = find_stock_avatar(avatar_key_id) {
         return Ok(Some(stock.avatar_name.clone()));
     }
-    Ok(find_completed(db, avatar_key_id)
-        .await?
-        .map(|custom| custom.avatar_name))
+    Ok(find_completed(db, avatar_key_id).await?.map(|custom| custom.avatar_name))
 }
 
 /// Create an agent from a template: it inherits the template's prompt, pipeline and attachments.
@@ -410,49 +354,32 @@ async fn create_agent_from_template(
     };
     let email = input.email.unwrap_or_default();
     let context_override = input.context_override.unwrap_or_default();
-    if email.chars().count() > validate::MAX_NAME_CHARS
-        || context_override.chars().count() > validate::MAX_TEXT_CHARS
-    {
+    if email.chars().count() > validate::MAX_NAME_CHARS || context_override.chars().count() > validate::MAX_TEXT_CHARS {
         return Err(invalid());
     }
 
     let fetch_failed = || ApiError::NotFound("Failed to fetch template/avatar");
-    let template_id = uuid::Uuid::parse_str(&input.template_id)
-        .map_err(|_| fetch_failed())?
-        .hyphenated()
-        .to_string();
+    let template_id = uuid::Uuid::parse_str(&input.template_id).map_err(|_| fetch_failed())?.hyphenated().to_string();
     let template = TEMPLATES
         .get(&state.db, &template_id)
         .await
         .map_err(ApiError::internal(CREATE_FAILED))?
         .ok_or_else(fetch_failed)?;
-    let template: TemplateFields = template
-        .fields()
-        .map_err(ApiError::internal(CREATE_FAILED))?;
+    let template: TemplateFields = template.fields().map_err(ApiError::internal(CREATE_FAILED))?;
     let mut avatars = Vec::with_capacity(avatar_ids.len());
     for avatar_key_id in avatar_ids {
-        let persona = avatar_persona(&state.db, &avatar_key_id)
-            .await
-            .map_err(ApiError::internal(CREATE_FAILED))?;
+        let persona = avatar_persona(&state.db, &avatar_key_id).await.map_err(ApiError::internal(CREATE_FAILED))?;
         let persona_name = persona.ok_or_else(fetch_failed)?;
-        avatars.push(AgentAvatar {
-            avatar_key_id,
-            persona_name,
-            config: template.config.clone(),
-        });
+        avatars.push(AgentAvatar { avatar_key_id, persona_name, config: template.config.clone() });
     }
-    let agent_system_prompt = match (
-        template.system_prompt.is_empty(),
-        context_override.is_empty(),
-    ) {
+    let agent_system_prompt = match (template.system_prompt.is_empty(), context_override.is_empty()) {
         (_, true) => template.system_prompt.clone(),
         (true, false) => context_override,
         (false, false) => format!("{}\n\n{}", template.system_prompt, context_override),
     };
     let mut attachments = template.attachments.clone();
     // References to records deleted since the template was saved are dropped, not refused.
-    attachments.knowledge_base_ids =
-        existing(&state.db, KNOWLEDGE_BASES, attachments.knowledge_base_ids).await?;
+    attachments.knowledge_base_ids = existing(&state.db, KNOWLEDGE_BASES, attachments.knowledge_base_ids).await?;
     attachments.tool_ids = existing(&state.db, TOOLS, attachments.tool_ids).await?;
     attachments.guardrail_ids = existing(&state.db, GUARDRAILS, attachments.guardrail_ids).await?;
     attachments.mcp_ids = existing(&state.db, MCP_SERVERS, attachments.mcp_ids).await?;
@@ -472,15 +399,8 @@ async fn create_agent_from_template(
     insert_agent(&state.db, fields).await
 }
 
-async fn existing(
-    db: &Db,
-    collection: crate::store::Collection,
-    ids: Vec<String>,
-) -> ApiResult<Vec<String>> {
-    let missing = collection
-        .missing(db, &ids)
-        .await
-        .map_err(ApiError::internal(CREATE_FAILED))?;
+async fn existing(db: &Db, collection: crate::store::Collection, ids: Vec<String>) -> ApiResult<Vec<String>> {
+    let missing = collection.missing(db, &ids).await.map_err(ApiError::internal(CREATE_FAILED))?;
     Ok(ids.into_iter().filter(|id| !missing.contains(id)).collect())
 }
 
@@ -488,43 +408,26 @@ async fn existing(
 #[utoipa::path(get, path = "/v1/ext/agent", tag = "agents", params(ListQuery),
     responses((status = 200, body = [Agent], headers(("X-Total-Count" = i64))), (status = 400), (status = 401),
         (status = 500, description = "`{error: \"Failed to retrieve agent details\"}`")))]
-async fn list_agents(
-    State(state): State<AppState>,
-    ApiQuery(query): ApiQuery<ListQuery>,
-) -> ApiResult<Response> {
+async fn list_agents(State(state): State<AppState>, ApiQuery(query): ApiQuery<ListQuery>) -> ApiResult<Response> {
     let (page, search) = (query.page()?, query.search()?);
-    let (records, total) = AGENTS
-        .list(&state.db, search, page)
-        .await
-        .map_err(ApiError::internal(READ_FAILED))?;
+    let (records, total) = AGENTS.list(&state.db, search, page).await.map_err(ApiError::internal(READ_FAILED))?;
     let mut agents = Vec::with_capacity(records.len());
     for record in &records {
-        agents.push(
-            to_agent(&state.db, record)
-                .await
-                .map_err(ApiError::internal(READ_FAILED))?,
-        );
+        agents.push(to_agent(&state.db, record).await.map_err(ApiError::internal(READ_FAILED))?);
     }
     Ok(with_total(agents, total))
 }
 
 #[utoipa::path(get, path = "/v1/ext/agent/{id}", tag = "agents",
     responses((status = 200, body = Agent), (status = 404, description = "`{message: \"Agent details not found\"}`")))]
-async fn get_agent(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Agent>> {
+async fn get_agent(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Agent>> {
     let id = parse_id(&id, ApiError::NotFoundMessage(NOT_FOUND))?;
     let record = AGENTS
         .get(&state.db, &id)
         .await
         .map_err(ApiError::internal(READ_FAILED))?
         .ok_or(ApiError::NotFoundMessage(NOT_FOUND))?;
-    Ok(Json(
-        to_agent(&state.db, &record)
-            .await
-            .map_err(ApiError::internal(READ_FAILED))?,
-    ))
+    Ok(Json(to_agent(&state.db, &record).await.map_err(ApiError::internal(READ_FAILED))?))
 }
 
 /// Permanently delete an agent. Its conversations stay readable.
@@ -532,19 +435,10 @@ async fn get_agent(
     responses((status = 200, description = "`{id, message: \"Agent deleted successfully\"}`"),
         (status = 404, description = "`{message: \"Agent details not found\"}`"),
         (status = 500, description = "`{error: \"Failed to delete agent\"}`")))]
-async fn delete_agent(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn delete_agent(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, ApiError::NotFoundMessage(NOT_FOUND))?;
-    if !AGENTS
-        .delete(&state.db.pool, &id)
-        .await
-        .map_err(ApiError::internal("Failed to delete agent"))?
-    {
+    if !AGENTS.delete(&state.db.pool, &id).await.map_err(ApiError::internal("Failed to delete agent"))? {
         return Err(ApiError::NotFoundMessage(NOT_FOUND));
     }
-    Ok(Json(
-        json!({ "id": id, "message": "Agent deleted successfully" }),
-    ))
+    Ok(Json(json!({ "id": id, "message": "Agent deleted successfully" })))
 }

@@ -19,8 +19,8 @@ use crate::pagination::{self, with_total};
 use crate::routes::agents::{AgentFields, NOT_FOUND as AGENT_NOT_FOUND};
 use crate::store::collection::AGENTS;
 use crate::store::conversations::{
-    self, ConversationDetail, ConversationFilter, ConversationSummary, STATUS_STARTED,
-    TYPE_CONVERSATION, TYPE_EXTERNAL_MEETING,
+    self, ConversationDetail, ConversationFilter, ConversationSummary, STATUS_STARTED, TYPE_CONVERSATION,
+    TYPE_EXTERNAL_MEETING,
 };
 use crate::validate;
 
@@ -58,9 +58,7 @@ pub struct ConversationQuery {
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(create_conversation, list_conversations))
-        .routes(routes!(get_conversation))
+    OpenApiRouter::new().routes(routes!(create_conversation, list_conversations)).routes(routes!(get_conversation))
 }
 
 fn day(field: &str, value: &Option<String>) -> ApiResult<Option<NaiveDate>> {
@@ -68,11 +66,7 @@ fn day(field: &str, value: &Option<String>) -> ApiResult<Option<NaiveDate>> {
         None => Ok(None),
         Some(text) => NaiveDate::parse_from_str(text, "%Y-%m-%d")
             .map(Some)
-            .map_err(|_| {
-                ApiError::bad_request(format!(
-                    "Invalid query: {field} must be a date as YYYY-MM-DD"
-                ))
-            }),
+            .map_err(|_| ApiError::bad_request(format!("Invalid query: {field} must be a date as YYYY-MM-DD"))),
     }
 }
 
@@ -86,28 +80,16 @@ pub struct NewConversation<'a> {
 }
 
 /// Creates a conversation record for an existing agent; 404 when the agent does not exist.
-pub async fn create_record(
-    state: &AppState,
-    new: NewConversation<'_>,
-) -> ApiResult<ConversationSummary> {
+pub async fn create_record(state: &AppState, new: NewConversation<'_>) -> ApiResult<ConversationSummary> {
     let agent_id = parse_id(new.agent_id, ApiError::NotFoundMessage(AGENT_NOT_FOUND))?;
     let failed = ApiError::internal("Failed to create conversation");
-    let agent = AGENTS
-        .get(&state.db, &agent_id)
-        .await
-        .map_err(failed)?
-        .ok_or(ApiError::NotFoundMessage(AGENT_NOT_FOUND))?;
-    let fields: AgentFields = agent
-        .fields()
-        .map_err(ApiError::internal("Failed to create conversation"))?;
+    let agent =
+        AGENTS.get(&state.db, &agent_id).await.map_err(failed)?.ok_or(ApiError::NotFoundMessage(AGENT_NOT_FOUND))?;
+    let fields: AgentFields = agent.fields().map_err(ApiError::internal("Failed to create conversation"))?;
     let now = crate::time::now_iso();
     let id = uuid::Uuid::new_v4().to_string();
     let conversation = ConversationSummary {
-        join_link: if new.conversation_type == TYPE_CONVERSATION {
-            state.join_link(&id, None)
-        } else {
-            String::new()
-        },
+        join_link: if new.conversation_type == TYPE_CONVERSATION { state.join_link(&id, None) } else { String::new() },
         id,
         agent_id,
         agent_name: fields.agent_name,
@@ -127,11 +109,7 @@ pub async fn create_record(
         user_id: new.user_id.to_string(),
         chat_history: json!({}),
         conversation_type: new.conversation_type.to_string(),
-        avatar_id: fields
-            .avatars
-            .first()
-            .map(|avatar| avatar.avatar_key_id.clone())
-            .unwrap_or_default(),
+        avatar_id: fields.avatars.first().map(|avatar| avatar.avatar_key_id.clone()).unwrap_or_default(),
         is_recorded: false,
         recording_url: String::new(),
     };
@@ -161,9 +139,7 @@ async fn create_conversation(
         None | Some(Value::Null) => json!({}),
         Some(object @ Value::Object(_)) => object,
         Some(_) => {
-            return Err(ApiError::bad_request(
-                "Invalid request body: meta_data must be an object",
-            ));
+            return Err(ApiError::bad_request("Invalid request body: meta_data must be an object"));
         }
     };
     let mut conversation = create_record(
@@ -178,12 +154,7 @@ async fn create_conversation(
         },
     )
     .await?;
-    let session = state.mint_session(
-        &conversation.id,
-        &input.user_id,
-        &input.user_name,
-        &input.context,
-    );
+    let session = state.mint_session(&conversation.id, &input.user_id, &input.user_name, &input.context);
     conversation.join_link = session.join_link.clone();
     conversations::set_join_link(&state.db, &conversation.id, &conversation.join_link)
         .await
@@ -206,24 +177,13 @@ async fn list_conversations(
     let search = pagination::search(&query.search)?;
     let from = day("from", &query.from)?.map(|d| d.format("%Y-%m-%d").to_string());
     let before = day("to", &query.to)?
-        .map(|d| {
-            d.succ_opt()
-                .ok_or_else(|| ApiError::bad_request("Invalid query: to is out of range"))
-        })
+        .map(|d| d.succ_opt().ok_or_else(|| ApiError::bad_request("Invalid query: to is out of range")))
         .transpose()?
         .map(|d| d.format("%Y-%m-%d").to_string());
-    if let Some(kind) = query
-        .conversation_type
-        .as_deref()
-        .filter(|kind| !kind.is_empty())
-    {
-        validate::one_of("type", kind, &[TYPE_CONVERSATION, TYPE_EXTERNAL_MEETING]).map_err(
-            |_| {
-                ApiError::bad_request(format!(
-                    "Invalid query: type must be {TYPE_CONVERSATION} or {TYPE_EXTERNAL_MEETING}"
-                ))
-            },
-        )?;
+    if let Some(kind) = query.conversation_type.as_deref().filter(|kind| !kind.is_empty()) {
+        validate::one_of("type", kind, &[TYPE_CONVERSATION, TYPE_EXTERNAL_MEETING]).map_err(|_| {
+            ApiError::bad_request(format!("Invalid query: type must be {TYPE_CONVERSATION} or {TYPE_EXTERNAL_MEETING}"))
+        })?;
     }
     let filter = ConversationFilter {
         search,
@@ -231,9 +191,8 @@ async fn list_conversations(
         before: before.as_deref(),
         conversation_type: query.conversation_type.as_deref(),
     };
-    let (items, total) = conversations::list(&state.db, &filter, page)
-        .await
-        .map_err(ApiError::internal(LIST_FAILED))?;
+    let (items, total) =
+        conversations::list(&state.db, &filter, page).await.map_err(ApiError::internal(LIST_FAILED))?;
     Ok(with_total(items, total))
 }
 
@@ -250,10 +209,7 @@ async fn get_conversation(
 
 pub async fn read_detail(state: &AppState, id: &str) -> ApiResult<ConversationDetail> {
     let failed = ApiError::internal("Failed to retrieve conversation");
-    let summary = conversations::get(&state.db, id)
-        .await
-        .map_err(failed)?
-        .ok_or(ApiError::NotFound(NOT_FOUND))?;
+    let summary = conversations::get(&state.db, id).await.map_err(failed)?.ok_or(ApiError::NotFound(NOT_FOUND))?;
     let transcript = conversations::transcript(&state.db, id)
         .await
         .map_err(ApiError::internal("Failed to retrieve conversation"))?;

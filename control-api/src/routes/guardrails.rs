@@ -56,17 +56,16 @@ pub struct Guardrail {
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(create_guardrail, list_guardrails))
-        .routes(routes!(get_guardrail, replace_guardrail, delete_guardrail))
+    OpenApiRouter::new().routes(routes!(create_guardrail, list_guardrails)).routes(routes!(
+        get_guardrail,
+        replace_guardrail,
+        delete_guardrail
+    ))
 }
 
 /// Lowercases the name and replaces every character that is not an ASCII letter or digit with `_`.
 pub fn base_key(name: &str) -> String {
-    name.to_lowercase()
-        .chars()
-        .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '_' })
-        .collect()
+    name.to_lowercase().chars().map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '_' }).collect()
 }
 
 pub fn to_guardrail(record: &StoredRecord) -> Result<Guardrail, sqlx::Error> {
@@ -85,32 +84,17 @@ fn validated(input: GuardrailInput, key: String) -> ApiResult<GuardrailFields> {
     let category = input.category.unwrap_or_default();
     validate::max_chars("category", &category, validate::MAX_NAME_CHARS)?;
     let response_message = input.response_message.unwrap_or_default();
-    validate::max_chars(
-        "response_message",
-        &response_message,
-        validate::MAX_TEXT_CHARS,
-    )?;
+    validate::max_chars("response_message", &response_message, validate::MAX_TEXT_CHARS)?;
     let callback_url = input.callback_url.unwrap_or_default();
     validate::optional_http_url("callback_url", &callback_url)?;
-    Ok(GuardrailFields {
-        key,
-        name: input.name,
-        category,
-        prompt,
-        response_message,
-        callback_url,
-    })
+    Ok(GuardrailFields { key, name: input.name, category, prompt, response_message, callback_url })
 }
 
 /// Reserves the first free key among `base`, `base_2`, `base_3`, …; the primary key of
 /// `guardrail_keys` settles races between concurrent creates.
 async fn reserve_key(db: &Db, base: &str, guardrail_id: &str) -> Result<String, sqlx::Error> {
     for n in 1u32.. {
-        let candidate = if n == 1 {
-            base.to_string()
-        } else {
-            format!("{base}_{n}")
-        };
+        let candidate = if n == 1 { base.to_string() } else { format!("{base}_{n}") };
         let taken: i64 = sqlx::query("SELECT COUNT(*) AS n FROM guardrail_keys WHERE key = $1")
             .bind(&candidate)
             .fetch_one(&db.pool)
@@ -119,12 +103,11 @@ async fn reserve_key(db: &Db, base: &str, guardrail_id: &str) -> Result<String, 
         if taken > 0 {
             continue;
         }
-        let inserted =
-            sqlx::query("INSERT INTO guardrail_keys (key, guardrail_id) VALUES ($1, $2)")
-                .bind(&candidate)
-                .bind(guardrail_id)
-                .execute(&db.pool)
-                .await;
+        let inserted = sqlx::query("INSERT INTO guardrail_keys (key, guardrail_id) VALUES ($1, $2)")
+            .bind(&candidate)
+            .bind(guardrail_id)
+            .execute(&db.pool)
+            .await;
         match inserted {
             Ok(_) => return Ok(candidate),
             Err(sqlx::Error::Database(err)) if err.is_unique_violation() => continue,
@@ -144,21 +127,14 @@ async fn create_guardrail(
     let failed = ApiError::internal("Failed to create guardrail");
     let mut fields = validated(input, String::new())?;
     let id = uuid::Uuid::new_v4().to_string();
-    let key = reserve_key(&state.db, &base_key(&fields.name), &id)
-        .await
-        .map_err(failed)?;
+    let key = reserve_key(&state.db, &base_key(&fields.name), &id).await.map_err(failed)?;
     fields.key = key.clone();
     let record = StoredRecord::new(id.clone(), &fields.name, &fields);
     if let Err(err) = GUARDRAILS.insert(&state.db.pool, &record).await {
-        let _ = sqlx::query("DELETE FROM guardrail_keys WHERE key = $1")
-            .bind(&key)
-            .execute(&state.db.pool)
-            .await;
+        let _ = sqlx::query("DELETE FROM guardrail_keys WHERE key = $1").bind(&key).execute(&state.db.pool).await;
         return Err(ApiError::internal("Failed to create guardrail")(err));
     }
-    Ok(Json(
-        json!({ "id": id, "key": key, "message": "Guardrail created" }),
-    ))
+    Ok(Json(json!({ "id": id, "key": key, "message": "Guardrail created" })))
 }
 
 /// List every guardrail in the workspace, newest first.
@@ -166,35 +142,18 @@ async fn create_guardrail(
     responses((status = 200, body = [Guardrail]), (status = 401)))]
 async fn list_guardrails(State(state): State<AppState>) -> ApiResult<Json<Vec<Guardrail>>> {
     let failed = ApiError::internal("Failed to retrieve guardrail details");
-    let (records, _) = GUARDRAILS
-        .list(&state.db, None, crate::store::Page::ALL)
-        .await
-        .map_err(failed)?;
-    let guardrails = records
-        .iter()
-        .map(to_guardrail)
-        .collect::<Result<Vec<_>, _>>();
-    Ok(Json(guardrails.map_err(ApiError::internal(
-        "Failed to retrieve guardrail details",
-    ))?))
+    let (records, _) = GUARDRAILS.list(&state.db, None, crate::store::Page::ALL).await.map_err(failed)?;
+    let guardrails = records.iter().map(to_guardrail).collect::<Result<Vec<_>, _>>();
+    Ok(Json(guardrails.map_err(ApiError::internal("Failed to retrieve guardrail details"))?))
 }
 
 #[utoipa::path(get, path = "/v1/ext/guardrail/{id}", tag = "guardrails",
     responses((status = 200, body = Guardrail), (status = 404, description = "`{message: \"Guardrail not found\"}`")))]
-async fn get_guardrail(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Guardrail>> {
+async fn get_guardrail(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Guardrail>> {
     let id = parse_id(&id, ApiError::NotFoundMessage(NOT_FOUND))?;
     let failed = ApiError::internal("Failed to retrieve guardrail details");
-    let record = GUARDRAILS
-        .get(&state.db, &id)
-        .await
-        .map_err(failed)?
-        .ok_or(ApiError::NotFoundMessage(NOT_FOUND))?;
-    Ok(Json(to_guardrail(&record).map_err(ApiError::internal(
-        "Failed to retrieve guardrail details",
-    ))?))
+    let record = GUARDRAILS.get(&state.db, &id).await.map_err(failed)?.ok_or(ApiError::NotFoundMessage(NOT_FOUND))?;
+    Ok(Json(to_guardrail(&record).map_err(ApiError::internal("Failed to retrieve guardrail details"))?))
 }
 
 /// Full replace of every client-settable field; `key` never changes.
@@ -207,14 +166,8 @@ async fn replace_guardrail(
 ) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, ApiError::NotFoundMessage(NOT_FOUND))?;
     let failed = ApiError::internal("Failed to update guardrail");
-    let existing = GUARDRAILS
-        .get(&state.db, &id)
-        .await
-        .map_err(failed)?
-        .ok_or(ApiError::NotFoundMessage(NOT_FOUND))?;
-    let current: GuardrailFields = existing
-        .fields()
-        .map_err(ApiError::internal("Failed to update guardrail"))?;
+    let existing = GUARDRAILS.get(&state.db, &id).await.map_err(failed)?.ok_or(ApiError::NotFoundMessage(NOT_FOUND))?;
+    let current: GuardrailFields = existing.fields().map_err(ApiError::internal("Failed to update guardrail"))?;
     let fields = validated(input, current.key)?;
     let replaced = GUARDRAILS
         .replace(&state.db.pool, &existing.with_fields(&fields.name, &fields))
@@ -229,17 +182,11 @@ async fn replace_guardrail(
 /// Delete a guardrail. Not cascading: agents keep the reference, which is skipped when read or run.
 #[utoipa::path(delete, path = "/v1/ext/guardrail/{id}", tag = "guardrails",
     responses((status = 200, description = "`{id, message: \"Guardrail deleted\"}`"), (status = 404, description = "`{message: \"Guardrail not found\"}`")))]
-async fn delete_guardrail(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn delete_guardrail(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, ApiError::NotFoundMessage(NOT_FOUND))?;
     let failed = ApiError::internal("Failed to delete guardrail");
     let mut tx = state.db.pool.begin().await.map_err(failed)?;
-    let deleted = GUARDRAILS
-        .delete(&mut *tx, &id)
-        .await
-        .map_err(ApiError::internal("Failed to delete guardrail"))?;
+    let deleted = GUARDRAILS.delete(&mut *tx, &id).await.map_err(ApiError::internal("Failed to delete guardrail"))?;
     if !deleted {
         return Err(ApiError::NotFoundMessage(NOT_FOUND));
     }
@@ -248,9 +195,7 @@ async fn delete_guardrail(
         .execute(&mut *tx)
         .await
         .map_err(ApiError::internal("Failed to delete guardrail"))?;
-    tx.commit()
-        .await
-        .map_err(ApiError::internal("Failed to delete guardrail"))?;
+    tx.commit().await.map_err(ApiError::internal("Failed to delete guardrail"))?;
     Ok(Json(json!({ "id": id, "message": "Guardrail deleted" })))
 }
 

@@ -84,10 +84,7 @@ async fn document_count(db: &Db, id: &str) -> Result<i64, sqlx::Error> {
         .try_get("n")
 }
 
-pub async fn to_knowledge_base(
-    db: &Db,
-    record: &StoredRecord,
-) -> Result<KnowledgeBase, sqlx::Error> {
+pub async fn to_knowledge_base(db: &Db, record: &StoredRecord) -> Result<KnowledgeBase, sqlx::Error> {
     Ok(KnowledgeBase {
         id: record.id.clone(),
         fields: record.fields()?,
@@ -110,26 +107,16 @@ async fn create_knowledge_base(
         .insert(&state.db.pool, &record)
         .await
         .map_err(ApiError::internal("Failed to create knowledge base"))?;
-    Ok(Json(
-        json!({ "id": record.id, "message": "Knowledge base created successfully" }),
-    ))
+    Ok(Json(json!({ "id": record.id, "message": "Knowledge base created successfully" })))
 }
 
 #[utoipa::path(get, path = "/v1/ext/kb", tag = "knowledge", responses((status = 200, body = [KnowledgeBase]), (status = 401)))]
-async fn list_knowledge_bases(
-    State(state): State<AppState>,
-) -> ApiResult<Json<Vec<KnowledgeBase>>> {
-    let (records, _) = KNOWLEDGE_BASES
-        .list(&state.db, None, Page::ALL)
-        .await
-        .map_err(ApiError::internal(READ_FAILED))?;
+async fn list_knowledge_bases(State(state): State<AppState>) -> ApiResult<Json<Vec<KnowledgeBase>>> {
+    let (records, _) =
+        KNOWLEDGE_BASES.list(&state.db, None, Page::ALL).await.map_err(ApiError::internal(READ_FAILED))?;
     let mut bases = Vec::with_capacity(records.len());
     for record in &records {
-        bases.push(
-            to_knowledge_base(&state.db, record)
-                .await
-                .map_err(ApiError::internal(READ_FAILED))?,
-        );
+        bases.push(to_knowledge_base(&state.db, record).await.map_err(ApiError::internal(READ_FAILED))?);
     }
     Ok(Json(bases))
 }
@@ -146,9 +133,7 @@ async fn get_knowledge_base(
         .await
         .map_err(ApiError::internal(READ_FAILED))?
         .ok_or(ApiError::NotFoundMessage(NOT_FOUND))?;
-    let knowledge_base = to_knowledge_base(&state.db, &record)
-        .await
-        .map_err(ApiError::internal(READ_FAILED))?;
+    let knowledge_base = to_knowledge_base(&state.db, &record).await.map_err(ApiError::internal(READ_FAILED))?;
     let rows = sqlx::query(
         "SELECT id, title, content, created_at FROM knowledge_documents WHERE knowledge_base_id = $1 ORDER BY position",
     )
@@ -169,10 +154,7 @@ async fn get_knowledge_base(
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()
         .map_err(ApiError::internal(READ_FAILED))?;
-    Ok(Json(KnowledgeBaseWithDocuments {
-        knowledge_base,
-        documents,
-    }))
+    Ok(Json(KnowledgeBaseWithDocuments { knowledge_base, documents }))
 }
 
 /// Add text documents to a knowledge base.
@@ -190,15 +172,9 @@ async fn add_documents(
         )));
     }
     for document in &input.documents {
-        validate::max_chars(
-            "documents[].title",
-            &document.title,
-            validate::MAX_NAME_CHARS,
-        )?;
+        validate::max_chars("documents[].title", &document.title, validate::MAX_NAME_CHARS)?;
         if document.content.trim().is_empty() {
-            return Err(ApiError::bad_request(
-                "Invalid request body: documents[].content must not be empty",
-            ));
+            return Err(ApiError::bad_request("Invalid request body: documents[].content must not be empty"));
         }
         validate::max_chars("documents[].content", &document.content, MAX_DOCUMENT_CHARS)?;
     }
@@ -214,12 +190,14 @@ async fn add_documents(
         return Err(ApiError::NotFoundMessage(NOT_FOUND));
     }
     let now = crate::time::now_iso();
-    let first_position = sqlx::query("SELECT COALESCE(MAX(position), 0) + 1 AS next FROM knowledge_documents WHERE knowledge_base_id = $1")
-        .bind(&id)
-        .fetch_one(&mut *tx)
-        .await
-        .and_then(|row| row.try_get::<i64, _>("next"))
-        .map_err(ApiError::internal("Failed to add documents"))?;
+    let first_position = sqlx::query(
+        "SELECT COALESCE(MAX(position), 0) + 1 AS next FROM knowledge_documents WHERE knowledge_base_id = $1",
+    )
+    .bind(&id)
+    .fetch_one(&mut *tx)
+    .await
+    .and_then(|row| row.try_get::<i64, _>("next"))
+    .map_err(ApiError::internal("Failed to add documents"))?;
     let mut document_ids = Vec::with_capacity(input.documents.len());
     for (position, document) in (first_position..).zip(&input.documents) {
         let document_id = uuid::Uuid::new_v4().to_string();
@@ -238,32 +216,16 @@ async fn add_documents(
         .map_err(ApiError::internal("Failed to add documents"))?;
         document_ids.push(document_id);
     }
-    tx.commit()
-        .await
-        .map_err(ApiError::internal("Failed to add documents"))?;
-    Ok(Json(
-        json!({ "id": id, "document_ids": document_ids, "message": "Documents added successfully" }),
-    ))
+    tx.commit().await.map_err(ApiError::internal("Failed to add documents"))?;
+    Ok(Json(json!({ "id": id, "document_ids": document_ids, "message": "Documents added successfully" })))
 }
 
 #[utoipa::path(delete, path = "/v1/ext/kb/{id}", tag = "knowledge",
     responses((status = 200, description = "`{id, message: \"Knowledge base deleted successfully\"}`"), (status = 404, description = "`{message: \"Knowledge Base not found\"}`"), (status = 500, description = "`{error: \"Failed to retrieve knowledge base\"}`")))]
-async fn delete_knowledge_base(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn delete_knowledge_base(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, ApiError::NotFoundMessage(NOT_FOUND))?;
-    let mut tx = state
-        .db
-        .pool
-        .begin()
-        .await
-        .map_err(ApiError::internal(READ_FAILED))?;
-    if !KNOWLEDGE_BASES
-        .delete(&mut *tx, &id)
-        .await
-        .map_err(ApiError::internal(READ_FAILED))?
-    {
+    let mut tx = state.db.pool.begin().await.map_err(ApiError::internal(READ_FAILED))?;
+    if !KNOWLEDGE_BASES.delete(&mut *tx, &id).await.map_err(ApiError::internal(READ_FAILED))? {
         return Err(ApiError::NotFoundMessage(NOT_FOUND));
     }
     sqlx::query("DELETE FROM knowledge_documents WHERE knowledge_base_id = $1")
@@ -272,7 +234,5 @@ async fn delete_knowledge_base(
         .await
         .map_err(ApiError::internal(READ_FAILED))?;
     tx.commit().await.map_err(ApiError::internal(READ_FAILED))?;
-    Ok(Json(
-        json!({ "id": id, "message": "Knowledge base deleted successfully" }),
-    ))
+    Ok(Json(json!({ "id": id, "message": "Knowledge base deleted successfully" })))
 }

@@ -53,9 +53,7 @@ pub struct Mcp {
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(create_mcp, list_mcp))
-        .routes(routes!(get_mcp, delete_mcp))
+    OpenApiRouter::new().routes(routes!(create_mcp, list_mcp)).routes(routes!(get_mcp, delete_mcp))
 }
 
 pub fn to_mcp(record: &StoredRecord) -> Result<Mcp, sqlx::Error> {
@@ -69,31 +67,20 @@ pub fn to_mcp(record: &StoredRecord) -> Result<Mcp, sqlx::Error> {
 
 #[utoipa::path(post, path = "/v1/ext/mcp", tag = "mcp", request_body = McpFields,
     responses((status = 200, description = "`{id, message: \"MCP created successfully\"}`"), (status = 400), (status = 401)))]
-async fn create_mcp(
-    State(state): State<AppState>,
-    ApiJson(fields): ApiJson<McpFields>,
-) -> ApiResult<Json<Value>> {
+async fn create_mcp(State(state): State<AppState>, ApiJson(fields): ApiJson<McpFields>) -> ApiResult<Json<Value>> {
     validate::required_name("name", &fields.name)?;
     validate::max_chars("description", &fields.description, validate::MAX_TEXT_CHARS)?;
     validate::one_of("type", &fields.mcp_type, MCP_TYPES)?;
     validate::http_url("request_config.url", &fields.request_config.url)?;
     let record = StoredRecord::new(uuid::Uuid::new_v4().to_string(), &fields.name, &fields);
-    MCP_SERVERS
-        .insert(&state.db.pool, &record)
-        .await
-        .map_err(ApiError::internal("Failed to create MCP"))?;
-    Ok(Json(
-        json!({ "id": record.id, "message": "MCP created successfully" }),
-    ))
+    MCP_SERVERS.insert(&state.db.pool, &record).await.map_err(ApiError::internal("Failed to create MCP"))?;
+    Ok(Json(json!({ "id": record.id, "message": "MCP created successfully" })))
 }
 
 #[utoipa::path(get, path = "/v1/ext/mcp", tag = "mcp",
     responses((status = 200, body = [Mcp]), (status = 401), (status = 500, description = "`{error: \"Failed to retrieve MCP details\"}`")))]
 async fn list_mcp(State(state): State<AppState>) -> ApiResult<Json<Vec<Mcp>>> {
-    let (records, _) = MCP_SERVERS
-        .list(&state.db, None, Page::ALL)
-        .await
-        .map_err(ApiError::internal(READ_FAILED))?;
+    let (records, _) = MCP_SERVERS.list(&state.db, None, Page::ALL).await.map_err(ApiError::internal(READ_FAILED))?;
     let configs = records.iter().map(to_mcp).collect::<Result<Vec<_>, _>>();
     Ok(Json(configs.map_err(ApiError::internal(READ_FAILED))?))
 }
@@ -107,26 +94,15 @@ async fn get_mcp(State(state): State<AppState>, Path(id): Path<String>) -> ApiRe
         .await
         .map_err(ApiError::internal(READ_FAILED))?
         .ok_or(ApiError::NotFound(NOT_FOUND))?;
-    Ok(Json(
-        to_mcp(&record).map_err(ApiError::internal(READ_FAILED))?,
-    ))
+    Ok(Json(to_mcp(&record).map_err(ApiError::internal(READ_FAILED))?))
 }
 
 #[utoipa::path(delete, path = "/v1/ext/mcp/{id}", tag = "mcp",
     responses((status = 200, description = "`{id, message: \"MCP deleted successfully\"}`"), (status = 404, description = "`{error: \"MCP not found\"}`")))]
-async fn delete_mcp(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn delete_mcp(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
-    if !MCP_SERVERS
-        .delete(&state.db.pool, &id)
-        .await
-        .map_err(ApiError::internal("Failed to delete MCP"))?
-    {
+    if !MCP_SERVERS.delete(&state.db.pool, &id).await.map_err(ApiError::internal("Failed to delete MCP"))? {
         return Err(ApiError::NotFound(NOT_FOUND));
     }
-    Ok(Json(
-        json!({ "id": id, "message": "MCP deleted successfully" }),
-    ))
+    Ok(Json(json!({ "id": id, "message": "MCP deleted successfully" })))
 }

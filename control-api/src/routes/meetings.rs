@@ -58,10 +58,8 @@ async fn create_external_meeting(
     validate::max_chars("context", &input.context, validate::MAX_TEXT_CHARS)?;
     validate::max_chars("wake_phrase", &input.wake_phrase, validate::MAX_NAME_CHARS)?;
     let agent_id = parse_id(&input.agent_id, ApiError::NotFoundMessage(AGENT_NOT_FOUND))?;
-    let exists = AGENTS
-        .get(&state.db, &agent_id)
-        .await
-        .map_err(ApiError::internal("Failed to create meeting request"))?;
+    let exists =
+        AGENTS.get(&state.db, &agent_id).await.map_err(ApiError::internal("Failed to create meeting request"))?;
     if exists.is_none() {
         return Err(ApiError::NotFoundMessage(AGENT_NOT_FOUND));
     }

@@ -13,9 +13,7 @@ use crate::AppState;
 use crate::agent_config::nullable;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, parse_id};
-use crate::routes::conversations::{
-    NOT_FOUND, NewConversation, create_record, read_detail, validate_user_fields,
-};
+use crate::routes::conversations::{NOT_FOUND, NewConversation, create_record, read_detail, validate_user_fields};
 use crate::store::conversations::{self, ConversationDetail, TYPE_CONVERSATION};
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -67,24 +65,13 @@ async fn create_session_token(
         (None, Some(conversation_id)) => {
             let id = parse_id(conversation_id, ApiError::NotFound(NOT_FOUND))?;
             let failed = ApiError::internal("Failed to create session token");
-            conversations::get(&state.db, &id)
-                .await
-                .map_err(failed)?
-                .ok_or(ApiError::NotFound(NOT_FOUND))?
-                .id
+            conversations::get(&state.db, &id).await.map_err(failed)?.ok_or(ApiError::NotFound(NOT_FOUND))?.id
         }
         _ => {
-            return Err(ApiError::bad_request(
-                "Invalid request body: give exactly one of agent_id or conversation_id",
-            ));
+            return Err(ApiError::bad_request("Invalid request body: give exactly one of agent_id or conversation_id"));
         }
     };
-    let session = state.mint_session(
-        &conversation_id,
-        &input.user_id,
-        &input.user_name,
-        &input.context,
-    );
+    let session = state.mint_session(&conversation_id, &input.user_id, &input.user_name, &input.context);
     if input.agent_id.is_some() {
         conversations::set_join_link(&state.db, &conversation_id, &session.join_link)
             .await
@@ -102,9 +89,7 @@ async fn create_session_token(
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get("authorization")?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then_some(token.trim())
+    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim())
 }
 
 /// The conversation a session token admits (`Authorization: Bearer <token>`).
@@ -116,10 +101,7 @@ async fn get_session_conversation(
     headers: HeaderMap,
 ) -> ApiResult<Json<ConversationDetail>> {
     let token = bearer(&headers).ok_or(ApiError::Unauthorized)?;
-    state
-        .session_keys
-        .verify(token, &id)
-        .map_err(|_| ApiError::Unauthorized)?;
+    state.session_keys.verify(token, &id).map_err(|_| ApiError::Unauthorized)?;
     let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
     Ok(Json(read_detail(&state, &id).await?))
 }

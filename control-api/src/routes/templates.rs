@@ -42,9 +42,7 @@ pub struct Template {
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(create_template, list_templates))
-        .routes(routes!(get_template, delete_template))
+    OpenApiRouter::new().routes(routes!(create_template, list_templates)).routes(routes!(get_template, delete_template))
 }
 
 pub fn to_template(record: &StoredRecord) -> Result<Template, sqlx::Error> {
@@ -63,21 +61,12 @@ async fn create_template(
     ApiJson(mut fields): ApiJson<TemplateFields>,
 ) -> ApiResult<Json<Value>> {
     validate::required_name("name", &fields.name)?;
-    validate::max_chars(
-        "system_prompt",
-        &fields.system_prompt,
-        validate::MAX_TEXT_CHARS,
-    )?;
+    validate::max_chars("system_prompt", &fields.system_prompt, validate::MAX_TEXT_CHARS)?;
     fields.config.normalize("config.")?;
     fields.attachments.validate(&state.db).await?;
     let record = StoredRecord::new(uuid::Uuid::new_v4().to_string(), &fields.name, &fields);
-    TEMPLATES
-        .insert(&state.db.pool, &record)
-        .await
-        .map_err(ApiError::internal("Failed to create template"))?;
-    Ok(Json(
-        json!({ "id": record.id, "message": "Template created successfully" }),
-    ))
+    TEMPLATES.insert(&state.db.pool, &record).await.map_err(ApiError::internal("Failed to create template"))?;
+    Ok(Json(json!({ "id": record.id, "message": "Template created successfully" })))
 }
 
 #[utoipa::path(get, path = "/v1/ext/template", tag = "templates", params(ListQuery),
@@ -87,50 +76,30 @@ async fn list_templates(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> ApiResult<axum::response::Response> {
     let (page, search) = (query.page()?, query.search()?);
-    let (records, total) = TEMPLATES
-        .list(&state.db, search, page)
-        .await
-        .map_err(ApiError::internal(READ_FAILED))?;
-    let templates = records
-        .iter()
-        .map(to_template)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(ApiError::internal(READ_FAILED))?;
+    let (records, total) = TEMPLATES.list(&state.db, search, page).await.map_err(ApiError::internal(READ_FAILED))?;
+    let templates =
+        records.iter().map(to_template).collect::<Result<Vec<_>, _>>().map_err(ApiError::internal(READ_FAILED))?;
     Ok(with_total(templates, total))
 }
 
 #[utoipa::path(get, path = "/v1/ext/template/{id}", tag = "templates",
     responses((status = 200, body = Template), (status = 404, description = "`{error: \"Template not found\"}`")))]
-async fn get_template(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Template>> {
+async fn get_template(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Template>> {
     let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
     let record = TEMPLATES
         .get(&state.db, &id)
         .await
         .map_err(ApiError::internal(READ_FAILED))?
         .ok_or(ApiError::NotFound(NOT_FOUND))?;
-    Ok(Json(
-        to_template(&record).map_err(ApiError::internal(READ_FAILED))?,
-    ))
+    Ok(Json(to_template(&record).map_err(ApiError::internal(READ_FAILED))?))
 }
 
 #[utoipa::path(delete, path = "/v1/ext/template/{id}", tag = "templates",
     responses((status = 200, description = "`{id, message: \"Template deleted successfully\"}`"), (status = 404, description = "`{error: \"Template not found\"}`")))]
-async fn delete_template(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn delete_template(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
-    if !TEMPLATES
-        .delete(&state.db.pool, &id)
-        .await
-        .map_err(ApiError::internal("Failed to delete template"))?
-    {
+    if !TEMPLATES.delete(&state.db.pool, &id).await.map_err(ApiError::internal("Failed to delete template"))? {
         return Err(ApiError::NotFound(NOT_FOUND));
     }
-    Ok(Json(
-        json!({ "id": id, "message": "Template deleted successfully" }),
-    ))
+    Ok(Json(json!({ "id": id, "message": "Template deleted successfully" })))
 }

@@ -67,11 +67,7 @@ pub struct FunctionParameters {
 
 impl Default for FunctionParameters {
     fn default() -> Self {
-        FunctionParameters {
-            parameters_type: default_object(),
-            properties: Default::default(),
-            required: vec![],
-        }
+        FunctionParameters { parameters_type: default_object(), properties: Default::default(), required: vec![] }
     }
 }
 
@@ -125,9 +121,7 @@ pub struct Tool {
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(create_tool, list_tools))
-        .routes(routes!(get_tool, delete_tool))
+    OpenApiRouter::new().routes(routes!(create_tool, list_tools)).routes(routes!(get_tool, delete_tool))
 }
 
 pub fn to_tool(record: &StoredRecord) -> Result<Tool, sqlx::Error> {
@@ -143,25 +137,15 @@ fn validate_tool(mut fields: ToolFields) -> ApiResult<ToolFields> {
     validate::one_of("type", &fields.tool_type, TOOL_TYPES)?;
     validate::one_of("schema.type", &fields.schema.schema_type, &["function"])?;
     let name = &fields.schema.name;
-    let name_ok = (1..=64).contains(&name.len())
-        && name
-            .chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
+    let name_ok =
+        (1..=64).contains(&name.len()) && name.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
     if !name_ok {
         return Err(ApiError::bad_request(
             "Invalid request body: schema.name must be 1-64 characters of letters, digits, _ or -",
         ));
     }
-    validate::max_chars(
-        "schema.description",
-        &fields.schema.description,
-        validate::MAX_TEXT_CHARS,
-    )?;
-    validate::one_of(
-        "schema.parameters.type",
-        &fields.schema.parameters.parameters_type,
-        &["object"],
-    )?;
+    validate::max_chars("schema.description", &fields.schema.description, validate::MAX_TEXT_CHARS)?;
+    validate::one_of("schema.parameters.type", &fields.schema.parameters.parameters_type, &["object"])?;
     for required in &fields.schema.parameters.required {
         if !fields.schema.parameters.properties.contains_key(required) {
             return Err(ApiError::bad_request(format!(
@@ -170,15 +154,9 @@ fn validate_tool(mut fields: ToolFields) -> ApiResult<ToolFields> {
         }
     }
     fields.request_config.method = fields.request_config.method.to_ascii_uppercase();
-    validate::one_of(
-        "request_config.method",
-        &fields.request_config.method,
-        METHODS,
-    )?;
+    validate::one_of("request_config.method", &fields.request_config.method, METHODS)?;
     validate::http_url("request_config.url", &fields.request_config.url)?;
-    if !(fields.event_messages.on_delay.delay.is_finite()
-        && fields.event_messages.on_delay.delay >= 0.0)
-    {
+    if !(fields.event_messages.on_delay.delay.is_finite() && fields.event_messages.on_delay.delay >= 0.0) {
         return Err(ApiError::bad_request(
             "Invalid request body: event_messages.on_delay.delay must be a non-negative number",
         ));
@@ -188,36 +166,19 @@ fn validate_tool(mut fields: ToolFields) -> ApiResult<ToolFields> {
 
 #[utoipa::path(post, path = "/v1/ext/tool", tag = "tools", request_body = ToolFields,
     responses((status = 200, description = "`{id, message: \"Tool created successfully\"}`"), (status = 400), (status = 401)))]
-async fn create_tool(
-    State(state): State<AppState>,
-    ApiJson(input): ApiJson<ToolFields>,
-) -> ApiResult<Json<Value>> {
+async fn create_tool(State(state): State<AppState>, ApiJson(input): ApiJson<ToolFields>) -> ApiResult<Json<Value>> {
     let fields = validate_tool(input)?;
-    let record = StoredRecord::new(
-        uuid::Uuid::new_v4().to_string(),
-        &fields.schema.name,
-        &fields,
-    );
-    TOOLS
-        .insert(&state.db.pool, &record)
-        .await
-        .map_err(ApiError::internal("Failed to create tool"))?;
-    Ok(Json(
-        json!({ "id": record.id, "message": "Tool created successfully" }),
-    ))
+    let record = StoredRecord::new(uuid::Uuid::new_v4().to_string(), &fields.schema.name, &fields);
+    TOOLS.insert(&state.db.pool, &record).await.map_err(ApiError::internal("Failed to create tool"))?;
+    Ok(Json(json!({ "id": record.id, "message": "Tool created successfully" })))
 }
 
 #[utoipa::path(get, path = "/v1/ext/tool", tag = "tools", responses((status = 200, body = [Tool]), (status = 401)))]
 async fn list_tools(State(state): State<AppState>) -> ApiResult<Json<Vec<Tool>>> {
     let failed = ApiError::internal("Failed to retrieve tool details");
-    let (records, _) = TOOLS
-        .list(&state.db, None, Page::ALL)
-        .await
-        .map_err(failed)?;
+    let (records, _) = TOOLS.list(&state.db, None, Page::ALL).await.map_err(failed)?;
     let tools = records.iter().map(to_tool).collect::<Result<Vec<_>, _>>();
-    Ok(Json(tools.map_err(ApiError::internal(
-        "Failed to retrieve tool details",
-    ))?))
+    Ok(Json(tools.map_err(ApiError::internal("Failed to retrieve tool details"))?))
 }
 
 #[utoipa::path(get, path = "/v1/ext/tool/{id}", tag = "tools",
@@ -225,31 +186,16 @@ async fn list_tools(State(state): State<AppState>) -> ApiResult<Json<Vec<Tool>>>
 async fn get_tool(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Tool>> {
     let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
     let failed = ApiError::internal("Failed to retrieve tool details");
-    let record = TOOLS
-        .get(&state.db, &id)
-        .await
-        .map_err(failed)?
-        .ok_or(ApiError::NotFound(NOT_FOUND))?;
-    Ok(Json(to_tool(&record).map_err(ApiError::internal(
-        "Failed to retrieve tool details",
-    ))?))
+    let record = TOOLS.get(&state.db, &id).await.map_err(failed)?.ok_or(ApiError::NotFound(NOT_FOUND))?;
+    Ok(Json(to_tool(&record).map_err(ApiError::internal("Failed to retrieve tool details"))?))
 }
 
 #[utoipa::path(delete, path = "/v1/ext/tool/{id}", tag = "tools",
     responses((status = 200, description = "`{id, message: \"Tool deleted successfully\"}`"), (status = 404, description = "`{error: \"Tool not found\"}`")))]
-async fn delete_tool(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn delete_tool(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
-    if !TOOLS
-        .delete(&state.db.pool, &id)
-        .await
-        .map_err(ApiError::internal("Failed to delete tool"))?
-    {
+    if !TOOLS.delete(&state.db.pool, &id).await.map_err(ApiError::internal("Failed to delete tool"))? {
         return Err(ApiError::NotFound(NOT_FOUND));
     }
-    Ok(Json(
-        json!({ "id": id, "message": "Tool deleted successfully" }),
-    ))
+    Ok(Json(json!({ "id": id, "message": "Tool deleted successfully" })))
 }

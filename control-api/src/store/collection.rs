@@ -15,19 +15,11 @@ pub struct Collection {
 
 pub const AGENTS: Collection = Collection { table: "agents" };
 pub const TEMPLATES: Collection = Collection { table: "templates" };
-pub const GUARDRAILS: Collection = Collection {
-    table: "guardrails",
-};
+pub const GUARDRAILS: Collection = Collection { table: "guardrails" };
 pub const TOOLS: Collection = Collection { table: "tools" };
-pub const MCP_SERVERS: Collection = Collection {
-    table: "mcp_servers",
-};
-pub const KNOWLEDGE_BASES: Collection = Collection {
-    table: "knowledge_bases",
-};
-pub const CUSTOM_AVATARS: Collection = Collection {
-    table: "custom_avatars",
-};
+pub const MCP_SERVERS: Collection = Collection { table: "mcp_servers" };
+pub const KNOWLEDGE_BASES: Collection = Collection { table: "knowledge_bases" };
+pub const CUSTOM_AVATARS: Collection = Collection { table: "custom_avatars" };
 
 #[derive(Debug, Clone)]
 pub struct StoredRecord {
@@ -46,10 +38,7 @@ pub struct Page {
 }
 
 impl Page {
-    pub const ALL: Page = Page {
-        offset: 0,
-        limit: i64::MAX,
-    };
+    pub const ALL: Page = Page { offset: 0, limit: i64::MAX };
 }
 
 fn decode(row: &AnyRow) -> Result<StoredRecord, sqlx::Error> {
@@ -68,10 +57,8 @@ impl Collection {
     where
         E: sqlx::Executor<'c, Database = sqlx::Any>,
     {
-        let sql = format!(
-            "INSERT INTO {} (id, name, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)",
-            self.table
-        );
+        let sql =
+            format!("INSERT INTO {} (id, name, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)", self.table);
         sqlx::query(&sql)
             .bind(&record.id)
             .bind(&record.name)
@@ -84,25 +71,12 @@ impl Collection {
     }
 
     pub async fn get(&self, db: &Db, id: &str) -> Result<Option<StoredRecord>, sqlx::Error> {
-        let sql = format!(
-            "SELECT id, name, body, created_at, updated_at FROM {} WHERE id = $1",
-            self.table
-        );
-        sqlx::query(&sql)
-            .bind(id)
-            .fetch_optional(&db.pool)
-            .await?
-            .as_ref()
-            .map(decode)
-            .transpose()
+        let sql = format!("SELECT id, name, body, created_at, updated_at FROM {} WHERE id = $1", self.table);
+        sqlx::query(&sql).bind(id).fetch_optional(&db.pool).await?.as_ref().map(decode).transpose()
     }
 
     /// The records with these ids, in the given order; ids with no record are skipped.
-    pub async fn get_many(
-        &self,
-        db: &Db,
-        ids: &[String],
-    ) -> Result<Vec<StoredRecord>, sqlx::Error> {
+    pub async fn get_many(&self, db: &Db, ids: &[String]) -> Result<Vec<StoredRecord>, sqlx::Error> {
         let mut records = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(record) = self.get(db, id).await? {
@@ -117,11 +91,7 @@ impl Collection {
         let sql = format!("SELECT COUNT(*) AS n FROM {} WHERE id = $1", self.table);
         let mut missing = Vec::new();
         for id in ids {
-            let n: i64 = sqlx::query(&sql)
-                .bind(id)
-                .fetch_one(&db.pool)
-                .await?
-                .try_get("n")?;
+            let n: i64 = sqlx::query(&sql).bind(id).fetch_one(&db.pool).await?.try_get("n")?;
             if n == 0 {
                 missing.push(id.clone());
             }
@@ -137,17 +107,11 @@ impl Collection {
         search: Option<&str>,
         page: Page,
     ) -> Result<(Vec<StoredRecord>, i64), sqlx::Error> {
-        let filter =
-            "($1 = '' OR LOWER(name) LIKE $2 ESCAPE '\\' OR LOWER(id) LIKE $2 ESCAPE '\\')";
+        let filter = "($1 = '' OR LOWER(name) LIKE $2 ESCAPE '\\' OR LOWER(id) LIKE $2 ESCAPE '\\')";
         let search = search.unwrap_or("").trim();
         let pattern = like_pattern(search);
         let count_sql = format!("SELECT COUNT(*) AS n FROM {} WHERE {filter}", self.table);
-        let total: i64 = sqlx::query(&count_sql)
-            .bind(search)
-            .bind(&pattern)
-            .fetch_one(&db.pool)
-            .await?
-            .try_get("n")?;
+        let total: i64 = sqlx::query(&count_sql).bind(search).bind(&pattern).fetch_one(&db.pool).await?.try_get("n")?;
         let list_sql = format!(
             "SELECT id, name, body, created_at, updated_at FROM {} WHERE {filter}
              ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4",
@@ -165,18 +129,11 @@ impl Collection {
     }
 
     /// Replaces name and body; returns false when no record has this id.
-    pub async fn replace<'c, E>(
-        &self,
-        executor: E,
-        record: &StoredRecord,
-    ) -> Result<bool, sqlx::Error>
+    pub async fn replace<'c, E>(&self, executor: E, record: &StoredRecord) -> Result<bool, sqlx::Error>
     where
         E: sqlx::Executor<'c, Database = sqlx::Any>,
     {
-        let sql = format!(
-            "UPDATE {} SET name = $1, body = $2, updated_at = $3 WHERE id = $4",
-            self.table
-        );
+        let sql = format!("UPDATE {} SET name = $1, body = $2, updated_at = $3 WHERE id = $4", self.table);
         let result = sqlx::query(&sql)
             .bind(&record.name)
             .bind(record.body.to_string())
@@ -193,12 +150,7 @@ impl Collection {
         E: sqlx::Executor<'c, Database = sqlx::Any>,
     {
         let sql = format!("DELETE FROM {} WHERE id = $1", self.table);
-        Ok(sqlx::query(&sql)
-            .bind(id)
-            .execute(executor)
-            .await?
-            .rows_affected()
-            > 0)
+        Ok(sqlx::query(&sql).bind(id).execute(executor).await?.rows_affected() > 0)
     }
 }
 

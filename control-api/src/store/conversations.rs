@@ -167,13 +167,7 @@ pub async fn insert(db: &Db, c: &ConversationSummary) -> Result<(), sqlx::Error>
 
 pub async fn get(db: &Db, id: &str) -> Result<Option<ConversationSummary>, sqlx::Error> {
     let sql = format!("SELECT {COLUMNS} FROM conversations WHERE id = $1");
-    sqlx::query(&sql)
-        .bind(id)
-        .fetch_optional(&db.pool)
-        .await?
-        .as_ref()
-        .map(decode)
-        .transpose()
+    sqlx::query(&sql).bind(id).fetch_optional(&db.pool).await?.as_ref().map(decode).transpose()
 }
 
 pub async fn set_join_link(db: &Db, id: &str, join_link: &str) -> Result<(), sqlx::Error> {
@@ -196,11 +190,8 @@ pub async fn list(
         OR LOWER(agent_name) LIKE $2 ESCAPE '\\' OR LOWER(status) LIKE $2 ESCAPE '\\') \
         AND ($3 = '' OR created_at >= $3) AND ($4 = '' OR created_at < $4) AND ($5 = '' OR conversation_type = $5)";
     let pattern = like_pattern(search);
-    let (from, before, kind) = (
-        filter.from.unwrap_or(""),
-        filter.before.unwrap_or(""),
-        filter.conversation_type.unwrap_or(""),
-    );
+    let (from, before, kind) =
+        (filter.from.unwrap_or(""), filter.before.unwrap_or(""), filter.conversation_type.unwrap_or(""));
     let count_sql = format!("SELECT COUNT(*) AS n FROM conversations WHERE {condition}");
     let total: i64 = sqlx::query(&count_sql)
         .bind(search)
@@ -227,10 +218,7 @@ pub async fn list(
     Ok((rows.iter().map(decode).collect::<Result<_, _>>()?, total))
 }
 
-pub async fn transcript(
-    db: &Db,
-    conversation_id: &str,
-) -> Result<Vec<TranscriptEntry>, sqlx::Error> {
+pub async fn transcript(db: &Db, conversation_id: &str) -> Result<Vec<TranscriptEntry>, sqlx::Error> {
     let rows = sqlx::query(
         "SELECT role, content, message_timestamp, created_at FROM transcript_entries WHERE conversation_id = $1 ORDER BY seq",
     )
@@ -259,11 +247,12 @@ pub async fn append_transcript(
     message_timestamp: f64,
 ) -> Result<(), sqlx::Error> {
     let mut tx = db.pool.begin().await?;
-    let next: i64 = sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM transcript_entries WHERE conversation_id = $1")
-        .bind(conversation_id)
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get("next")?;
+    let next: i64 =
+        sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM transcript_entries WHERE conversation_id = $1")
+            .bind(conversation_id)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get("next")?;
     sqlx::query(
         "INSERT INTO transcript_entries (conversation_id, seq, role, content, message_timestamp, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -288,14 +277,16 @@ pub async fn advance_status(db: &Db, id: &str, status: &str) -> Result<bool, sql
     };
     let mut changed = false;
     for from in allowed_from {
-        let result = sqlx::query("UPDATE conversations SET status = $1, is_active = $2, updated_at = $3 WHERE id = $4 AND status = $5")
-            .bind(status)
-            .bind(i64::from(status != STATUS_ENDED))
-            .bind(crate::time::now_iso())
-            .bind(id)
-            .bind(*from)
-            .execute(&db.pool)
-            .await?;
+        let result = sqlx::query(
+            "UPDATE conversations SET status = $1, is_active = $2, updated_at = $3 WHERE id = $4 AND status = $5",
+        )
+        .bind(status)
+        .bind(i64::from(status != STATUS_ENDED))
+        .bind(crate::time::now_iso())
+        .bind(id)
+        .bind(*from)
+        .execute(&db.pool)
+        .await?;
         changed |= result.rows_affected() > 0;
     }
     Ok(changed)

@@ -6,15 +6,8 @@ use sqlx::Row;
 use super::{Backend, Db};
 
 /// Tables that hold one resource each as a JSON document, with the columns lists and searches need.
-const DOCUMENT_TABLES: &[&str] = &[
-    "agents",
-    "templates",
-    "guardrails",
-    "tools",
-    "mcp_servers",
-    "knowledge_bases",
-    "custom_avatars",
-];
+const DOCUMENT_TABLES: &[&str] =
+    &["agents", "templates", "guardrails", "tools", "mcp_servers", "knowledge_bases", "custom_avatars"];
 
 fn document_table(table: &str) -> String {
     format!(
@@ -29,10 +22,7 @@ fn document_table(table: &str) -> String {
 }
 
 fn migration_1() -> Vec<String> {
-    let mut statements: Vec<String> = DOCUMENT_TABLES
-        .iter()
-        .map(|table| document_table(table))
-        .collect();
+    let mut statements: Vec<String> = DOCUMENT_TABLES.iter().map(|table| document_table(table)).collect();
     statements.extend(
         [
             "CREATE INDEX IF NOT EXISTS agents_created ON agents (created_at)",
@@ -115,9 +105,7 @@ pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
         let mut tx = db.pool.begin().await?;
         if db.backend == Backend::Postgres {
             // Replicas starting together apply each migration once.
-            sqlx::query("SELECT pg_advisory_xact_lock(7305817)")
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query("SELECT pg_advisory_xact_lock(7305817)").execute(&mut *tx).await?;
         }
         let applied = sqlx::query("SELECT COUNT(*) AS n FROM confab_migrations WHERE version = $1")
             .bind(version)

@@ -34,10 +34,7 @@ pub enum StoreError {
     #[error("unsupported database URL (expected postgres://… or sqlite://…): {0}")]
     UnsupportedUrl(String),
     #[error("cannot create the data directory {path}: {source}")]
-    DataDir {
-        path: String,
-        source: std::io::Error,
-    },
+    DataDir { path: String, source: std::io::Error },
     #[error("database error: {0}")]
     Sql(#[from] sqlx::Error),
 }
@@ -47,14 +44,9 @@ pub fn resolve_url(database_url: Option<&str>, data_dir: &Path) -> Result<String
     if let Some(url) = database_url.filter(|url| !url.is_empty()) {
         return Ok(url.to_string());
     }
-    std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
-        path: data_dir.display().to_string(),
-        source,
-    })?;
-    Ok(format!(
-        "sqlite://{}?mode=rwc",
-        data_dir.join("confab.db").display()
-    ))
+    std::fs::create_dir_all(data_dir)
+        .map_err(|source| StoreError::DataDir { path: data_dir.display().to_string(), source })?;
+    Ok(format!("sqlite://{}?mode=rwc", data_dir.join("confab.db").display()))
 }
 
 impl Db {
@@ -79,12 +71,8 @@ impl Db {
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
-                        sqlx::query("PRAGMA busy_timeout = 5000")
-                            .execute(&mut *conn)
-                            .await?;
-                        sqlx::query("PRAGMA foreign_keys = ON")
-                            .execute(&mut *conn)
-                            .await?;
+                        sqlx::query("PRAGMA busy_timeout = 5000").execute(&mut *conn).await?;
+                        sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
                     }
                     Ok(())
                 })
@@ -92,9 +80,7 @@ impl Db {
             .connect_with(options)
             .await?;
         if backend == Backend::Sqlite {
-            sqlx::query("PRAGMA journal_mode = WAL")
-                .execute(&pool)
-                .await?;
+            sqlx::query("PRAGMA journal_mode = WAL").execute(&pool).await?;
         }
         let db = Db { pool, backend };
         migrations::run(&db).await?;

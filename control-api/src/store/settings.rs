@@ -16,9 +16,6 @@ pub async fn secret(db: &Db, name: &str) -> Result<String, sqlx::Error> {
         .bind(candidate)
         .execute(&db.pool)
         .await?;
-    let row = sqlx::query("SELECT value FROM settings WHERE name = $1")
-        .bind(name)
-        .fetch_one(&db.pool)
-        .await?;
+    let row = sqlx::query("SELECT value FROM settings WHERE name = $1").bind(name).fetch_one(&db.pool).await?;
     row.try_get("value")
 }

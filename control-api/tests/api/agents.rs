@@ -37,31 +37,17 @@ async fn create_read_list_delete(app: TestApp) {
     assert_eq!(created.status, StatusCode::OK);
     let body = created.json();
     assert_eq!(body["message"], "Agent created successfully");
-    assert!(
-        body["webhook_secret"]
-            .as_str()
-            .unwrap()
-            .starts_with("whsec_")
-    );
+    assert!(body["webhook_secret"].as_str().unwrap().starts_with("whsec_"));
     let id = body["id"].as_str().unwrap().to_string();
 
     let agent = app.get(&format!("/v1/ext/agent/{id}")).await.json();
     assert_eq!(agent["id"], id);
     assert_eq!(agent["agent_name"], "Concierge");
     assert_eq!(agent["agent_system_prompt"], "You are a helpful concierge.");
-    assert_eq!(
-        agent["avatars"][0]["config"]["stt"]["min_endpointing_delay"],
-        0.4
-    );
+    assert_eq!(agent["avatars"][0]["config"]["stt"]["min_endpointing_delay"], 0.4);
     assert_eq!(agent["avatars"][0]["config"]["tts"]["voice_id"], "v1");
-    assert_eq!(
-        agent["config"],
-        json!({ "maxCallDuration": 300.0, "conversationalContext": "VIP guest" })
-    );
-    assert_eq!(
-        agent["callback_events"],
-        json!(["utterance_committed", "call_ended"])
-    );
+    assert_eq!(agent["config"], json!({ "maxCallDuration": 300.0, "conversationalContext": "VIP guest" }));
+    assert_eq!(agent["callback_events"], json!(["utterance_committed", "call_ended"]));
     assert_eq!(agent["record"], true);
     assert_eq!(agent["guardrail"], json!([]));
     assert_eq!(agent["webhook_secret"], body["webhook_secret"]);
@@ -74,10 +60,7 @@ async fn create_read_list_delete(app: TestApp) {
 
     let deleted = app.delete(&format!("/v1/ext/agent/{id}")).await;
     assert_eq!(deleted.status, StatusCode::OK);
-    assert_eq!(
-        deleted.json(),
-        json!({ "id": id, "message": "Agent deleted successfully" })
-    );
+    assert_eq!(deleted.json(), json!({ "id": id, "message": "Agent deleted successfully" }));
     let gone = app.get(&format!("/v1/ext/agent/{id}")).await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
     assert_eq!(gone.json(), json!({ "message": "Agent details not found" }));
@@ -86,42 +69,24 @@ async fn create_read_list_delete(app: TestApp) {
 
 async fn list_paginates_and_searches_with_total(app: TestApp) {
     let mut ids = Vec::new();
-    for name in [
-        "Alpha Support",
-        "Beta Sales",
-        "Gamma Support",
-        "Delta_Ops",
-        "Epsilon%",
-    ] {
-        ids.push(
-            app.create("/v1/ext/agent", json!({ "agent_name": name }))
-                .await,
-        );
+    for name in ["Alpha Support", "Beta Sales", "Gamma Support", "Delta_Ops", "Epsilon%"] {
+        ids.push(app.create("/v1/ext/agent", json!({ "agent_name": name })).await);
     }
     let page = app.get("/v1/ext/agent?offset=1&perpage=2").await;
     assert_eq!(page.total_count(), 5);
-    let names: Vec<String> = page
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["agent_name"].as_str().unwrap().into())
-        .collect();
+    let names: Vec<String> =
+        page.json().as_array().unwrap().iter().map(|a| a["agent_name"].as_str().unwrap().into()).collect();
     assert_eq!(names, ["Delta_Ops", "Gamma Support"], "newest first");
 
     let support = app.get("/v1/ext/agent?search=support").await;
     assert_eq!(support.total_count(), 2);
-    let by_id = app
-        .get(&format!("/v1/ext/agent?search={}", &ids[1][..8]))
-        .await;
+    let by_id = app.get(&format!("/v1/ext/agent?search={}", &ids[1][..8])).await;
     assert_eq!(by_id.total_count(), 1);
     assert_eq!(by_id.json()[0]["agent_name"], "Beta Sales");
     // LIKE wildcards match literally.
     assert_eq!(app.get("/v1/ext/agent?search=a_o").await.total_count(), 1);
     assert_eq!(app.get("/v1/ext/agent?search=%25").await.total_count(), 1);
-    let injection = app
-        .get("/v1/ext/agent?search=%27%3B%20DROP%20TABLE%20agents%3B--")
-        .await;
+    let injection = app.get("/v1/ext/agent?search=%27%3B%20DROP%20TABLE%20agents%3B--").await;
     assert_eq!(injection.status, StatusCode::OK);
     assert_eq!(injection.total_count(), 0);
     assert_eq!(app.get("/v1/ext/agent").await.total_count(), 5);
@@ -134,10 +99,7 @@ async fn delete_answers_exact_not_found(app: TestApp) {
     for id in ["5b0c1f8e-9a53-4a8e-8f3e-1c1a0c6f0b11", "not-a-uuid"] {
         let response = app.delete(&format!("/v1/ext/agent/{id}")).await;
         assert_eq!(response.status, StatusCode::NOT_FOUND);
-        assert_eq!(
-            response.json(),
-            json!({ "message": "Agent details not found" })
-        );
+        assert_eq!(response.json(), json!({ "message": "Agent details not found" }));
     }
 }
 
@@ -158,34 +120,21 @@ async fn short_form_creates_an_agent(app: TestApp) {
     assert_eq!(agent["agent_system_prompt"], "Be brief.");
     assert_eq!(agent["avatars"][0]["avatar_key_id"], "stock-kenji");
     assert_eq!(agent["avatars"][0]["persona_name"], "Kenji");
-    assert_eq!(
-        agent["avatars"][0]["config"]["llm"],
-        json!({ "provider": "local", "model": "smollm2-135m-instruct" })
-    );
+    assert_eq!(agent["avatars"][0]["config"]["llm"], json!({ "provider": "local", "model": "smollm2-135m-instruct" }));
     assert_eq!(agent["callback_url"], "http://127.0.0.1:9/hook");
 }
 
 async fn attachments_are_returned_whole_and_deleted_ones_skipped(app: TestApp) {
     let guardrail = app
-        .create(
-            "/v1/ext/guardrail",
-            json!({ "name": "No Medical Advice", "prompt": "Refuse medical advice." }),
-        )
+        .create("/v1/ext/guardrail", json!({ "name": "No Medical Advice", "prompt": "Refuse medical advice." }))
         .await;
-    let second = app
-        .create(
-            "/v1/ext/guardrail",
-            json!({ "name": "Be Polite", "prompt": "Stay polite." }),
-        )
-        .await;
-    let kb = app
-        .create(
-            "/v1/ext/kb",
-            json!({ "name": "FAQ", "description": "Frequently asked" }),
-        )
-        .await;
+    let second = app.create("/v1/ext/guardrail", json!({ "name": "Be Polite", "prompt": "Stay polite." })).await;
+    let kb = app.create("/v1/ext/kb", json!({ "name": "FAQ", "description": "Frequently asked" })).await;
     let mcp = app
-        .create("/v1/ext/mcp", json!({ "name": "CRM", "type": "shttp/sse", "request_config": { "url": "https://mcp.example.com/mcp" } }))
+        .create(
+            "/v1/ext/mcp",
+            json!({ "name": "CRM", "type": "shttp/sse", "request_config": { "url": "https://mcp.example.com/mcp" } }),
+        )
         .await;
     let tool = app
         .create(
@@ -204,38 +153,16 @@ async fn attachments_are_returned_whole_and_deleted_ones_skipped(app: TestApp) {
     assert_eq!(agent["guardrail"][0]["key"], "no_medical_advice");
     assert_eq!(agent["guardrail"][0]["prompt"], "Refuse medical advice.");
     assert_eq!(agent["knowledge_base"][0]["name"], "FAQ");
-    assert_eq!(
-        agent["mcp"][0]["request_config"]["url"],
-        "https://mcp.example.com/mcp"
-    );
+    assert_eq!(agent["mcp"][0]["request_config"]["url"], "https://mcp.example.com/mcp");
     assert_eq!(agent["tool"][0]["request_config"]["method"], "GET");
 
-    assert_eq!(
-        app.delete(&format!("/v1/ext/guardrail/{guardrail}"))
-            .await
-            .status,
-        StatusCode::OK
-    );
+    assert_eq!(app.delete(&format!("/v1/ext/guardrail/{guardrail}")).await.status, StatusCode::OK);
     let agent = app.get(&format!("/v1/ext/agent/{id}")).await.json();
     assert_eq!(agent["guardrail"].as_array().unwrap().len(), 1);
     assert_eq!(agent["guardrail"][0]["id"], second);
-    assert_eq!(
-        agent["guardrail_ids"],
-        json!([guardrail, second]),
-        "the reference stays in place"
-    );
+    assert_eq!(agent["guardrail_ids"], json!([guardrail, second]), "the reference stays in place");
 
-    let unknown = app
-        .post(
-            "/v1/ext/agent",
-            json!({ "agent_name": "X", "guardrail_ids": [guardrail] }),
-        )
-        .await;
+    let unknown = app.post("/v1/ext/agent", json!({ "agent_name": "X", "guardrail_ids": [guardrail] })).await;
     assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
-    assert!(
-        unknown.json()["error"]
-            .as_str()
-            .unwrap()
-            .contains("guardrail_ids")
-    );
+    assert!(unknown.json()["error"].as_str().unwrap().contains("guardrail_ids"));
 }

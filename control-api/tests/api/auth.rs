@@ -52,24 +52,14 @@ fn routes() -> Vec<(Method, String)> {
 
 async fn assert_unauthorized(app: &TestApp, key: Option<&str>) {
     for (method, path) in routes() {
-        let mut request = Request::builder()
-            .method(method.clone())
-            .uri(&path)
-            .header("content-type", "application/json");
+        let mut request =
+            Request::builder().method(method.clone()).uri(&path).header("content-type", "application/json");
         if let Some(key) = key {
             request = request.header("x-api-key", key);
         }
         let response = app.send(request.body(Body::from("{}")).unwrap()).await;
-        assert_eq!(
-            response.status,
-            StatusCode::UNAUTHORIZED,
-            "{method} {path} with {key:?}"
-        );
-        assert_eq!(
-            response.json(),
-            json!({ "error": UNAUTHORIZED }),
-            "{method} {path}"
-        );
+        assert_eq!(response.status, StatusCode::UNAUTHORIZED, "{method} {path} with {key:?}");
+        assert_eq!(response.json(), json!({ "error": UNAUTHORIZED }), "{method} {path}");
     }
 }
 
@@ -77,60 +67,36 @@ async fn every_route_refuses_missing_wrong_and_revoked_keys(app: TestApp) {
     assert_unauthorized(&app, None).await;
     assert_unauthorized(&app, Some("")).await;
     assert_unauthorized(&app, Some("cfb_wrong")).await;
-    let (id, revoked) = confab_api::auth::create_key(&app.db, "to revoke")
-        .await
-        .unwrap();
+    let (id, revoked) = confab_api::auth::create_key(&app.db, "to revoke").await.unwrap();
     assert_eq!(
-        app.send(
-            Request::get("/v1/ext/agent")
-                .header("x-api-key", &revoked)
-                .body(Body::empty())
-                .unwrap()
-        )
-        .await
-        .status,
+        app.send(Request::get("/v1/ext/agent").header("x-api-key", &revoked).body(Body::empty()).unwrap()).await.status,
         StatusCode::OK
     );
     assert!(confab_api::auth::revoke_key(&app.db, &id).await.unwrap());
     assert_unauthorized(&app, Some(&revoked)).await;
     // A session token is not an API key.
-    let agent = app
-        .create("/v1/ext/agent", json!({ "agent_name": "A" }))
-        .await;
-    let token = app
-        .post("/v1/ext/session-token", json!({ "agent_id": agent }))
-        .await
-        .json()["token"]
+    let agent = app.create("/v1/ext/agent", json!({ "agent_name": "A" })).await;
+    let token = app.post("/v1/ext/session-token", json!({ "agent_id": agent })).await.json()["token"]
         .as_str()
         .unwrap()
         .to_string();
     assert_unauthorized(&app, Some(&token)).await;
     let keys = confab_api::auth::list_keys(&app.db).await.unwrap();
     assert_eq!(keys.len(), 2);
-    assert!(
-        keys.iter()
-            .any(|key| key.id == id && key.revoked_at.is_some())
-    );
+    assert!(keys.iter().any(|key| key.id == id && key.revoked_at.is_some()));
 }
 
 async fn header_name_is_case_insensitive(app: TestApp) {
     for header in ["x-api-key", "X-API-Key", "X-Api-Key"] {
-        let request = Request::get("/v1/ext/agent")
-            .header(header, &app.key)
-            .body(Body::empty())
-            .unwrap();
+        let request = Request::get("/v1/ext/agent").header(header, &app.key).body(Body::empty()).unwrap();
         assert_eq!(app.send(request).await.status, StatusCode::OK, "{header}");
     }
 }
 
 async fn open_routes_need_no_key(app: TestApp) {
-    let landing = app
-        .send(Request::get("/").body(Body::empty()).unwrap())
-        .await;
+    let landing = app.send(Request::get("/").body(Body::empty()).unwrap()).await;
     assert_eq!(landing.status, StatusCode::OK);
     assert_eq!(landing.json()["service"], "confab");
-    let openapi = app
-        .send(Request::get("/openapi.json").body(Body::empty()).unwrap())
-        .await;
+    let openapi = app.send(Request::get("/openapi.json").body(Body::empty()).unwrap()).await;
     assert_eq!(openapi.status, StatusCode::OK);
 }

@@ -36,10 +36,7 @@ async fn poll_until_done(app: &TestApp, id: &str) -> Value {
         if avatar["status"] == "COMPLETED" || avatar["status"] == "FAILED" {
             return avatar;
         }
-        assert!(
-            avatar["status"] == "PENDING" || avatar["status"] == "PROCESSING",
-            "{avatar}"
-        );
+        assert!(avatar["status"] == "PENDING" || avatar["status"] == "PROCESSING", "{avatar}");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("custom avatar {id} never finished");
@@ -64,7 +61,12 @@ async fn stock_avatars_have_real_pictures(app: TestApp) {
 
 async fn custom_avatar_completes_and_serves_as_agent_avatar(app: TestApp) {
     let image = png(96, 80);
-    let created = app.post("/v2/custom-avatar", json!({ "image": format!("data:image/png;base64,{}", b64(&image)), "name": "Robin", "gender": "Other" })).await;
+    let created = app
+        .post(
+            "/v2/custom-avatar",
+            json!({ "image": format!("data:image/png;base64,{}", b64(&image)), "name": "Robin", "gender": "Other" }),
+        )
+        .await;
     assert_eq!(created.status, StatusCode::OK, "{}", created.text());
     let id = created.json()["id"].as_str().unwrap().to_string();
     assert_eq!(created.json()["status"], "PENDING");
@@ -76,37 +78,22 @@ async fn custom_avatar_completes_and_serves_as_agent_avatar(app: TestApp) {
     assert_eq!(avatar["job_id"], created.json()["job_id"]);
     assert_eq!(avatar["output"]["width"], 96);
     assert_eq!(avatar["output"]["height"], 80);
-    assert_eq!(
-        avatar["output"]["display_picture"],
-        format!("data:image/png;base64,{}", b64(&image))
-    );
+    assert_eq!(avatar["output"]["display_picture"], format!("data:image/png;base64,{}", b64(&image)));
 
     let aliased = app
-        .post(
-            "/v2/custom-avatar",
-            json!({ "image_base64": b64(&image), "avatar_name": "Robin Two", "gender": "male" }),
-        )
+        .post("/v2/custom-avatar", json!({ "image_base64": b64(&image), "avatar_name": "Robin Two", "gender": "male" }))
         .await;
     assert_eq!(aliased.status, StatusCode::OK, "{}", aliased.text());
 
     let template = app.create("/v1/ext/template", json!({ "name": "T" })).await;
     let agent = app
-        .post(
-            "/v1/ext/agentbytemplate",
-            json!({ "template_id": template, "avatar_key_id": avatar["avatar_key_id"] }),
-        )
+        .post("/v1/ext/agentbytemplate", json!({ "template_id": template, "avatar_key_id": avatar["avatar_key_id"] }))
         .await;
     assert_eq!(agent.status, StatusCode::OK, "{}", agent.text());
 
     let deleted = app.delete(&format!("/v2/custom-avatar/{id}")).await;
-    assert_eq!(
-        deleted.json(),
-        json!({ "id": id, "message": "Custom avatar deleted successfully" })
-    );
-    assert_eq!(
-        app.get(&format!("/v2/custom-avatar/{id}")).await.status,
-        StatusCode::NOT_FOUND
-    );
+    assert_eq!(deleted.json(), json!({ "id": id, "message": "Custom avatar deleted successfully" }));
+    assert_eq!(app.get(&format!("/v2/custom-avatar/{id}")).await.status, StatusCode::NOT_FOUND);
 }
 
 async fn corrupt_images_fail_with_an_error(app: TestApp) {
@@ -116,18 +103,11 @@ async fn corrupt_images_fail_with_an_error(app: TestApp) {
         (png(100, 100)[..20].to_vec(), ""),
     ];
     for (bytes, expected) in cases {
-        let id = app
-            .create(
-                "/v2/custom-avatar",
-                json!({ "image": b64(&bytes), "name": "Bad", "gender": "female" }),
-            )
-            .await;
+        let id =
+            app.create("/v2/custom-avatar", json!({ "image": b64(&bytes), "name": "Bad", "gender": "female" })).await;
         let avatar = poll_until_done(&app, &id).await;
         assert_eq!(avatar["status"], "FAILED", "{avatar}");
-        assert!(
-            avatar["error"].as_str().unwrap().contains(expected),
-            "{avatar}"
-        );
+        assert!(avatar["error"].as_str().unwrap().contains(expected), "{avatar}");
     }
 }
 
@@ -136,22 +116,13 @@ async fn custom_avatar_from_multipart(app: TestApp) {
     let mut body = Vec::new();
     for (name, value) in [("name", "Kim"), ("gender", "female")] {
         body.extend(
-            format!(
-                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
-            )
-            .as_bytes(),
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
         );
     }
     body.extend(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"image\"; filename=\"me.png\"\r\nContent-Type: image/png\r\n\r\n").as_bytes());
     body.extend(png(64, 64));
     body.extend(format!("\r\n--{boundary}--\r\n").as_bytes());
-    let response = app
-        .post_raw(
-            "/v2/custom-avatar",
-            &format!("multipart/form-data; boundary={boundary}"),
-            body,
-        )
-        .await;
+    let response = app.post_raw("/v2/custom-avatar", &format!("multipart/form-data; boundary={boundary}"), body).await;
     assert_eq!(response.status, StatusCode::OK, "{}", response.text());
     let avatar = poll_until_done(&app, response.json()["id"].as_str().unwrap()).await;
     assert_eq!(avatar["status"], "COMPLETED");
@@ -159,9 +130,7 @@ async fn custom_avatar_from_multipart(app: TestApp) {
 }
 
 async fn custom_avatar_errors(app: TestApp) {
-    let missing = app
-        .get("/v2/custom-avatar/5b0c1f8e-9a53-4a8e-8f3e-1c1a0c6f0b11")
-        .await;
+    let missing = app.get("/v2/custom-avatar/5b0c1f8e-9a53-4a8e-8f3e-1c1a0c6f0b11").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     for body in [
         json!({ "image": "%%%not base64%%%", "name": "A", "gender": "female" }),
@@ -170,19 +139,9 @@ async fn custom_avatar_errors(app: TestApp) {
         json!({ "image": b64(&png(64, 64)), "gender": "male" }),
     ] {
         let response = app.post("/v2/custom-avatar", body).await;
-        assert_eq!(
-            response.status,
-            StatusCode::BAD_REQUEST,
-            "{}",
-            response.text()
-        );
+        assert_eq!(response.status, StatusCode::BAD_REQUEST, "{}", response.text());
     }
     let huge = vec![0u8; confab_api::avatars::custom::MAX_IMAGE_BYTES + 1];
-    let response = app
-        .post(
-            "/v2/custom-avatar",
-            json!({ "image": b64(&huge), "name": "A", "gender": "male" }),
-        )
-        .await;
+    let response = app.post("/v2/custom-avatar", json!({ "image": b64(&huge), "name": "A", "gender": "male" })).await;
     assert_eq!(response.status, StatusCode::PAYLOAD_TOO_LARGE);
 }

@@ -14,50 +14,23 @@ on_both_databases!(
 async fn keys_are_derived_and_suffixed_on_collision(app: TestApp) {
     let mut keys = Vec::new();
     for _ in 0..3 {
-        let response = app
-            .post(
-                "/v1/ext/guardrail",
-                json!({ "name": "No Medical-Advice! x", "prompt": "p" }),
-            )
-            .await;
+        let response = app.post("/v1/ext/guardrail", json!({ "name": "No Medical-Advice! x", "prompt": "p" })).await;
         assert_eq!(response.status, StatusCode::OK, "{}", response.text());
         assert_eq!(response.json()["message"], "Guardrail created");
         keys.push(response.json()["key"].as_str().unwrap().to_string());
     }
-    assert_eq!(
-        keys,
-        [
-            "no_medical_advice__x",
-            "no_medical_advice__x_2",
-            "no_medical_advice__x_3"
-        ]
-    );
+    assert_eq!(keys, ["no_medical_advice__x", "no_medical_advice__x_2", "no_medical_advice__x_3"]);
     let list = app.get("/v1/ext/guardrail").await.json();
     assert_eq!(list.as_array().unwrap().len(), 3);
-    let ids: Vec<&str> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| g["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = list.as_array().unwrap().iter().map(|g| g["id"].as_str().unwrap()).collect();
     // The key of a deleted guardrail is free again.
-    let first = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["key"] == "no_medical_advice__x")
-        .unwrap()["id"]
+    let first = list.as_array().unwrap().iter().find(|g| g["key"] == "no_medical_advice__x").unwrap()["id"]
         .as_str()
         .unwrap()
         .to_string();
     assert!(ids.contains(&first.as_str()));
     app.delete(&format!("/v1/ext/guardrail/{first}")).await;
-    let again = app
-        .post(
-            "/v1/ext/guardrail",
-            json!({ "name": "NO MEDICAL ADVICE! X", "prompt": "p" }),
-        )
-        .await;
+    let again = app.post("/v1/ext/guardrail", json!({ "name": "NO MEDICAL ADVICE! X", "prompt": "p" })).await;
     assert_eq!(again.json()["key"], "no_medical_advice__x");
 }
 
@@ -72,16 +45,10 @@ async fn put_is_a_full_replace_that_keeps_the_key(app: TestApp) {
     assert_eq!(before["key"], "finance");
     assert_eq!(before["category"], "compliance");
     let updated = app
-        .put(
-            &format!("/v1/ext/guardrail/{id}"),
-            json!({ "name": "Money Talk", "prompt": "No investment advice." }),
-        )
+        .put(&format!("/v1/ext/guardrail/{id}"), json!({ "name": "Money Talk", "prompt": "No investment advice." }))
         .await;
     assert_eq!(updated.status, StatusCode::OK);
-    assert_eq!(
-        updated.json(),
-        json!({ "id": id, "message": "Guardrail updated" })
-    );
+    assert_eq!(updated.json(), json!({ "id": id, "message": "Guardrail updated" }));
     let after = app.get(&format!("/v1/ext/guardrail/{id}")).await.json();
     assert_eq!(after["key"], "finance", "key never changes");
     assert_eq!(after["name"], "Money Talk");
@@ -91,20 +58,10 @@ async fn put_is_a_full_replace_that_keeps_the_key(app: TestApp) {
     assert_eq!(after["callback_url"], "");
     assert_eq!(after["created_at"], before["created_at"]);
     // Even the rule may be left out: it is cleared; the label may not.
-    let cleared = app
-        .put(
-            &format!("/v1/ext/guardrail/{id}"),
-            json!({ "name": "Money Talk" }),
-        )
-        .await;
+    let cleared = app.put(&format!("/v1/ext/guardrail/{id}"), json!({ "name": "Money Talk" })).await;
     assert_eq!(cleared.status, StatusCode::OK);
-    assert_eq!(
-        app.get(&format!("/v1/ext/guardrail/{id}")).await.json()["prompt"],
-        ""
-    );
-    let nameless = app
-        .put(&format!("/v1/ext/guardrail/{id}"), json!({ "prompt": "x" }))
-        .await;
+    assert_eq!(app.get(&format!("/v1/ext/guardrail/{id}")).await.json()["prompt"], "");
+    let nameless = app.put(&format!("/v1/ext/guardrail/{id}"), json!({ "prompt": "x" })).await;
     assert_eq!(nameless.status, StatusCode::BAD_REQUEST);
     assert_ne!(after["updated_at"], before["updated_at"]);
 }
@@ -112,60 +69,24 @@ async fn put_is_a_full_replace_that_keeps_the_key(app: TestApp) {
 async fn missing_guardrails_answer_exact_message(app: TestApp) {
     let not_found = json!({ "message": "Guardrail not found" });
     for id in ["5b0c1f8e-9a53-4a8e-8f3e-1c1a0c6f0b11", "abc"] {
-        let put = app
-            .put(
-                &format!("/v1/ext/guardrail/{id}"),
-                json!({ "name": "n", "prompt": "p" }),
-            )
-            .await;
-        assert_eq!(
-            (put.status, put.json()),
-            (StatusCode::NOT_FOUND, not_found.clone())
-        );
+        let put = app.put(&format!("/v1/ext/guardrail/{id}"), json!({ "name": "n", "prompt": "p" })).await;
+        assert_eq!((put.status, put.json()), (StatusCode::NOT_FOUND, not_found.clone()));
         let delete = app.delete(&format!("/v1/ext/guardrail/{id}")).await;
-        assert_eq!(
-            (delete.status, delete.json()),
-            (StatusCode::NOT_FOUND, not_found.clone())
-        );
+        assert_eq!((delete.status, delete.json()), (StatusCode::NOT_FOUND, not_found.clone()));
     }
-    let id = app
-        .create("/v1/ext/guardrail", json!({ "name": "Tmp", "prompt": "p" }))
-        .await;
+    let id = app.create("/v1/ext/guardrail", json!({ "name": "Tmp", "prompt": "p" })).await;
     let deleted = app.delete(&format!("/v1/ext/guardrail/{id}")).await;
-    assert_eq!(
-        deleted.json(),
-        json!({ "id": id, "message": "Guardrail deleted" })
-    );
-    assert_eq!(
-        app.delete(&format!("/v1/ext/guardrail/{id}")).await.json(),
-        not_found
-    );
+    assert_eq!(deleted.json(), json!({ "id": id, "message": "Guardrail deleted" }));
+    assert_eq!(app.delete(&format!("/v1/ext/guardrail/{id}")).await.json(), not_found);
 }
 
 async fn callback_url_is_validated(app: TestApp) {
     for url in ["javascript:alert(1)", "example.com/hook", "http://"] {
-        let response = app
-            .post(
-                "/v1/ext/guardrail",
-                json!({ "name": "G", "prompt": "p", "callback_url": url }),
-            )
-            .await;
+        let response = app.post("/v1/ext/guardrail", json!({ "name": "G", "prompt": "p", "callback_url": url })).await;
         assert_eq!(response.status, StatusCode::BAD_REQUEST, "{url}");
     }
-    let ok = app
-        .post(
-            "/v1/ext/guardrail",
-            json!({ "name": "G", "prompt": "p", "callback_url": "", "category": "" }),
-        )
-        .await;
+    let ok =
+        app.post("/v1/ext/guardrail", json!({ "name": "G", "prompt": "p", "callback_url": "", "category": "" })).await;
     assert_eq!(ok.status, StatusCode::OK);
-    assert_eq!(
-        app.get("/v1/ext/guardrail")
-            .await
-            .json()
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(app.get("/v1/ext/guardrail").await.json().as_array().unwrap().len(), 1);
 }

@@ -7,10 +7,7 @@ use crate::support::TestApp;
 on_both_databases!(openapi_document_lists_every_route);
 
 async fn openapi_document_lists_every_route(app: TestApp) {
-    let doc = app
-        .send(Request::get("/openapi.json").body(Body::empty()).unwrap())
-        .await
-        .json();
+    let doc = app.send(Request::get("/openapi.json").body(Body::empty()).unwrap()).await.json();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
     let expected = [
         ("/v1/ext/agent", vec!["get", "post"]),
@@ -38,22 +35,11 @@ async fn openapi_document_lists_every_route(app: TestApp) {
         ("/v1/ext/externalmeeting", vec!["post"]),
     ];
     let paths = doc["paths"].as_object().unwrap();
-    assert_eq!(
-        paths.len(),
-        expected.len(),
-        "{:?}",
-        paths.keys().collect::<Vec<_>>()
-    );
+    assert_eq!(paths.len(), expected.len(), "{:?}", paths.keys().collect::<Vec<_>>());
     for (path, methods) in expected {
         for method in methods {
-            assert!(
-                doc["paths"][path][method].is_object(),
-                "{method} {path} missing from the document"
-            );
+            assert!(doc["paths"][path][method].is_object(), "{method} {path} missing from the document");
         }
     }
-    assert_eq!(
-        doc["components"]["securitySchemes"]["api_key"]["name"],
-        "x-api-key"
-    );
+    assert_eq!(doc["components"]["securitySchemes"]["api_key"]["name"], "x-api-key");
 }

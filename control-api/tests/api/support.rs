@@ -33,12 +33,8 @@ pub struct TestResponse {
 
 impl TestResponse {
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|_| {
-            panic!(
-                "body is not JSON: {:?}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|_| panic!("body is not JSON: {:?}", String::from_utf8_lossy(&self.body)))
     }
 
     pub fn text(&self) -> String {
@@ -46,72 +42,36 @@ impl TestResponse {
     }
 
     pub fn total_count(&self) -> i64 {
-        self.headers["x-total-count"]
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap()
+        self.headers["x-total-count"].to_str().unwrap().parse().unwrap()
     }
 }
 
 /// Where the PostgreSQL half of the suite connects; it must be reachable (CI fails loudly otherwise).
 pub fn postgres_admin_url() -> String {
-    std::env::var("CONFAB_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+    std::env::var("CONFAB_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
 pub const PUBLIC_URL: &str = "http://confab.test";
 
 impl TestApp {
     async fn start(url: &str) -> TestApp {
-        let db = Db::connect(url)
-            .await
-            .expect("connect to the test database");
-        let state = AppState::new(
-            db.clone(),
-            AppConfig {
-                public_url: PUBLIC_URL.into(),
-            },
-        )
-        .await
-        .unwrap();
+        let db = Db::connect(url).await.expect("connect to the test database");
+        let state = AppState::new(db.clone(), AppConfig { public_url: PUBLIC_URL.into() }).await.unwrap();
         let (_, key) = auth::create_key(&db, "test").await.unwrap();
-        TestApp {
-            router: app(state),
-            db,
-            key,
-        }
+        TestApp { router: app(state), db, key }
     }
 
     pub async fn send(&self, request: Request<Body>) -> TestResponse {
-        let response = self
-            .router
-            .clone()
-            .oneshot(request)
-            .await
-            .expect("the router is infallible");
+        let response = self.router.clone().oneshot(request).await.expect("the router is infallible");
         let status = response.status();
         let headers = response.headers().clone();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec();
-        TestResponse {
-            status,
-            headers,
-            body,
-        }
+        let body = response.into_body().collect().await.unwrap().to_bytes().to_vec();
+        TestResponse { status, headers, body }
     }
 
     /// A request with this app's API key and, when given, a JSON body.
     pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> TestResponse {
-        let mut builder = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("x-api-key", &self.key);
+        let mut builder = Request::builder().method(method).uri(path).header("x-api-key", &self.key);
         let body = match body {
             Some(json) => {
                 builder = builder.header("content-type", "application/json");
@@ -139,12 +99,7 @@ impl TestApp {
     }
 
     /// POST raw bytes with the key and the given content type.
-    pub async fn post_raw(
-        &self,
-        path: &str,
-        content_type: &str,
-        body: impl Into<Body>,
-    ) -> TestResponse {
+    pub async fn post_raw(&self, path: &str, content_type: &str, body: impl Into<Body>) -> TestResponse {
         let request = Request::builder()
             .method(Method::POST)
             .uri(path)
@@ -158,16 +113,8 @@ impl TestApp {
     /// Creates a resource and returns its id, asserting a 200.
     pub async fn create(&self, path: &str, body: Value) -> String {
         let response = self.post(path, body).await;
-        assert_eq!(
-            response.status,
-            StatusCode::OK,
-            "{path}: {}",
-            response.text()
-        );
-        response.json()["id"]
-            .as_str()
-            .expect("id in the create answer")
-            .to_string()
+        assert_eq!(response.status, StatusCode::OK, "{path}: {}", response.text());
+        response.json()["id"].as_str().expect("id in the create answer").to_string()
     }
 }
 
@@ -181,10 +128,7 @@ where
     match backend {
         Backend::Sqlite => {
             let dir = tempfile::tempdir().unwrap();
-            let url = format!(
-                "sqlite://{}?mode=rwc",
-                dir.path().join("confab.db").display()
-            );
+            let url = format!("sqlite://{}?mode=rwc", dir.path().join("confab.db").display());
             let app = TestApp::start(&url).await;
             let outcome = tokio::spawn(test(app)).await;
             drop(dir);
@@ -197,25 +141,15 @@ where
             sqlx::any::install_default_drivers();
             let admin = sqlx::AnyPool::connect(&admin_url)
                 .await
-                .unwrap_or_else(|err| {
-                    panic!("PostgreSQL must be reachable at {admin_url} for this suite: {err}")
-                });
+                .unwrap_or_else(|err| panic!("PostgreSQL must be reachable at {admin_url} for this suite: {err}"));
             let name = format!("confab_test_{}", uuid::Uuid::new_v4().simple());
-            sqlx::query(&format!("CREATE DATABASE {name}"))
-                .execute(&admin)
-                .await
-                .unwrap();
-            let (base, _) = admin_url
-                .rsplit_once('/')
-                .expect("URL with a database name");
+            sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await.unwrap();
+            let (base, _) = admin_url.rsplit_once('/').expect("URL with a database name");
             let app = TestApp::start(&format!("{base}/{name}")).await;
             let pool = app.db.pool.clone();
             let outcome = tokio::spawn(test(app)).await;
             pool.close().await;
-            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                .execute(&admin)
-                .await
-                .unwrap();
+            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&admin).await.unwrap();
             if let Err(err) = outcome {
                 std::panic::resume_unwind(err.into_panic());
             }

@@ -4,19 +4,10 @@ use serde_json::json;
 use crate::on_both_databases;
 use crate::support::TestApp;
 
-on_both_databases!(
-    template_crud,
-    agent_inherits_everything_from_its_template,
-    agent_by_template_errors_are_exact
-);
+on_both_databases!(template_crud, agent_inherits_everything_from_its_template, agent_by_template_errors_are_exact);
 
 async fn template_crud(app: TestApp) {
-    let response = app
-        .post(
-            "/v1/ext/template",
-            json!({ "name": "Support", "system_prompt": "Help." }),
-        )
-        .await;
+    let response = app.post("/v1/ext/template", json!({ "name": "Support", "system_prompt": "Help." })).await;
     assert_eq!(response.status, StatusCode::OK);
     assert_eq!(response.json()["message"], "Template created successfully");
     let id = response.json()["id"].as_str().unwrap().to_string();
@@ -35,12 +26,7 @@ async fn template_crud(app: TestApp) {
 }
 
 async fn agent_inherits_everything_from_its_template(app: TestApp) {
-    let guardrail = app
-        .create(
-            "/v1/ext/guardrail",
-            json!({ "name": "Safe", "prompt": "Be safe." }),
-        )
-        .await;
+    let guardrail = app.create("/v1/ext/guardrail", json!({ "name": "Safe", "prompt": "Be safe." })).await;
     let kb = app.create("/v1/ext/kb", json!({ "name": "Docs" })).await;
     let template = app
         .create(
@@ -63,10 +49,7 @@ async fn agent_inherits_everything_from_its_template(app: TestApp) {
         assert_eq!(response.json()["message"], "Agent created successfully");
         let id = response.json()["id"].as_str().unwrap().to_string();
         let agent = app.get(&format!("/v1/ext/agent/{id}")).await.json();
-        assert_eq!(
-            agent["agent_system_prompt"],
-            "You greet visitors.\n\nThe office closes at 6."
-        );
+        assert_eq!(agent["agent_system_prompt"], "You greet visitors.\n\nThe office closes at 6.");
         assert_eq!(agent["avatars"][0]["avatar_key_id"], "stock-sofia");
         assert_eq!(agent["avatars"][0]["persona_name"], "Sofia");
         assert_eq!(agent["avatars"][0]["config"]["llm"]["provider"], "groq");
@@ -91,13 +74,7 @@ async fn agent_by_template_errors_are_exact(app: TestApp) {
         assert_eq!(response.status, StatusCode::BAD_REQUEST);
         assert_eq!(response.json(), invalid);
     }
-    let malformed = app
-        .post_raw(
-            "/v1/ext/agentbytemplate",
-            "application/json",
-            "{\"template_id\":",
-        )
-        .await;
+    let malformed = app.post_raw("/v1/ext/agentbytemplate", "application/json", "{\"template_id\":").await;
     assert_eq!(malformed.json(), invalid);
     let failed = json!({ "error": "Failed to fetch template/avatar" });
     for body in [
@@ -109,9 +86,5 @@ async fn agent_by_template_errors_are_exact(app: TestApp) {
         assert_eq!(response.status, StatusCode::NOT_FOUND);
         assert_eq!(response.json(), failed);
     }
-    assert_eq!(
-        app.get("/v1/ext/agent").await.total_count(),
-        0,
-        "nothing was written"
-    );
+    assert_eq!(app.get("/v1/ext/agent").await.total_count(), 0, "nothing was written");
 }

@@ -4,10 +4,7 @@ use serde_json::json;
 use crate::on_both_databases;
 use crate::support::TestApp;
 
-on_both_databases!(
-    tool_lifecycle_and_validation,
-    mcp_lifecycle_and_exact_errors
-);
+on_both_databases!(tool_lifecycle_and_validation, mcp_lifecycle_and_exact_errors);
 
 async fn tool_lifecycle_and_validation(app: TestApp) {
     let tool = json!({
@@ -27,18 +24,9 @@ async fn tool_lifecycle_and_validation(app: TestApp) {
     assert_eq!(list[0]["id"], id);
     assert_eq!(list[0]["schema"], tool["schema"]);
     assert_eq!(list[0]["request_config"], tool["request_config"]);
-    assert_eq!(
-        list[0]["event_messages"]["on_start"]["message"],
-        "Checking."
-    );
-    assert_eq!(
-        list[0]["event_messages"]["on_delay"],
-        json!({ "delay": 3.0, "message": "Still checking." })
-    );
-    assert_eq!(
-        list[0]["event_messages"]["on_error"],
-        json!({ "message": "" })
-    );
+    assert_eq!(list[0]["event_messages"]["on_start"]["message"], "Checking.");
+    assert_eq!(list[0]["event_messages"]["on_delay"], json!({ "delay": 3.0, "message": "Still checking." }));
+    assert_eq!(list[0]["event_messages"]["on_error"], json!({ "message": "" }));
 
     for (change, field) in [
         (json!({ "type": "tool.magic" }), "type"),
@@ -47,14 +35,8 @@ async fn tool_lifecycle_and_validation(app: TestApp) {
             json!({ "schema": { "name": "x", "parameters": { "type": "object", "properties": {}, "required": ["city"] } } }),
             "required",
         ),
-        (
-            json!({ "request_config": { "method": "FETCH", "url": "https://a.example" } }),
-            "request_config.method",
-        ),
-        (
-            json!({ "request_config": { "method": "GET", "url": "file:///etc/passwd" } }),
-            "request_config.url",
-        ),
+        (json!({ "request_config": { "method": "FETCH", "url": "https://a.example" } }), "request_config.method"),
+        (json!({ "request_config": { "method": "GET", "url": "file:///etc/passwd" } }), "request_config.url"),
     ] {
         let mut body = tool.clone();
         for (k, v) in change.as_object().unwrap() {
@@ -62,21 +44,14 @@ async fn tool_lifecycle_and_validation(app: TestApp) {
         }
         let response = app.post("/v1/ext/tool", body).await;
         assert_eq!(response.status, StatusCode::BAD_REQUEST, "{change}");
-        assert!(
-            response.json()["error"].as_str().unwrap().contains(field),
-            "{}",
-            response.text()
-        );
+        assert!(response.json()["error"].as_str().unwrap().contains(field), "{}", response.text());
     }
     assert_eq!(
         app.delete(&format!("/v1/ext/tool/{id}")).await.json(),
         json!({ "id": id, "message": "Tool deleted successfully" })
     );
     let missing = app.get(&format!("/v1/ext/tool/{id}")).await;
-    assert_eq!(
-        (missing.status, missing.json()),
-        (StatusCode::NOT_FOUND, json!({ "error": "Tool not found" }))
-    );
+    assert_eq!((missing.status, missing.json()), (StatusCode::NOT_FOUND, json!({ "error": "Tool not found" })));
     assert_eq!(app.get("/v1/ext/tool").await.json(), json!([]));
 }
 
@@ -89,24 +64,17 @@ async fn mcp_lifecycle_and_exact_errors(app: TestApp) {
     }
     assert_eq!(app.get("/v1/ext/mcp").await.json()[0]["id"], id);
     let not_found = json!({ "error": "MCP not found" });
-    for path in [
-        "/v1/ext/mcp/5b0c1f8e-9a53-4a8e-8f3e-1c1a0c6f0b11",
-        "/v1/ext/mcp/oops",
-    ] {
+    for path in ["/v1/ext/mcp/5b0c1f8e-9a53-4a8e-8f3e-1c1a0c6f0b11", "/v1/ext/mcp/oops"] {
         let response = app.get(path).await;
-        assert_eq!(
-            (response.status, response.json()),
-            (StatusCode::NOT_FOUND, not_found.clone())
-        );
+        assert_eq!((response.status, response.json()), (StatusCode::NOT_FOUND, not_found.clone()));
     }
-    let bad = app.post("/v1/ext/mcp", json!({ "name": "X", "type": "grpc", "request_config": { "url": "https://a.example" } })).await;
+    let bad = app
+        .post("/v1/ext/mcp", json!({ "name": "X", "type": "grpc", "request_config": { "url": "https://a.example" } }))
+        .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     assert_eq!(
         app.delete(&format!("/v1/ext/mcp/{id}")).await.json(),
         json!({ "id": id, "message": "MCP deleted successfully" })
     );
-    assert_eq!(
-        app.delete(&format!("/v1/ext/mcp/{id}")).await.json(),
-        not_found
-    );
+    assert_eq!(app.delete(&format!("/v1/ext/mcp/{id}")).await.json(), not_found);
 }

@@ -57,11 +57,7 @@ impl SilenceGate {
             return VadDecision::Infer;
         }
         self.silent_run = self.silent_run.saturating_add(1);
-        if self.silent_run > SETTLE_WINDOWS {
-            VadDecision::Skip
-        } else {
-            VadDecision::InferAsSilence
-        }
+        if self.silent_run > SETTLE_WINDOWS { VadDecision::Skip } else { VadDecision::InferAsSilence }
     }
 }
 
@@ -75,18 +71,9 @@ mod gate_tests {
         let silence = [0.0f32; 512];
         let sound = [0.1f32; 512];
         assert_eq!(gate.decide(&sound), VadDecision::Infer);
-        let decisions: Vec<VadDecision> = (0..SETTLE_WINDOWS + 2)
-            .map(|_| gate.decide(&silence))
-            .collect();
-        assert!(
-            decisions[..SETTLE_WINDOWS as usize]
-                .iter()
-                .all(|d| *d == VadDecision::InferAsSilence)
-        );
-        assert_eq!(
-            decisions[SETTLE_WINDOWS as usize..],
-            [VadDecision::Skip, VadDecision::Skip]
-        );
+        let decisions: Vec<VadDecision> = (0..SETTLE_WINDOWS + 2).map(|_| gate.decide(&silence)).collect();
+        assert!(decisions[..SETTLE_WINDOWS as usize].iter().all(|d| *d == VadDecision::InferAsSilence));
+        assert_eq!(decisions[SETTLE_WINDOWS as usize..], [VadDecision::Skip, VadDecision::Skip]);
         assert_eq!(gate.decide(&sound), VadDecision::Infer);
     }
 }

@@ -30,10 +30,8 @@ impl OpusIngress {
 
     /// Decodes one packet and returns its audio at 16 kHz (valid until the next call).
     pub fn decode(&mut self, packet: &[u8]) -> Result<&[f32], AudioError> {
-        let decoded = self
-            .decoder
-            .decode_float(packet, &mut self.pcm, false)
-            .map_err(|e| AudioError::Opus(e.to_string()))?;
+        let decoded =
+            self.decoder.decode_float(packet, &mut self.pcm, false).map_err(|e| AudioError::Opus(e.to_string()))?;
         self.out.clear();
         for chunk in self.pcm[..decoded].chunks_exact(FRAME_48K) {
             let resampled = self.resampler.process(chunk)?;
@@ -49,12 +47,9 @@ mod tests {
 
     #[test]
     fn decodes_real_packets_and_refuses_corrupt_ones() {
-        let mut encoder =
-            opus::Encoder::new(OPUS_RATE, opus::Channels::Mono, opus::Application::Voip).unwrap();
+        let mut encoder = opus::Encoder::new(OPUS_RATE, opus::Channels::Mono, opus::Application::Voip).unwrap();
         let mut ingress = OpusIngress::new().unwrap();
-        let tone: Vec<f32> = (0..FRAME_48K)
-            .map(|i| (i as f32 * 0.05).sin() * 0.3)
-            .collect();
+        let tone: Vec<f32> = (0..FRAME_48K).map(|i| (i as f32 * 0.05).sin() * 0.3).collect();
         let mut packet = vec![0u8; 4000];
         let mut total = 0;
         for _ in 0..5 {
@@ -62,11 +57,7 @@ mod tests {
             total += ingress.decode(&packet[..n]).unwrap().len();
         }
         assert_eq!(total, 5 * 320);
-        assert!(
-            ingress
-                .decode(&[0xff, 0xff, 0xff, 0xff, 0x00, 0x01])
-                .is_err()
-        );
+        assert!(ingress.decode(&[0xff, 0xff, 0xff, 0xff, 0x00, 0x01]).is_err());
         // An empty packet (packet loss) must not panic; whatever it decodes to is fine.
         let _ = ingress.decode(&[]);
     }

@@ -8,11 +8,7 @@ const I16_SCALE: f32 = 1.0 / 32_768.0;
 pub fn downmix_i16(interleaved: &[i16], channels: usize, out: &mut [f32]) -> usize {
     let frames = (interleaved.len() / channels).min(out.len());
     let gain = I16_SCALE / channels as f32;
-    for (frame, o) in interleaved
-        .chunks_exact(channels)
-        .take(frames)
-        .zip(out.iter_mut())
-    {
+    for (frame, o) in interleaved.chunks_exact(channels).take(frames).zip(out.iter_mut()) {
         *o = frame.iter().map(|&s| f32::from(s)).sum::<f32>() * gain;
     }
     frames
@@ -22,11 +18,7 @@ pub fn downmix_i16(interleaved: &[i16], channels: usize, out: &mut [f32]) -> usi
 pub fn downmix_f32(interleaved: &[f32], channels: usize, out: &mut [f32]) -> usize {
     let frames = (interleaved.len() / channels).min(out.len());
     let gain = 1.0 / channels as f32;
-    for (frame, o) in interleaved
-        .chunks_exact(channels)
-        .take(frames)
-        .zip(out.iter_mut())
-    {
+    for (frame, o) in interleaved.chunks_exact(channels).take(frames).zip(out.iter_mut()) {
         *o = frame.iter().sum::<f32>() * gain;
     }
     frames

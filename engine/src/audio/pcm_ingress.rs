@@ -83,15 +83,9 @@ mod tests {
 
     #[test]
     fn chunks_give_whole_16k_samples() {
-        for rate in [
-            8_000u32, 11_025, 16_000, 22_050, 24_000, 44_100, 48_000, 96_000, 192_000,
-        ] {
+        for rate in [8_000u32, 11_025, 16_000, 22_050, 24_000, 44_100, 48_000, 96_000, 192_000] {
             let chunk = chunk_for(rate) as u64;
-            assert_eq!(
-                chunk * u64::from(SAMPLE_RATE) % u64::from(rate),
-                0,
-                "{rate}"
-            );
+            assert_eq!(chunk * u64::from(SAMPLE_RATE) % u64::from(rate), 0, "{rate}");
             assert!(chunk >= u64::from(rate / 50), "{rate}");
         }
     }
@@ -99,9 +93,7 @@ mod tests {
     #[test]
     fn odd_sized_stereo_pieces_come_out_as_the_right_amount_of_16k_mono() {
         let mut ingress = PcmIngress::new(44_100, 2).unwrap();
-        let second: Vec<i16> = (0..44_100 * 2)
-            .map(|i| (((i / 2) as f32 * 0.06).sin() * 8000.0) as i16)
-            .collect();
+        let second: Vec<i16> = (0..44_100 * 2).map(|i| (((i / 2) as f32 * 0.06).sin() * 8000.0) as i16).collect();
         let mut total = 0;
         for piece in second.chunks(1234) {
             total += ingress.push_i16(piece).unwrap().len();

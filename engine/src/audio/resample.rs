@@ -19,21 +19,13 @@ pub fn clip_to_16k(samples: &[f32], rate: u32) -> Result<Vec<f32>, AudioError> {
     if samples.is_empty() {
         return Ok(Vec::new());
     }
-    let mut resampler = Fft::<f32>::new(
-        rate as usize,
-        SAMPLE_RATE as usize,
-        1024,
-        1,
-        FixedSync::Input,
-    )
-    .map_err(err)?;
+    let mut resampler = Fft::<f32>::new(rate as usize, SAMPLE_RATE as usize, 1024, 1, FixedSync::Input).map_err(err)?;
     let needed = resampler.process_all_needed_output_len(samples.len());
     let mut output = vec![0.0f32; needed];
     let input = InterleavedSlice::new(samples, 1, samples.len()).map_err(err)?;
     let mut output_adapter = InterleavedSlice::new_mut(&mut output, 1, needed).map_err(err)?;
-    let (_, produced) = resampler
-        .process_all_into_buffer(&input, &mut output_adapter, samples.len(), None)
-        .map_err(err)?;
+    let (_, produced) =
+        resampler.process_all_into_buffer(&input, &mut output_adapter, samples.len(), None).map_err(err)?;
     output.truncate(produced);
     Ok(output)
 }
@@ -51,36 +43,16 @@ impl StreamResampler {
         let resampler = if rate == SAMPLE_RATE {
             None
         } else {
-            Some(
-                Fft::<f32>::new(
-                    rate as usize,
-                    SAMPLE_RATE as usize,
-                    chunk_in,
-                    1,
-                    FixedSync::Both,
-                )
-                .map_err(err)?,
-            )
+            Some(Fft::<f32>::new(rate as usize, SAMPLE_RATE as usize, chunk_in, 1, FixedSync::Both).map_err(err)?)
         };
-        let max_out = resampler
-            .as_ref()
-            .map(|r| r.output_frames_max())
-            .unwrap_or(chunk_in);
-        Ok(StreamResampler {
-            resampler,
-            chunk_in,
-            output: vec![0.0; max_out],
-        })
+        let max_out = resampler.as_ref().map(|r| r.output_frames_max()).unwrap_or(chunk_in);
+        Ok(StreamResampler { resampler, chunk_in, output: vec![0.0; max_out] })
     }
 
     /// Resamples one chunk; returns the 16 kHz samples (valid until the next call).
     pub fn process(&mut self, chunk: &[f32]) -> Result<&[f32], AudioError> {
         if chunk.len() != self.chunk_in {
-            return Err(AudioError::Resample(format!(
-                "expected {} input samples, got {}",
-                self.chunk_in,
-                chunk.len()
-            )));
+            return Err(AudioError::Resample(format!("expected {} input samples, got {}", self.chunk_in, chunk.len())));
         }
         let Some(resampler) = self.resampler.as_mut() else {
             self.output[..chunk.len()].copy_from_slice(chunk);
@@ -89,9 +61,7 @@ impl StreamResampler {
         let input = InterleavedSlice::new(chunk, 1, chunk.len()).map_err(err)?;
         let capacity = self.output.len();
         let mut output = InterleavedSlice::new_mut(&mut self.output, 1, capacity).map_err(err)?;
-        let (_, produced) = resampler
-            .process_into_buffer(&input, &mut output, None)
-            .map_err(err)?;
+        let (_, produced) = resampler.process_into_buffer(&input, &mut output, None).map_err(err)?;
         Ok(&self.output[..produced])
     }
 }
@@ -111,10 +81,7 @@ mod tests {
         let out = clip_to_16k(&tone(48_000, 440.0, 1.0), 48_000).unwrap();
         assert!((out.len() as i64 - 16_000).abs() <= 2, "{}", out.len());
         // Zero crossings of a 440 Hz tone over one second: about 880.
-        let crossings = out
-            .windows(2)
-            .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
-            .count();
+        let crossings = out.windows(2).filter(|w| (w[0] < 0.0) != (w[1] < 0.0)).count();
         assert!((870..=890).contains(&crossings), "{crossings}");
     }
 

@@ -8,19 +8,15 @@ use crate::time::SAMPLE_RATE;
 /// Reads a WAV file (16/24/32-bit PCM or 32-bit float, any rate from 8 to 192 kHz, up to 8 channels) and
 /// returns its audio as mono at 16 kHz.
 pub fn read_mono_16k(path: &Path) -> Result<Vec<f32>, AudioError> {
-    let fail = |message: String| AudioError::Wav {
-        path: path.display().to_string(),
-        message,
-    };
+    let fail = |message: String| AudioError::Wav { path: path.display().to_string(), message };
     let mut reader = hound::WavReader::open(path).map_err(|e| fail(e.to_string()))?;
     let spec = reader.spec();
     check_format(spec.sample_rate, spec.channels)?;
     let channels = usize::from(spec.channels);
     let interleaved: Vec<f32> = match (spec.sample_format, spec.bits_per_sample) {
-        (hound::SampleFormat::Float, 32) => reader
-            .samples::<f32>()
-            .collect::<Result<_, _>>()
-            .map_err(|e| fail(e.to_string()))?,
+        (hound::SampleFormat::Float, 32) => {
+            reader.samples::<f32>().collect::<Result<_, _>>().map_err(|e| fail(e.to_string()))?
+        }
         (hound::SampleFormat::Int, bits @ 8..=32) => {
             let scale = 1.0 / (1u64 << (bits - 1)) as f32;
             reader
@@ -30,9 +26,7 @@ pub fn read_mono_16k(path: &Path) -> Result<Vec<f32>, AudioError> {
                 .map_err(|e| fail(e.to_string()))?
         }
         (format, bits) => {
-            return Err(fail(format!(
-                "unsupported sample format {format:?} with {bits} bits"
-            )));
+            return Err(fail(format!("unsupported sample format {format:?} with {bits} bits")));
         }
     };
     if interleaved.len() < channels {
@@ -45,10 +39,7 @@ pub fn read_mono_16k(path: &Path) -> Result<Vec<f32>, AudioError> {
 
 /// Writes mono 16 kHz floats as a 16-bit PCM WAV.
 pub fn write_mono_16k(path: &Path, samples: &[f32]) -> Result<(), AudioError> {
-    let fail = |e: hound::Error| AudioError::Wav {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    };
+    let fail = |e: hound::Error| AudioError::Wav { path: path.display().to_string(), message: e.to_string() };
     let spec = hound::WavSpec {
         channels: 1,
         sample_rate: SAMPLE_RATE,
@@ -112,14 +103,8 @@ mod tests {
         assert!(matches!(read_mono_16k(&empty), Err(AudioError::Empty)));
         let absurd = dir.join("absurd.wav");
         write_wav(&absurd, 1_000_000, 1, 10);
-        assert!(matches!(
-            read_mono_16k(&absurd),
-            Err(AudioError::SampleRate(1_000_000))
-        ));
-        assert!(matches!(
-            read_mono_16k(&dir.join("missing.wav")),
-            Err(AudioError::Wav { .. })
-        ));
+        assert!(matches!(read_mono_16k(&absurd), Err(AudioError::SampleRate(1_000_000))));
+        assert!(matches!(read_mono_16k(&dir.join("missing.wav")), Err(AudioError::Wav { .. })));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

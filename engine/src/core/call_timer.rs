@@ -30,16 +30,8 @@ pub struct CallTimer {
 
 impl CallTimer {
     pub fn new(max: MediaTime) -> CallTimer {
-        let lead = if max.0 > 2 * WARNING_LEAD.0 {
-            WARNING_LEAD
-        } else {
-            MediaTime(max.0 / 2)
-        };
-        CallTimer {
-            max,
-            warning_at: max - lead,
-            state: State::BeforeWarning,
-        }
+        let lead = if max.0 > 2 * WARNING_LEAD.0 { WARNING_LEAD } else { MediaTime(max.0 / 2) };
+        CallTimer { max, warning_at: max - lead, state: State::BeforeWarning }
     }
 
     pub fn poll_timeout(&self) -> Option<MediaTime> {
@@ -55,17 +47,11 @@ impl CallTimer {
         match self.state {
             State::BeforeWarning if now >= self.warning_at => {
                 self.state = State::BeforeTimeout;
-                Some(CallTimerOutput::Warning {
-                    at: self.warning_at,
-                    max: self.max,
-                })
+                Some(CallTimerOutput::Warning { at: self.warning_at, max: self.max })
             }
             State::BeforeTimeout if now >= self.max => {
                 self.state = State::Done;
-                Some(CallTimerOutput::Timeout {
-                    at: self.max,
-                    max: self.max,
-                })
+                Some(CallTimerOutput::Timeout { at: self.max, max: self.max })
             }
             _ => None,
         }
@@ -85,40 +71,16 @@ mod tests {
         let mut t = CallTimer::new(s(300));
         assert_eq!(t.poll_timeout(), Some(s(270)));
         assert_eq!(t.handle_timeout(s(269)), None);
-        assert_eq!(
-            t.handle_timeout(s(270)),
-            Some(CallTimerOutput::Warning {
-                at: s(270),
-                max: s(300)
-            })
-        );
+        assert_eq!(t.handle_timeout(s(270)), Some(CallTimerOutput::Warning { at: s(270), max: s(300) }));
         assert_eq!(t.poll_timeout(), Some(s(300)));
-        assert_eq!(
-            t.handle_timeout(s(301)),
-            Some(CallTimerOutput::Timeout {
-                at: s(300),
-                max: s(300)
-            })
-        );
+        assert_eq!(t.handle_timeout(s(301)), Some(CallTimerOutput::Timeout { at: s(300), max: s(300) }));
         assert_eq!(t.poll_timeout(), None);
     }
 
     #[test]
     fn short_calls_warn_half_way() {
         let mut t = CallTimer::new(s(40));
-        assert_eq!(
-            t.handle_timeout(s(100)),
-            Some(CallTimerOutput::Warning {
-                at: s(20),
-                max: s(40)
-            })
-        );
-        assert_eq!(
-            t.handle_timeout(s(100)),
-            Some(CallTimerOutput::Timeout {
-                at: s(40),
-                max: s(40)
-            })
-        );
+        assert_eq!(t.handle_timeout(s(100)), Some(CallTimerOutput::Warning { at: s(20), max: s(40) }));
+        assert_eq!(t.handle_timeout(s(100)), Some(CallTimerOutput::Timeout { at: s(40), max: s(40) }));
     }
 }

@@ -18,10 +18,7 @@ pub struct EndpointConfig {
 
 impl Default for EndpointConfig {
     fn default() -> Self {
-        EndpointConfig {
-            min_delay: MediaTime::from_millis(500),
-            max_delay: MediaTime::from_millis(3000),
-        }
+        EndpointConfig { min_delay: MediaTime::from_millis(500), max_delay: MediaTime::from_millis(3000) }
     }
 }
 
@@ -45,16 +42,9 @@ pub enum EndpointInput {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EndpointOutput {
     /// Ask the turn model about the turn's audio up to `last_speech`.
-    PredictTurn {
-        turn: TurnId,
-        last_speech: MediaTime,
-    },
+    PredictTurn { turn: TurnId, last_speech: MediaTime },
     /// The user's turn is over at `at`.
-    Commit {
-        turn: TurnId,
-        at: MediaTime,
-        last_speech: MediaTime,
-    },
+    Commit { turn: TurnId, at: MediaTime, last_speech: MediaTime },
     /// New speech at `at` cancelled a pending commit; the turn goes on.
     CommitCancelled { turn: TurnId, at: MediaTime },
 }
@@ -63,10 +53,7 @@ pub enum EndpointOutput {
 enum State {
     Idle,
     Speaking,
-    Pending {
-        last_speech: MediaTime,
-        deadline: MediaTime,
-    },
+    Pending { last_speech: MediaTime, deadline: MediaTime },
 }
 
 #[derive(Debug)]
@@ -79,12 +66,7 @@ pub struct Endpointer {
 
 impl Endpointer {
     pub fn new(config: EndpointConfig) -> Endpointer {
-        Endpointer {
-            config,
-            state: State::Idle,
-            turn: TurnId(1),
-            outputs: VecDeque::with_capacity(4),
-        }
+        Endpointer { config, state: State::Idle, turn: TurnId(1), outputs: VecDeque::with_capacity(4) }
     }
 
     /// The turn currently being spoken or awaiting commit.
@@ -95,47 +77,21 @@ impl Endpointer {
     pub fn handle_input(&mut self, input: EndpointInput) {
         match (self.state, input) {
             (State::Pending { .. }, EndpointInput::SpeechStarted { at }) => {
-                self.outputs.push_back(EndpointOutput::CommitCancelled {
-                    turn: self.turn,
-                    at,
-                });
+                self.outputs.push_back(EndpointOutput::CommitCancelled { turn: self.turn, at });
                 self.state = State::Speaking;
             }
             (_, EndpointInput::SpeechStarted { .. }) => self.state = State::Speaking,
-            (
-                State::Speaking,
-                EndpointInput::SpeechEnded {
-                    last_speech,
-                    observed_at,
-                },
-            ) => {
-                self.state = State::Pending {
-                    last_speech,
-                    deadline: last_speech + self.config.max_delay,
-                };
-                self.outputs.push_back(EndpointOutput::PredictTurn {
-                    turn: self.turn,
-                    last_speech,
-                });
+            (State::Speaking, EndpointInput::SpeechEnded { last_speech, observed_at }) => {
+                self.state = State::Pending { last_speech, deadline: last_speech + self.config.max_delay };
+                self.outputs.push_back(EndpointOutput::PredictTurn { turn: self.turn, last_speech });
                 self.handle_timeout(observed_at);
             }
             (
                 State::Pending { last_speech, .. },
-                EndpointInput::TurnPrediction {
-                    last_speech: about,
-                    user_done,
-                    observed_at,
-                },
+                EndpointInput::TurnPrediction { last_speech: about, user_done, observed_at },
             ) if about == last_speech => {
-                let delay = if user_done {
-                    self.config.min_delay
-                } else {
-                    self.config.max_delay
-                };
-                self.state = State::Pending {
-                    last_speech,
-                    deadline: last_speech + delay,
-                };
+                let delay = if user_done { self.config.min_delay } else { self.config.max_delay };
+                self.state = State::Pending { last_speech, deadline: last_speech + delay };
                 self.handle_timeout(observed_at);
             }
             // Stale predictions (speech resumed since) and stray ends are ignored.
@@ -153,17 +109,10 @@ impl Endpointer {
 
     /// Commits when `now` has reached the deadline; a late call commits at `now`.
     pub fn handle_timeout(&mut self, now: MediaTime) {
-        if let State::Pending {
-            last_speech,
-            deadline,
-        } = self.state
+        if let State::Pending { last_speech, deadline } = self.state
             && now >= deadline
         {
-            self.outputs.push_back(EndpointOutput::Commit {
-                turn: self.turn,
-                at: now.max(deadline),
-                last_speech,
-            });
+            self.outputs.push_back(EndpointOutput::Commit { turn: self.turn, at: now.max(deadline), last_speech });
             self.turn = TurnId(self.turn.0 + 1);
             self.state = State::Idle;
         }
@@ -213,42 +162,16 @@ mod tests {
         let out = script(
             &[
                 (100, SpeechStarted { at: ms(100) }),
-                (
-                    1356,
-                    SpeechEnded {
-                        last_speech: ms(1100),
-                        observed_at: ms(1356),
-                    },
-                ),
-                (
-                    1400,
-                    TurnPrediction {
-                        last_speech: ms(1100),
-                        user_done: true,
-                        observed_at: ms(1400),
-                    },
-                ),
+                (1356, SpeechEnded { last_speech: ms(1100), observed_at: ms(1356) }),
+                (1400, TurnPrediction { last_speech: ms(1100), user_done: true, observed_at: ms(1400) }),
             ],
             10_000,
         );
         assert_eq!(
             out,
             vec![
-                (
-                    1356,
-                    PredictTurn {
-                        turn: TurnId(1),
-                        last_speech: ms(1100)
-                    }
-                ),
-                (
-                    1600,
-                    Commit {
-                        turn: TurnId(1),
-                        at: ms(1600),
-                        last_speech: ms(1100)
-                    }
-                ),
+                (1356, PredictTurn { turn: TurnId(1), last_speech: ms(1100) }),
+                (1600, Commit { turn: TurnId(1), at: ms(1600), last_speech: ms(1100) }),
             ]
         );
     }
@@ -258,81 +181,23 @@ mod tests {
         let out = script(
             &[
                 (0, SpeechStarted { at: ms(0) }),
-                (
-                    1256,
-                    SpeechEnded {
-                        last_speech: ms(1000),
-                        observed_at: ms(1256),
-                    },
-                ),
-                (
-                    1300,
-                    TurnPrediction {
-                        last_speech: ms(1000),
-                        user_done: false,
-                        observed_at: ms(1300),
-                    },
-                ),
+                (1256, SpeechEnded { last_speech: ms(1000), observed_at: ms(1256) }),
+                (1300, TurnPrediction { last_speech: ms(1000), user_done: false, observed_at: ms(1300) }),
                 (2500, SpeechStarted { at: ms(2500) }),
                 // The stale verdict about the first pause is ignored.
-                (
-                    2600,
-                    TurnPrediction {
-                        last_speech: ms(1000),
-                        user_done: true,
-                        observed_at: ms(2600),
-                    },
-                ),
-                (
-                    3256,
-                    SpeechEnded {
-                        last_speech: ms(3000),
-                        observed_at: ms(3256),
-                    },
-                ),
-                (
-                    3300,
-                    TurnPrediction {
-                        last_speech: ms(3000),
-                        user_done: false,
-                        observed_at: ms(3300),
-                    },
-                ),
+                (2600, TurnPrediction { last_speech: ms(1000), user_done: true, observed_at: ms(2600) }),
+                (3256, SpeechEnded { last_speech: ms(3000), observed_at: ms(3256) }),
+                (3300, TurnPrediction { last_speech: ms(3000), user_done: false, observed_at: ms(3300) }),
             ],
             20_000,
         );
         assert_eq!(
             out,
             vec![
-                (
-                    1256,
-                    PredictTurn {
-                        turn: TurnId(1),
-                        last_speech: ms(1000)
-                    }
-                ),
-                (
-                    2500,
-                    CommitCancelled {
-                        turn: TurnId(1),
-                        at: ms(2500)
-                    }
-                ),
-                (
-                    3256,
-                    PredictTurn {
-                        turn: TurnId(1),
-                        last_speech: ms(3000)
-                    }
-                ),
-                (
-                    6000,
-                    Commit {
-                        turn: TurnId(1),
-                        at: ms(6000),
-                        last_speech: ms(3000)
-                    }
-                ),
+                (1256, PredictTurn { turn: TurnId(1), last_speech: ms(1000) }),
+                (2500, CommitCancelled { turn: TurnId(1), at: ms(2500) }),
+                (3256, PredictTurn { turn: TurnId(1), last_speech: ms(3000) }),
+                (6000, Commit { turn: TurnId(1), at: ms(6000), last_speech: ms(3000) }),
             ]
         );
     }
@@ -340,62 +205,20 @@ mod tests {
     #[test]
     fn without_a_verdict_the_max_delay_stands_and_late_verdicts_commit_at_once() {
         let silent_model = script(
-            &[
-                (0, SpeechStarted { at: ms(0) }),
-                (
-                    756,
-                    SpeechEnded {
-                        last_speech: ms(500),
-                        observed_at: ms(756),
-                    },
-                ),
-            ],
+            &[(0, SpeechStarted { at: ms(0) }), (756, SpeechEnded { last_speech: ms(500), observed_at: ms(756) })],
             10_000,
         );
-        assert_eq!(
-            silent_model.last(),
-            Some(&(
-                3500,
-                Commit {
-                    turn: TurnId(1),
-                    at: ms(3500),
-                    last_speech: ms(500)
-                }
-            ))
-        );
+        assert_eq!(silent_model.last(), Some(&(3500, Commit { turn: TurnId(1), at: ms(3500), last_speech: ms(500) })));
 
         let late = script(
             &[
                 (0, SpeechStarted { at: ms(0) }),
-                (
-                    756,
-                    SpeechEnded {
-                        last_speech: ms(500),
-                        observed_at: ms(756),
-                    },
-                ),
-                (
-                    1400,
-                    TurnPrediction {
-                        last_speech: ms(500),
-                        user_done: true,
-                        observed_at: ms(1400),
-                    },
-                ),
+                (756, SpeechEnded { last_speech: ms(500), observed_at: ms(756) }),
+                (1400, TurnPrediction { last_speech: ms(500), user_done: true, observed_at: ms(1400) }),
             ],
             10_000,
         );
-        assert_eq!(
-            late.last(),
-            Some(&(
-                1400,
-                Commit {
-                    turn: TurnId(1),
-                    at: ms(1400),
-                    last_speech: ms(500)
-                }
-            ))
-        );
+        assert_eq!(late.last(), Some(&(1400, Commit { turn: TurnId(1), at: ms(1400), last_speech: ms(500) })));
     }
 
     #[test]
@@ -403,49 +226,17 @@ mod tests {
         let out = script(
             &[
                 (0, SpeechStarted { at: ms(0) }),
-                (
-                    756,
-                    SpeechEnded {
-                        last_speech: ms(500),
-                        observed_at: ms(756),
-                    },
-                ),
-                (
-                    760,
-                    TurnPrediction {
-                        last_speech: ms(500),
-                        user_done: true,
-                        observed_at: ms(760),
-                    },
-                ),
+                (756, SpeechEnded { last_speech: ms(500), observed_at: ms(756) }),
+                (760, TurnPrediction { last_speech: ms(500), user_done: true, observed_at: ms(760) }),
                 (2000, SpeechStarted { at: ms(2000) }),
-                (
-                    2756,
-                    SpeechEnded {
-                        last_speech: ms(2500),
-                        observed_at: ms(2756),
-                    },
-                ),
-                (
-                    2760,
-                    TurnPrediction {
-                        last_speech: ms(2500),
-                        user_done: true,
-                        observed_at: ms(2760),
-                    },
-                ),
+                (2756, SpeechEnded { last_speech: ms(2500), observed_at: ms(2756) }),
+                (2760, TurnPrediction { last_speech: ms(2500), user_done: true, observed_at: ms(2760) }),
             ],
             10_000,
         );
         let commits: Vec<_> = out
             .iter()
-            .filter_map(|(_, o)| {
-                if let Commit { turn, at, .. } = o {
-                    Some((*turn, *at))
-                } else {
-                    None
-                }
-            })
+            .filter_map(|(_, o)| if let Commit { turn, at, .. } = o { Some((*turn, *at)) } else { None })
             .collect();
         assert_eq!(commits, vec![(TurnId(1), ms(1000)), (TurnId(2), ms(3000))]);
     }

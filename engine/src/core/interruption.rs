@@ -18,10 +18,7 @@ pub struct InterruptionConfig {
 
 impl Default for InterruptionConfig {
     fn default() -> Self {
-        InterruptionConfig {
-            min_duration: MediaTime::from_millis(500),
-            require_words: false,
-        }
+        InterruptionConfig { min_duration: MediaTime::from_millis(500), require_words: false }
     }
 }
 
@@ -82,12 +79,7 @@ pub struct InterruptionDetector {
 
 impl InterruptionDetector {
     pub fn new(config: InterruptionConfig) -> InterruptionDetector {
-        InterruptionDetector {
-            config,
-            state: State::Quiet,
-            epoch: Epoch(0),
-            outputs: VecDeque::with_capacity(4),
-        }
+        InterruptionDetector { config, state: State::Quiet, epoch: Epoch(0), outputs: VecDeque::with_capacity(4) }
     }
 
     pub fn epoch(&self) -> Epoch {
@@ -100,23 +92,15 @@ impl InterruptionDetector {
             (State::Quiet, AgentStartedSpeaking { .. }) => State::AgentSpeaking,
             (_, AgentStoppedSpeaking { .. }) => State::Quiet,
             (State::AgentSpeaking, UserSpeechStarted { at }) => {
-                self.outputs
-                    .push_back(InterruptionOutput::PausePlayout { at });
-                State::Overlap {
-                    since: at,
-                    words: 0,
-                }
+                self.outputs.push_back(InterruptionOutput::PausePlayout { at });
+                State::Overlap { since: at, words: 0 }
             }
             (State::Overlap { .. }, UserSpeechEnded { at }) => {
-                self.outputs
-                    .push_back(InterruptionOutput::ResumePlayout { at });
+                self.outputs.push_back(InterruptionOutput::ResumePlayout { at });
                 State::AgentSpeaking
             }
             (State::Overlap { since, .. }, UserWords { count, at }) => {
-                let state = State::Overlap {
-                    since,
-                    words: count,
-                };
+                let state = State::Overlap { since, words: count };
                 self.state = state;
                 self.handle_timeout(at);
                 return;
@@ -140,10 +124,7 @@ impl InterruptionDetector {
             && now >= deadline
         {
             self.epoch = Epoch(self.epoch.0 + 1);
-            self.outputs.push_back(InterruptionOutput::Interrupted {
-                at: now,
-                epoch: self.epoch,
-            });
+            self.outputs.push_back(InterruptionOutput::Interrupted { at: now, epoch: self.epoch });
             self.state = State::Quiet;
         }
     }
@@ -163,11 +144,7 @@ mod tests {
         MediaTime::from_millis(v)
     }
 
-    fn script(
-        config: InterruptionConfig,
-        inputs: &[InterruptionInput],
-        until: MediaTime,
-    ) -> Vec<InterruptionOutput> {
+    fn script(config: InterruptionConfig, inputs: &[InterruptionInput], until: MediaTime) -> Vec<InterruptionOutput> {
         let mut d = InterruptionDetector::new(config);
         let mut out = Vec::new();
         let at = |i: &InterruptionInput| match *i {
@@ -197,95 +174,48 @@ mod tests {
     fn long_overlap_interrupts_at_the_minimum_duration() {
         let out = script(
             InterruptionConfig::default(),
-            &[
-                AgentStartedSpeaking { at: ms(0) },
-                UserSpeechStarted { at: ms(1000) },
-            ],
+            &[AgentStartedSpeaking { at: ms(0) }, UserSpeechStarted { at: ms(1000) }],
             ms(5000),
         );
-        assert_eq!(
-            out,
-            vec![
-                PausePlayout { at: ms(1000) },
-                Interrupted {
-                    at: ms(1500),
-                    epoch: Epoch(1)
-                }
-            ]
-        );
+        assert_eq!(out, vec![PausePlayout { at: ms(1000) }, Interrupted { at: ms(1500), epoch: Epoch(1) }]);
     }
 
     #[test]
     fn short_overlap_is_a_false_interruption_and_resumes() {
         let out = script(
             InterruptionConfig::default(),
-            &[
-                AgentStartedSpeaking { at: ms(0) },
-                UserSpeechStarted { at: ms(1000) },
-                UserSpeechEnded { at: ms(1300) },
-            ],
+            &[AgentStartedSpeaking { at: ms(0) }, UserSpeechStarted { at: ms(1000) }, UserSpeechEnded { at: ms(1300) }],
             ms(5000),
         );
-        assert_eq!(
-            out,
-            vec![
-                PausePlayout { at: ms(1000) },
-                ResumePlayout { at: ms(1300) }
-            ]
-        );
+        assert_eq!(out, vec![PausePlayout { at: ms(1000) }, ResumePlayout { at: ms(1300) }]);
     }
 
     #[test]
     fn words_can_be_required() {
-        let config = InterruptionConfig {
-            require_words: true,
-            ..Default::default()
-        };
+        let config = InterruptionConfig { require_words: true, ..Default::default() };
         let no_words = script(
             config,
-            &[
-                AgentStartedSpeaking { at: ms(0) },
-                UserSpeechStarted { at: ms(100) },
-                UserSpeechEnded { at: ms(2000) },
-            ],
+            &[AgentStartedSpeaking { at: ms(0) }, UserSpeechStarted { at: ms(100) }, UserSpeechEnded { at: ms(2000) }],
             ms(5000),
         );
-        assert_eq!(
-            no_words,
-            vec![PausePlayout { at: ms(100) }, ResumePlayout { at: ms(2000) }]
-        );
+        assert_eq!(no_words, vec![PausePlayout { at: ms(100) }, ResumePlayout { at: ms(2000) }]);
         let late_words = script(
             config,
             &[
                 AgentStartedSpeaking { at: ms(0) },
                 UserSpeechStarted { at: ms(100) },
-                UserWords {
-                    count: 2,
-                    at: ms(900),
-                },
+                UserWords { count: 2, at: ms(900) },
             ],
             ms(5000),
         );
-        assert_eq!(
-            late_words,
-            vec![
-                PausePlayout { at: ms(100) },
-                Interrupted {
-                    at: ms(900),
-                    epoch: Epoch(1)
-                }
-            ]
-        );
+        assert_eq!(late_words, vec![PausePlayout { at: ms(100) }, Interrupted { at: ms(900), epoch: Epoch(1) }]);
     }
 
     #[test]
     fn speech_while_the_agent_is_quiet_is_not_an_interruption() {
         let out = script(
             InterruptionConfig::default(),
-            &[
-                UserSpeechStarted { at: ms(0) },
-                AgentStartedSpeaking { at: ms(100) },
-            ],
+            &[UserSpeechStarted { at: ms(0) }, AgentStartedSpeaking { at: ms(100) }],
             ms(5000),
         );
         assert_eq!(out, vec![]);

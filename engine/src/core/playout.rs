@@ -19,17 +19,8 @@ pub struct PlayoutSegment {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PlayoutOutput {
-    AgentStartedSpeaking {
-        at: MediaTime,
-        turn: TurnId,
-        text: String,
-    },
-    AgentStoppedSpeaking {
-        at: MediaTime,
-        turn: TurnId,
-        heard: String,
-        interrupted: bool,
-    },
+    AgentStartedSpeaking { at: MediaTime, turn: TurnId, text: String },
+    AgentStoppedSpeaking { at: MediaTime, turn: TurnId, heard: String, interrupted: bool },
 }
 
 #[derive(Debug)]
@@ -101,17 +92,9 @@ impl Playout {
         self.paused = false;
         if let Some((turn, mut heard)) = self.speaking.take() {
             if let Some(front) = self.queue.front() {
-                append_words(
-                    &mut heard,
-                    heard_prefix(&front.text, self.position, front.audio.len()),
-                );
+                append_words(&mut heard, heard_prefix(&front.text, self.position, front.audio.len()));
             }
-            self.outputs.push_back(PlayoutOutput::AgentStoppedSpeaking {
-                at: now,
-                turn,
-                heard,
-                interrupted: true,
-            });
+            self.outputs.push_back(PlayoutOutput::AgentStoppedSpeaking { at: now, turn, heard, interrupted: true });
         }
         self.queue.clear();
         self.position = 0;
@@ -133,16 +116,11 @@ impl Playout {
                     .map(|s| s.text.as_str())
                     .collect::<Vec<_>>()
                     .join(" ");
-                self.outputs.push_back(PlayoutOutput::AgentStartedSpeaking {
-                    at,
-                    turn: front.turn,
-                    text,
-                });
+                self.outputs.push_back(PlayoutOutput::AgentStartedSpeaking { at, turn: front.turn, text });
                 self.speaking = Some((front.turn, String::new()));
             }
             let n = (front.audio.len() - self.position).min(out.len() - written);
-            out[written..written + n]
-                .copy_from_slice(&front.audio[self.position..self.position + n]);
+            out[written..written + n].copy_from_slice(&front.audio[self.position..self.position + n]);
             written += n;
             self.position += n;
             if self.position == front.audio.len() {
@@ -164,12 +142,7 @@ impl Playout {
         let more_of_this_turn = self.queue.front().is_some_and(|s| s.turn == *turn);
         if !more_of_this_turn && self.finished_turn == Some(*turn) {
             let (turn, heard) = self.speaking.take().expect("speaking");
-            self.outputs.push_back(PlayoutOutput::AgentStoppedSpeaking {
-                at,
-                turn,
-                heard,
-                interrupted: false,
-            });
+            self.outputs.push_back(PlayoutOutput::AgentStoppedSpeaking { at, turn, heard, interrupted: false });
         }
     }
 
@@ -213,12 +186,7 @@ mod tests {
     const FRAME: usize = 320; // 20 ms
 
     fn segment(turn: u64, text: &str, samples: usize) -> PlayoutSegment {
-        PlayoutSegment {
-            turn: TurnId(turn),
-            epoch: Epoch(0),
-            text: text.into(),
-            audio: vec![0.5; samples],
-        }
+        PlayoutSegment { turn: TurnId(turn), epoch: Epoch(0), text: text.into(), audio: vec![0.5; samples] }
     }
 
     fn render_frames(p: &mut Playout, from_frame: u64, frames: u64) -> Vec<PlayoutOutput> {
@@ -315,10 +283,7 @@ mod tests {
     fn heard_prefix_keeps_whole_words_only() {
         assert_eq!(heard_prefix("one two three four", 0, 100), "");
         assert_eq!(heard_prefix("one two three four", 50, 100), "one two");
-        assert_eq!(
-            heard_prefix("one two three four", 100, 100),
-            "one two three four"
-        );
+        assert_eq!(heard_prefix("one two three four", 100, 100), "one two three four");
         assert_eq!(heard_prefix("", 5, 10), "");
     }
 }

@@ -57,18 +57,15 @@ impl Interruptability {
 
     pub fn config(self, streaming_words: bool) -> InterruptionConfig {
         match self {
-            Interruptability::High => InterruptionConfig {
-                min_duration: MediaTime::from_millis(250),
-                require_words: false,
-            },
-            Interruptability::Medium => InterruptionConfig {
-                min_duration: MediaTime::from_millis(500),
-                require_words: false,
-            },
-            Interruptability::Low => InterruptionConfig {
-                min_duration: MediaTime::from_millis(1000),
-                require_words: streaming_words,
-            },
+            Interruptability::High => {
+                InterruptionConfig { min_duration: MediaTime::from_millis(250), require_words: false }
+            }
+            Interruptability::Medium => {
+                InterruptionConfig { min_duration: MediaTime::from_millis(500), require_words: false }
+            }
+            Interruptability::Low => {
+                InterruptionConfig { min_duration: MediaTime::from_millis(1000), require_words: streaming_words }
+            }
         }
     }
 }
@@ -80,16 +77,9 @@ pub fn endpoint_config(
     preset: Option<TurnHandling>,
 ) -> EndpointConfig {
     let (preset_min, preset_max) = preset.unwrap_or(TurnHandling::Balanced).delays_ms();
-    let min_delay = min_seconds
-        .map(MediaTime::from_secs_f64)
-        .unwrap_or(MediaTime::from_millis(preset_min));
-    let max_delay = max_seconds
-        .map(MediaTime::from_secs_f64)
-        .unwrap_or(MediaTime::from_millis(preset_max));
-    EndpointConfig {
-        min_delay,
-        max_delay: max_delay.max(min_delay),
-    }
+    let min_delay = min_seconds.map(MediaTime::from_secs_f64).unwrap_or(MediaTime::from_millis(preset_min));
+    let max_delay = max_seconds.map(MediaTime::from_secs_f64).unwrap_or(MediaTime::from_millis(preset_max));
+    EndpointConfig { min_delay, max_delay: max_delay.max(min_delay) }
 }
 
 #[cfg(test)]
@@ -105,10 +95,7 @@ mod tests {
             (MediaTime::from_millis(300), MediaTime::from_millis(1500))
         );
         let mixed = endpoint_config(Some(0.2), None, Some(TurnHandling::Deliberate));
-        assert_eq!(
-            (mixed.min_delay, mixed.max_delay),
-            (MediaTime::from_millis(200), MediaTime::from_millis(5000))
-        );
+        assert_eq!((mixed.min_delay, mixed.max_delay), (MediaTime::from_millis(200), MediaTime::from_millis(5000)));
         let inverted = endpoint_config(Some(2.0), Some(1.0), None);
         assert_eq!(inverted.max_delay, MediaTime::from_millis(2000));
     }
@@ -117,18 +104,9 @@ mod tests {
     fn interruptability_maps_to_documented_numbers() {
         assert_eq!(
             Interruptability::parse("low").unwrap().config(true),
-            InterruptionConfig {
-                min_duration: MediaTime::from_millis(1000),
-                require_words: true
-            }
+            InterruptionConfig { min_duration: MediaTime::from_millis(1000), require_words: true }
         );
-        assert_eq!(
-            Interruptability::parse("high")
-                .unwrap()
-                .config(true)
-                .min_duration,
-            MediaTime::from_millis(250)
-        );
+        assert_eq!(Interruptability::parse("high").unwrap().config(true).min_duration, MediaTime::from_millis(250));
         assert!(Interruptability::parse("extreme").is_none());
     }
 }

@@ -47,15 +47,9 @@ impl Default for VadGateConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VadGateOutput {
     /// Speech began at `start`; known at `observed_at`.
-    SpeechStarted {
-        start: MediaTime,
-        observed_at: MediaTime,
-    },
+    SpeechStarted { start: MediaTime, observed_at: MediaTime },
     /// Speech ended at `last_speech`; known at `observed_at`.
-    SpeechEnded {
-        last_speech: MediaTime,
-        observed_at: MediaTime,
-    },
+    SpeechEnded { last_speech: MediaTime, observed_at: MediaTime },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,10 +60,7 @@ enum State {
     Candidate { start: MediaTime, onset: MediaTime },
     /// `last_speech`: end of the last window above deactivation (decides the stop);
     /// `last_confident`: end of the last window above activation (is reported).
-    Speaking {
-        last_speech: MediaTime,
-        last_confident: MediaTime,
-    },
+    Speaking { last_speech: MediaTime, last_confident: MediaTime },
 }
 
 #[derive(Debug)]
@@ -81,11 +72,7 @@ pub struct VadGate {
 
 impl VadGate {
     pub fn new(config: VadGateConfig) -> VadGate {
-        VadGate {
-            config,
-            state: State::Silent { onset: None },
-            outputs: VecDeque::with_capacity(4),
-        }
+        VadGate { config, state: State::Silent { onset: None }, outputs: VecDeque::with_capacity(4) }
     }
 
     pub fn is_speaking(&self) -> bool {
@@ -97,86 +84,45 @@ impl VadGate {
         let c = self.config;
         let active = probability >= c.activation_threshold;
         self.state = match (self.state, active) {
-            (State::Silent { onset }, false) => State::Silent {
-                onset: (probability >= c.onset_threshold).then(|| onset.unwrap_or(start)),
-            },
-            (State::Candidate { .. }, false) => State::Silent {
-                onset: (probability >= c.onset_threshold).then_some(start),
-            },
+            (State::Silent { onset }, false) => {
+                State::Silent { onset: (probability >= c.onset_threshold).then(|| onset.unwrap_or(start)) }
+            }
+            (State::Candidate { .. }, false) => {
+                State::Silent { onset: (probability >= c.onset_threshold).then_some(start) }
+            }
             (State::Silent { onset }, true) => {
-                let onset = onset
-                    .map(|o| o.max(start - c.onset_lookback))
-                    .unwrap_or(start);
+                let onset = onset.map(|o| o.max(start - c.onset_lookback)).unwrap_or(start);
                 self.confirm_if_long_enough(start, onset, end)
             }
-            (
-                State::Candidate {
-                    start: first,
-                    onset,
-                },
-                true,
-            ) => self.confirm_if_long_enough(first, onset, end),
-            (State::Speaking { last_confident, .. }, _)
-                if probability >= c.deactivation_threshold =>
-            {
-                State::Speaking {
-                    last_speech: end,
-                    last_confident: if active { end } else { last_confident },
-                }
+            (State::Candidate { start: first, onset }, true) => self.confirm_if_long_enough(first, onset, end),
+            (State::Speaking { last_confident, .. }, _) if probability >= c.deactivation_threshold => {
+                State::Speaking { last_speech: end, last_confident: if active { end } else { last_confident } }
             }
-            (
-                State::Speaking {
-                    last_speech,
-                    last_confident,
-                },
-                _,
-            ) => {
+            (State::Speaking { last_speech, last_confident }, _) => {
                 if end - last_speech >= c.hangover {
-                    self.outputs.push_back(VadGateOutput::SpeechEnded {
-                        last_speech: last_confident,
-                        observed_at: end,
-                    });
+                    self.outputs
+                        .push_back(VadGateOutput::SpeechEnded { last_speech: last_confident, observed_at: end });
                     State::Silent { onset: None }
                 } else {
-                    State::Speaking {
-                        last_speech,
-                        last_confident,
-                    }
+                    State::Speaking { last_speech, last_confident }
                 }
             }
         };
     }
 
-    fn confirm_if_long_enough(
-        &mut self,
-        first: MediaTime,
-        onset: MediaTime,
-        end: MediaTime,
-    ) -> State {
+    fn confirm_if_long_enough(&mut self, first: MediaTime, onset: MediaTime, end: MediaTime) -> State {
         if end - first >= self.config.min_speech {
-            self.outputs.push_back(VadGateOutput::SpeechStarted {
-                start: onset,
-                observed_at: end,
-            });
-            State::Speaking {
-                last_speech: end,
-                last_confident: end,
-            }
+            self.outputs.push_back(VadGateOutput::SpeechStarted { start: onset, observed_at: end });
+            State::Speaking { last_speech: end, last_confident: end }
         } else {
-            State::Candidate {
-                start: first,
-                onset,
-            }
+            State::Candidate { start: first, onset }
         }
     }
 
     /// The input has ended: speech still open is closed at its last confident window.
     pub fn finish(&mut self, now: MediaTime) {
         if let State::Speaking { last_confident, .. } = self.state {
-            self.outputs.push_back(VadGateOutput::SpeechEnded {
-                last_speech: last_confident,
-                observed_at: now,
-            });
+            self.outputs.push_back(VadGateOutput::SpeechEnded { last_speech: last_confident, observed_at: now });
         }
         self.state = State::Silent { onset: None };
     }
@@ -206,17 +152,11 @@ mod tests {
     }
 
     fn started(start: u64, observed: u64) -> VadGateOutput {
-        VadGateOutput::SpeechStarted {
-            start: MediaTime(start * W),
-            observed_at: MediaTime(observed * W),
-        }
+        VadGateOutput::SpeechStarted { start: MediaTime(start * W), observed_at: MediaTime(observed * W) }
     }
 
     fn ended(last: u64, observed: u64) -> VadGateOutput {
-        VadGateOutput::SpeechEnded {
-            last_speech: MediaTime(last * W),
-            observed_at: MediaTime(observed * W),
-        }
+        VadGateOutput::SpeechEnded { last_speech: MediaTime(last * W), observed_at: MediaTime(observed * W) }
     }
 
     #[test]

@@ -43,19 +43,12 @@ fn parse_results(message: &Value) -> Option<SttEvent> {
     if message["type"] != "Results" {
         return None;
     }
-    let text = message["channel"]["alternatives"][0]["transcript"]
-        .as_str()
-        .unwrap_or("")
-        .trim()
-        .to_string();
+    let text = message["channel"]["alternatives"][0]["transcript"].as_str().unwrap_or("").trim().to_string();
     if text.is_empty() {
         return None;
     }
     Some(if message["is_final"].as_bool() == Some(true) {
-        SttEvent::Final {
-            text,
-            speech_final: message["speech_final"].as_bool() == Some(true),
-        }
+        SttEvent::Final { text, speech_final: message["speech_final"].as_bool() == Some(true) }
     } else {
         SttEvent::Interim(text)
     })
@@ -63,12 +56,7 @@ fn parse_results(message: &Value) -> Option<SttEvent> {
 
 impl DeepgramStt {
     pub fn new(api_key: String, model: String) -> DeepgramStt {
-        DeepgramStt {
-            url: "wss://api.deepgram.com/v1/listen".into(),
-            api_key,
-            model,
-            policy: CallPolicy::default(),
-        }
+        DeepgramStt { url: "wss://api.deepgram.com/v1/listen".into(), api_key, model, policy: CallPolicy::default() }
     }
 
     /// Opens a live transcription of 16 kHz mono audio.
@@ -131,22 +119,14 @@ impl DeepgramStt {
                 }
             }
         });
-        Ok(SttSession {
-            audio: audio_tx,
-            results,
-        })
+        Ok(SttSession { audio: audio_tx, results })
     }
 
     /// Transcribes a whole utterance: streams it in 20 ms frames, closes, and joins the final results.
     pub async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
-        let SttSession {
-            audio: tx,
-            mut results,
-        } = self.start().await?;
+        let SttSession { audio: tx, mut results } = self.start().await?;
         for frame in audio.chunks(320) {
-            tx.send(frame.to_vec())
-                .await
-                .map_err(|_| ProviderError::network(PROVIDER, "the connection closed"))?;
+            tx.send(frame.to_vec()).await.map_err(|_| ProviderError::network(PROVIDER, "the connection closed"))?;
         }
         drop(tx);
         let mut finals = Vec::new();

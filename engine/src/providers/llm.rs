@@ -15,10 +15,7 @@ pub struct ChatMessage {
 
 impl ChatMessage {
     pub fn new(role: &str, content: impl Into<String>) -> ChatMessage {
-        ChatMessage {
-            role: role.to_string(),
-            content: content.into(),
-        }
+        ChatMessage { role: role.to_string(), content: content.into() }
     }
 }
 
@@ -57,10 +54,7 @@ pub enum LlmEvent {
     /// The model finished a tool call.
     ToolCall(ToolCall),
     /// The stream ended normally.
-    Done {
-        finish_reason: String,
-        metrics: CallMetrics,
-    },
+    Done { finish_reason: String, metrics: CallMetrics },
 }
 
 /// Dropping the receiver cancels the call.

@@ -8,6 +8,7 @@
 
 pub mod deepgram;
 pub mod llm;
+pub mod local_llm;
 pub mod openai_audio;
 pub mod openai_llm;
 pub mod piper_tts;
@@ -36,30 +37,15 @@ impl ProviderError {
     pub fn from_status(provider: &'static str, status: u16, body: &str) -> ProviderError {
         let retryable = status == 429 || status >= 500;
         let detail: String = body.chars().take(300).collect();
-        ProviderError {
-            provider,
-            message: format!("HTTP {status}: {detail}"),
-            status: Some(status),
-            retryable,
-        }
+        ProviderError { provider, message: format!("HTTP {status}: {detail}"), status: Some(status), retryable }
     }
 
     pub fn network(provider: &'static str, message: impl Into<String>) -> ProviderError {
-        ProviderError {
-            provider,
-            message: message.into(),
-            status: None,
-            retryable: true,
-        }
+        ProviderError { provider, message: message.into(), status: None, retryable: true }
     }
 
     pub fn protocol(provider: &'static str, message: impl Into<String>) -> ProviderError {
-        ProviderError {
-            provider,
-            message: message.into(),
-            status: None,
-            retryable: false,
-        }
+        ProviderError { provider, message: message.into(), status: None, retryable: false }
     }
 }
 

@@ -31,10 +31,8 @@ impl OpenAiAudio {
         voice: impl Into<String>,
         policy: CallPolicy,
     ) -> OpenAiAudio {
-        let client = reqwest::Client::builder()
-            .connect_timeout(policy.connect_timeout)
-            .build()
-            .expect("an HTTP client");
+        let client =
+            reqwest::Client::builder().connect_timeout(policy.connect_timeout).build().expect("an HTTP client");
         OpenAiAudio {
             base_url: base_url.into().trim_end_matches('/').to_string(),
             api_key,
@@ -76,24 +74,16 @@ impl OpenAiAudio {
                 Err(_) => ProviderError::network("openai-stt", "timed out"),
                 Ok(Err(err)) => ProviderError::network("openai-stt", err.to_string()),
                 Ok(Ok(response)) if response.status().is_success() => {
-                    let body: serde_json::Value = response
-                        .json()
-                        .await
-                        .map_err(|e| ProviderError::protocol("openai-stt", e.to_string()))?;
+                    let body: serde_json::Value =
+                        response.json().await.map_err(|e| ProviderError::protocol("openai-stt", e.to_string()))?;
                     return body["text"]
                         .as_str()
                         .map(|t| t.trim().to_string())
-                        .ok_or_else(|| {
-                            ProviderError::protocol("openai-stt", "no text in the answer")
-                        });
+                        .ok_or_else(|| ProviderError::protocol("openai-stt", "no text in the answer"));
                 }
                 Ok(Ok(response)) => {
                     let status = response.status().as_u16();
-                    ProviderError::from_status(
-                        "openai-stt",
-                        status,
-                        &response.text().await.unwrap_or_default(),
-                    )
+                    ProviderError::from_status("openai-stt", status, &response.text().await.unwrap_or_default())
                 }
             };
             if !error.retryable || attempts > self.policy.retries {
@@ -109,33 +99,29 @@ impl OpenAiAudio {
         tx: &mpsc::Sender<Result<TtsEvent, ProviderError>>,
     ) -> Result<(), ProviderError> {
         let started = Instant::now();
-        let body = serde_json::json!({ "model": self.model, "input": text, "voice": self.voice, "response_format": "pcm" });
-        let response = match tokio::time::timeout(
-            self.policy.first_byte_timeout,
-            self.post("/audio/speech").json(&body).send(),
-        )
-        .await
-        {
-            Err(_) => return Err(ProviderError::network("openai-tts", "timed out")),
-            Ok(Err(err)) => return Err(ProviderError::network("openai-tts", err.to_string())),
-            Ok(Ok(response)) if response.status().is_success() => response,
-            Ok(Ok(response)) => {
-                let status = response.status().as_u16();
-                return Err(ProviderError::from_status(
-                    "openai-tts",
-                    status,
-                    &response.text().await.unwrap_or_default(),
-                ));
-            }
-        };
-        let mut ingress = PcmIngress::new(OPENAI_PCM_RATE, 1)
-            .map_err(|e| ProviderError::protocol("openai-tts", e.to_string()))?;
+        let body =
+            serde_json::json!({ "model": self.model, "input": text, "voice": self.voice, "response_format": "pcm" });
+        let response =
+            match tokio::time::timeout(self.policy.first_byte_timeout, self.post("/audio/speech").json(&body).send())
+                .await
+            {
+                Err(_) => return Err(ProviderError::network("openai-tts", "timed out")),
+                Ok(Err(err)) => return Err(ProviderError::network("openai-tts", err.to_string())),
+                Ok(Ok(response)) if response.status().is_success() => response,
+                Ok(Ok(response)) => {
+                    let status = response.status().as_u16();
+                    return Err(ProviderError::from_status(
+                        "openai-tts",
+                        status,
+                        &response.text().await.unwrap_or_default(),
+                    ));
+                }
+            };
+        let mut ingress =
+            PcmIngress::new(OPENAI_PCM_RATE, 1).map_err(|e| ProviderError::protocol("openai-tts", e.to_string()))?;
         let mut stream = response.bytes_stream();
         let mut odd_byte: Option<u8> = None;
-        let mut metrics = CallMetrics {
-            attempts: 1,
-            ..CallMetrics::default()
-        };
+        let mut metrics = CallMetrics { attempts: 1, ..CallMetrics::default() };
         loop {
             let chunk = tokio::select! {
                 _ = tx.closed() => return Ok(()),
@@ -143,39 +129,22 @@ impl OpenAiAudio {
             };
             let bytes = match chunk {
                 Err(_) => {
-                    return Err(ProviderError::network(
-                        "openai-tts",
-                        "the audio stream stalled",
-                    ));
+                    return Err(ProviderError::network("openai-tts", "the audio stream stalled"));
                 }
                 Ok(None) => break,
                 Ok(Some(Err(err))) => {
-                    return Err(ProviderError::network(
-                        "openai-tts",
-                        format!("the audio stream broke: {err}"),
-                    ));
+                    return Err(ProviderError::network("openai-tts", format!("the audio stream broke: {err}")));
                 }
                 Ok(Some(Ok(bytes))) => bytes,
             };
-            metrics
-                .time_to_first
-                .get_or_insert_with(|| started.elapsed());
-            let mut raw: Vec<u8> = odd_byte
-                .take()
-                .into_iter()
-                .chain(bytes.iter().copied())
-                .collect();
+            metrics.time_to_first.get_or_insert_with(|| started.elapsed());
+            let mut raw: Vec<u8> = odd_byte.take().into_iter().chain(bytes.iter().copied()).collect();
             if raw.len() % 2 == 1 {
                 odd_byte = raw.pop();
             }
-            let samples: Vec<i16> = raw
-                .chunks_exact(2)
-                .map(|b| i16::from_le_bytes([b[0], b[1]]))
-                .collect();
-            let audio = ingress
-                .push_i16(&samples)
-                .map_err(|e| ProviderError::protocol("openai-tts", e.to_string()))?
-                .to_vec();
+            let samples: Vec<i16> = raw.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect();
+            let audio =
+                ingress.push_i16(&samples).map_err(|e| ProviderError::protocol("openai-tts", e.to_string()))?.to_vec();
             if !audio.is_empty() && tx.send(Ok(TtsEvent::Audio(audio))).await.is_err() {
                 return Ok(());
             }
@@ -212,9 +181,7 @@ pub fn encode_wav(audio: &[f32]) -> Vec<u8> {
     {
         let mut writer = hound::WavWriter::new(&mut bytes, spec).expect("writing to memory");
         for &sample in audio {
-            writer
-                .write_sample(crate::audio::pcm::to_i16(sample))
-                .expect("writing to memory");
+            writer.write_sample(crate::audio::pcm::to_i16(sample)).expect("writing to memory");
         }
         writer.finalize().expect("writing to memory");
     }

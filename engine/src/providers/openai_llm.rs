@@ -32,11 +32,7 @@ pub fn provider_defaults(provider: &str) -> Option<(&'static str, &'static str, 
     match provider {
         "openai" => Some(("openai", "https://api.openai.com/v1", "OPENAI_API_KEY")),
         "groq" => Some(("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY")),
-        "openrouter" => Some((
-            "openrouter",
-            "https://openrouter.ai/api/v1",
-            "OPENROUTER_API_KEY",
-        )),
+        "openrouter" => Some(("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY")),
         "custom" => Some(("custom", "", "CONFAB_LLM_API_KEY")),
         _ => None,
     }
@@ -64,26 +60,17 @@ impl OpenAiCompatible {
 
     /// From the environment: `CONFAB_LLM_BASE_URL` overrides the base URL, keys from the provider's variable.
     pub fn from_env(provider: &str) -> Result<OpenAiCompatible, ProviderError> {
-        let (name, default_url, key_var) = provider_defaults(provider).ok_or_else(|| {
-            ProviderError::protocol("llm", format!("unknown LLM provider \"{provider}\""))
-        })?;
+        let (name, default_url, key_var) = provider_defaults(provider)
+            .ok_or_else(|| ProviderError::protocol("llm", format!("unknown LLM provider \"{provider}\"")))?;
         let base_url = std::env::var("CONFAB_LLM_BASE_URL")
             .ok()
             .filter(|u| !u.is_empty())
             .unwrap_or_else(|| default_url.to_string());
         if base_url.is_empty() {
-            return Err(ProviderError::protocol(
-                name,
-                "set CONFAB_LLM_BASE_URL for the custom provider",
-            ));
+            return Err(ProviderError::protocol(name, "set CONFAB_LLM_BASE_URL for the custom provider"));
         }
         let api_key = std::env::var(key_var).ok().filter(|k| !k.is_empty());
-        Ok(OpenAiCompatible::new(
-            name,
-            base_url,
-            api_key,
-            CallPolicy::default(),
-        ))
+        Ok(OpenAiCompatible::new(name, base_url, api_key, CallPolicy::default()))
     }
 
     fn body(&self, request: &ChatRequest) -> Value {
@@ -98,11 +85,7 @@ impl OpenAiCompatible {
             body["stop"] = json!(request.stop);
         }
         if !request.tools.is_empty() {
-            body["tools"] = request
-                .tools
-                .iter()
-                .map(|tool| json!({ "type": "function", "function": tool }))
-                .collect();
+            body["tools"] = request.tools.iter().map(|tool| json!({ "type": "function", "function": tool })).collect();
         }
         body
     }
@@ -167,19 +150,16 @@ impl OpenAiCompatible {
             if let Some(key) = &self.api_key {
                 request = request.bearer_auth(key);
             }
-            let error =
-                match tokio::time::timeout(self.policy.first_byte_timeout, request.send()).await {
-                    Err(_) => {
-                        ProviderError::network(self.provider, "timed out waiting for the response")
-                    }
-                    Ok(Err(err)) => ProviderError::network(self.provider, err.to_string()),
-                    Ok(Ok(response)) if response.status().is_success() => break response,
-                    Ok(Ok(response)) => {
-                        let status = response.status().as_u16();
-                        let text = response.text().await.unwrap_or_default();
-                        ProviderError::from_status(self.provider, status, &text)
-                    }
-                };
+            let error = match tokio::time::timeout(self.policy.first_byte_timeout, request.send()).await {
+                Err(_) => ProviderError::network(self.provider, "timed out waiting for the response"),
+                Ok(Err(err)) => ProviderError::network(self.provider, err.to_string()),
+                Ok(Ok(response)) if response.status().is_success() => break response,
+                Ok(Ok(response)) => {
+                    let status = response.status().as_u16();
+                    let text = response.text().await.unwrap_or_default();
+                    ProviderError::from_status(self.provider, status, &text)
+                }
+            };
             if !error.retryable || attempts > self.policy.retries {
                 return Err(error);
             }
@@ -193,10 +173,7 @@ impl OpenAiCompatible {
         let mut bytes = response.bytes_stream();
         let mut parser = SseParser::default();
         let mut tools = ToolCallAssembly::default();
-        let mut metrics = CallMetrics {
-            attempts,
-            ..CallMetrics::default()
-        };
+        let mut metrics = CallMetrics { attempts, ..CallMetrics::default() };
         let mut payloads: Vec<String> = Vec::new();
         loop {
             let chunk = tokio::select! {
@@ -206,20 +183,12 @@ impl OpenAiCompatible {
             match chunk {
                 Err(_) => return Err(ProviderError::network(self.provider, "the stream stalled")),
                 Ok(None) => {
-                    return Err(ProviderError::network(
-                        self.provider,
-                        "the stream ended before [DONE]",
-                    ));
+                    return Err(ProviderError::network(self.provider, "the stream ended before [DONE]"));
                 }
                 Ok(Some(Err(err))) => {
-                    return Err(ProviderError::network(
-                        self.provider,
-                        format!("the stream broke: {err}"),
-                    ));
+                    return Err(ProviderError::network(self.provider, format!("the stream broke: {err}")));
                 }
-                Ok(Some(Ok(bytes))) => {
-                    parser.push(&bytes, &mut |data| payloads.push(data.to_string()))
-                }
+                Ok(Some(Ok(bytes))) => parser.push(&bytes, &mut |data| payloads.push(data.to_string())),
             }
             for data in payloads.drain(..) {
                 if data == "[DONE]" {
@@ -227,41 +196,23 @@ impl OpenAiCompatible {
                         send(tx, LlmEvent::ToolCall(call)).await?;
                     }
                     metrics.duration = started.elapsed();
-                    send(
-                        tx,
-                        LlmEvent::Done {
-                            finish_reason: "stop".into(),
-                            metrics,
-                        },
-                    )
-                    .await?;
+                    send(tx, LlmEvent::Done { finish_reason: "stop".into(), metrics }).await?;
                     return Ok(());
                 }
-                let chunk: Value = serde_json::from_str(&data).map_err(|err| {
-                    ProviderError::protocol(self.provider, format!("bad chunk {data:?}: {err}"))
-                })?;
+                let chunk: Value = serde_json::from_str(&data)
+                    .map_err(|err| ProviderError::protocol(self.provider, format!("bad chunk {data:?}: {err}")))?;
                 if let Some(error) = chunk.get("error") {
-                    return Err(ProviderError::protocol(
-                        self.provider,
-                        format!("error in stream: {error}"),
-                    ));
+                    return Err(ProviderError::protocol(self.provider, format!("error in stream: {error}")));
                 }
                 let Some(choice) = chunk["choices"].get(0) else {
                     continue;
                 };
-                if let Some(text) = choice["delta"]["content"]
-                    .as_str()
-                    .filter(|t| !t.is_empty())
-                {
-                    metrics
-                        .time_to_first
-                        .get_or_insert_with(|| started.elapsed());
+                if let Some(text) = choice["delta"]["content"].as_str().filter(|t| !t.is_empty()) {
+                    metrics.time_to_first.get_or_insert_with(|| started.elapsed());
                     send(tx, LlmEvent::Text(text.to_string())).await?;
                 }
                 if let Some(deltas) = choice["delta"]["tool_calls"].as_array() {
-                    metrics
-                        .time_to_first
-                        .get_or_insert_with(|| started.elapsed());
+                    metrics.time_to_first.get_or_insert_with(|| started.elapsed());
                     deltas.iter().for_each(|delta| tools.add(delta));
                 }
                 if choice["finish_reason"].as_str() == Some("tool_calls") {
@@ -276,7 +227,5 @@ impl OpenAiCompatible {
 
 /// Sends one event; a dropped receiver ends the call quietly.
 async fn send(tx: &Sender, event: LlmEvent) -> Result<(), ProviderError> {
-    tx.send(Ok(event))
-        .await
-        .map_err(|_| ProviderError::protocol("llm", "cancelled"))
+    tx.send(Ok(event)).await.map_err(|_| ProviderError::protocol("llm", "cancelled"))
 }

@@ -4,20 +4,23 @@
 //! | kind | provider | adapter |
 //! |---|---|---|
 //! | LLM | `openai`, `groq`, `openrouter`, `custom` | OpenAI-compatible chat completions (`CONFAB_LLM_BASE_URL` overrides the URL) |
-//! | LLM | `local` or empty | the embedded SmolLM2 — not in this build: the agent does not answer |
+//! | LLM | `local` or empty | SmolLM2-135M-Instruct (GGUF, candle) from the models directory |
 //! | STT | `openai`, `custom` | OpenAI-compatible `/audio/transcriptions` (`CONFAB_STT_BASE_URL`, `OPENAI_API_KEY`/`CONFAB_STT_API_KEY`) |
 //! | STT | `deepgram` | Deepgram live streaming (`DEEPGRAM_API_KEY`, `CONFAB_DEEPGRAM_URL`) |
-//! | STT | `local` or empty | the embedded Whisper — not in this build: committed text is empty |
+//! | STT | `local` or empty | Whisper tiny.en (candle) from the models directory |
 //! | TTS | `openai`, `custom` | OpenAI-compatible `/audio/speech` (`CONFAB_TTS_BASE_URL`, `OPENAI_API_KEY`/`CONFAB_TTS_API_KEY`) |
 //! | TTS | `elevenlabs` | ElevenLabs `stream-input` WebSocket (`ELEVENLABS_API_KEY`, `CONFAB_ELEVENLABS_URL`) |
 //! | TTS | `cartesia` | Cartesia WebSocket (`CARTESIA_API_KEY`, `CONFAB_CARTESIA_URL`) |
 //! | TTS | `local` or empty | Piper en_US joe (`piper-en_US-joe-medium`, the default) from the models directory |
 //! | TTS | `local` with `model_id: "espeak-ng"` | espeak-ng (`voice_id` an espeak-ng voice, default `en-us`) |
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use super::deepgram::DeepgramStt;
 use super::llm::LanguageModel;
+use super::local_llm::LocalLlm;
 use super::openai_audio::OpenAiAudio;
 use super::openai_llm::OpenAiCompatible;
 use super::piper_tts::PiperTts;
@@ -41,27 +44,54 @@ fn or_default<'a>(value: &'a str, default: &'a str) -> &'a str {
     if value.is_empty() { default } else { value }
 }
 
-/// The language model and its model name, or None for the local model this build does not have.
-pub fn language_model(
-    llm: &Value,
-) -> Result<Option<(Box<dyn LanguageModel>, String)>, ProviderError> {
+/// The language model and its model name.
+pub fn language_model(llm: &Value, models_dir: &Path) -> Result<(Box<dyn LanguageModel>, String), ProviderError> {
     let provider = field(llm, "provider").to_ascii_lowercase();
     if provider.is_empty() || provider == "local" {
-        return Ok(None);
+        let model = LocalLlm::load(models_dir)?;
+        return Ok((Box::new(model), "smollm2-135m-instruct".to_string()));
     }
     let adapter = OpenAiCompatible::from_env(&provider)?;
-    Ok(Some((Box::new(adapter), field(llm, "model").to_string())))
+    Ok((Box::new(adapter), field(llm, "model").to_string()))
 }
 
 /// A speech recognizer for whole utterances.
 pub enum Recognizer {
+    Local(LocalWhisper),
     OpenAi(OpenAiAudio),
     Deepgram(DeepgramStt),
+}
+
+/// Whisper tiny.en, run on the blocking pool.
+#[derive(Clone)]
+pub struct LocalWhisper {
+    model: std::sync::Arc<std::sync::Mutex<confab_models::whisper::WhisperStt>>,
+}
+
+impl LocalWhisper {
+    pub fn load(models_dir: &std::path::Path) -> Result<LocalWhisper, ProviderError> {
+        let model = confab_models::whisper::WhisperStt::load(models_dir)
+            .map_err(|e| ProviderError::protocol("whisper", e.to_string()))?;
+        Ok(LocalWhisper { model: std::sync::Arc::new(std::sync::Mutex::new(model)) })
+    }
+
+    pub async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
+        let model = self.model.clone();
+        let audio = audio.to_vec();
+        let fail = |message: String| ProviderError::protocol("whisper", message);
+        tokio::task::spawn_blocking(move || {
+            let mut model = model.lock().map_err(|_| fail("the model panicked earlier".into()))?;
+            model.transcribe(&audio).map_err(|e| fail(e.to_string()))
+        })
+        .await
+        .map_err(|e| fail(e.to_string()))?
+    }
 }
 
 impl Recognizer {
     pub async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
         match self {
+            Recognizer::Local(stt) => stt.transcribe(audio).await,
             Recognizer::OpenAi(stt) => stt.transcribe(audio).await,
             Recognizer::Deepgram(stt) => stt.transcribe(audio).await,
         }
@@ -69,40 +99,30 @@ impl Recognizer {
 }
 
 /// Base URL and key of an OpenAI-compatible speech endpoint (`openai` or `custom`).
-fn openai_audio_endpoint(
-    kind: &'static str,
-    provider: &str,
-) -> Result<(String, Option<String>), ProviderError> {
+fn openai_audio_endpoint(kind: &'static str, provider: &str) -> Result<(String, Option<String>), ProviderError> {
     let upper = kind.to_ascii_uppercase();
     let (default_url, key) = match provider {
         "openai" => ("https://api.openai.com/v1", env("OPENAI_API_KEY")),
         "custom" => ("", env(&format!("CONFAB_{upper}_API_KEY"))),
         other => {
-            return Err(ProviderError::protocol(
-                kind,
-                format!("the {kind} provider \"{other}\" is not in this build"),
-            ));
+            return Err(ProviderError::protocol(kind, format!("the {kind} provider \"{other}\" is not in this build")));
         }
     };
     let base = env(&format!("CONFAB_{upper}_BASE_URL")).unwrap_or_else(|| default_url.to_string());
     if base.is_empty() {
-        return Err(ProviderError::protocol(
-            kind,
-            format!("set CONFAB_{upper}_BASE_URL for the custom provider"),
-        ));
+        return Err(ProviderError::protocol(kind, format!("set CONFAB_{upper}_BASE_URL for the custom provider")));
     }
     Ok((base, key))
 }
 
-/// The speech recognizer, or None for the local model this build does not have.
-pub fn recognizer(stt: &Value) -> Result<Option<Recognizer>, ProviderError> {
+/// The speech recognizer, or None when none is configured.
+pub fn recognizer(stt: &Value, models_dir: &Path) -> Result<Option<Recognizer>, ProviderError> {
     let provider = field(stt, "provider").to_ascii_lowercase();
     match provider.as_str() {
-        "" | "local" => Ok(None),
+        "" | "local" => Ok(Some(Recognizer::Local(LocalWhisper::load(models_dir)?))),
         "deepgram" => {
             let model = or_default(field(stt, "model"), "nova-3").to_string();
-            let mut deepgram =
-                DeepgramStt::new(required_key("deepgram", "DEEPGRAM_API_KEY")?, model);
+            let mut deepgram = DeepgramStt::new(required_key("deepgram", "DEEPGRAM_API_KEY")?, model);
             if let Some(url) = env("CONFAB_DEEPGRAM_URL") {
                 deepgram.url = url;
             }
@@ -111,47 +131,30 @@ pub fn recognizer(stt: &Value) -> Result<Option<Recognizer>, ProviderError> {
         other => {
             let (base, key) = openai_audio_endpoint("stt", other)?;
             let model = or_default(field(stt, "model"), "whisper-1");
-            Ok(Some(Recognizer::OpenAi(OpenAiAudio::new(
-                base,
-                key,
-                model,
-                "",
-                CallPolicy::default(),
-            ))))
+            Ok(Some(Recognizer::OpenAi(OpenAiAudio::new(base, key, model, "", CallPolicy::default()))))
         }
     }
 }
 
 /// The speech synthesizer.
-pub fn synthesizer(tts: &Value) -> Result<Box<dyn SpeechSynthesizer>, ProviderError> {
+pub fn synthesizer(tts: &Value, models_dir: &Path) -> Result<Box<dyn SpeechSynthesizer>, ProviderError> {
     let provider = field(tts, "provider").to_ascii_lowercase();
     let voice = field(tts, "voice_id");
     let model = field(tts, "model_id");
     match provider.as_str() {
-        "" | "local" if model == "espeak-ng" => Ok(Box::new(EspeakVoice {
-            voice: or_default(voice, "en-us").to_string(),
-            ..EspeakVoice::default()
-        })),
-        "" | "local" => Ok(Box::new(PiperTts::load(
-            &confab_models::default_models_dir(),
-        )?)),
+        "" | "local" if model == "espeak-ng" => {
+            Ok(Box::new(EspeakVoice { voice: or_default(voice, "en-us").to_string(), ..EspeakVoice::default() }))
+        }
+        "" | "local" => Ok(Box::new(PiperTts::load(models_dir)?)),
         "elevenlabs" => {
             let key = required_key("elevenlabs", "ELEVENLABS_API_KEY")?;
-            let mut tts = WsTts::elevenlabs(
-                key,
-                voice.to_string(),
-                or_default(model, "eleven_flash_v2_5").to_string(),
-            );
+            let mut tts = WsTts::elevenlabs(key, voice.to_string(), or_default(model, "eleven_flash_v2_5").to_string());
             override_url(&mut tts, "CONFAB_ELEVENLABS_URL");
             Ok(Box::new(tts))
         }
         "cartesia" => {
             let key = required_key("cartesia", "CARTESIA_API_KEY")?;
-            let mut tts = WsTts::cartesia(
-                key,
-                voice.to_string(),
-                or_default(model, "sonic-2").to_string(),
-            );
+            let mut tts = WsTts::cartesia(key, voice.to_string(), or_default(model, "sonic-2").to_string());
             override_url(&mut tts, "CONFAB_CARTESIA_URL");
             Ok(Box::new(tts))
         }
@@ -172,9 +175,7 @@ pub fn synthesizer(tts: &Value) -> Result<Box<dyn SpeechSynthesizer>, ProviderEr
 fn override_url(tts: &mut WsTts, variable: &str) {
     if let Some(url) = env(variable) {
         match &mut tts.voice {
-            WsVoice::ElevenLabs { base_url, .. } | WsVoice::Cartesia { base_url, .. } => {
-                *base_url = url
-            }
+            WsVoice::ElevenLabs { base_url, .. } | WsVoice::Cartesia { base_url, .. } => *base_url = url,
         }
     }
 }

@@ -24,8 +24,7 @@ impl SentenceSplitter {
         let mut sentences = Vec::new();
         loop {
             let boundary = self.pending.char_indices().find(|&(i, ch)| {
-                is_boundary(&self.pending, i, ch)
-                    && self.pending[..=i].trim().chars().count() >= MIN_SENTENCE_CHARS
+                is_boundary(&self.pending, i, ch) && self.pending[..=i].trim().chars().count() >= MIN_SENTENCE_CHARS
             });
             let Some((index, ch)) = boundary else { break };
             let end = index + ch.len_utf8();
@@ -53,22 +52,10 @@ mod tests {
     fn splits_streamed_text_at_sentence_ends() {
         let mut s = SentenceSplitter::default();
         let mut out = Vec::new();
-        for piece in [
-            "Hi. The museum",
-            " opens at 9.30 today",
-            "! Tickets cost",
-            " $5. Enjoy",
-        ] {
+        for piece in ["Hi. The museum", " opens at 9.30 today", "! Tickets cost", " $5. Enjoy"] {
             out.extend(s.push(piece));
         }
         out.extend(s.finish());
-        assert_eq!(
-            out,
-            [
-                "Hi. The museum opens at 9.30 today!",
-                "Tickets cost $5.",
-                "Enjoy"
-            ]
-        );
+        assert_eq!(out, ["Hi. The museum opens at 9.30 today!", "Tickets cost $5.", "Enjoy"]);
     }
 }

@@ -40,17 +40,14 @@ mod tests {
 
     #[test]
     fn events_split_anywhere_come_out_whole() {
-        let stream = b": keep-alive\r\ndata: {\"a\":1}\r\n\r\ndata: line one\ndata: line two\n\nevent: x\ndata: [DONE]\n\n";
+        let stream =
+            b": keep-alive\r\ndata: {\"a\":1}\r\n\r\ndata: line one\ndata: line two\n\nevent: x\ndata: [DONE]\n\n";
         for split in 1..stream.len() {
             let mut parser = SseParser::default();
             let mut out = Vec::new();
             parser.push(&stream[..split], &mut |d| out.push(d.to_string()));
             parser.push(&stream[split..], &mut |d| out.push(d.to_string()));
-            assert_eq!(
-                out,
-                ["{\"a\":1}", "line one\nline two", "[DONE]"],
-                "split at {split}"
-            );
+            assert_eq!(out, ["{\"a\":1}", "line one\nline two", "[DONE]"], "split at {split}");
         }
     }
 }

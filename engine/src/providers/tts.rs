@@ -37,10 +37,7 @@ pub struct EspeakVoice {
 
 impl Default for EspeakVoice {
     fn default() -> Self {
-        EspeakVoice {
-            voice: "en-us".into(),
-            speed: 165,
-        }
+        EspeakVoice { voice: "en-us".into(), speed: 165 }
     }
 }
 
@@ -48,14 +45,7 @@ impl EspeakVoice {
     /// Synthesizes `text` to 16 kHz mono, in full.
     pub async fn render(&self, text: &str) -> Result<Vec<f32>, ProviderError> {
         let output = tokio::process::Command::new("espeak-ng")
-            .args([
-                "-v",
-                &self.voice,
-                "-s",
-                &self.speed.to_string(),
-                "--stdout",
-                "--",
-            ])
+            .args(["-v", &self.voice, "-s", &self.speed.to_string(), "--stdout", "--"])
             .arg(text)
             .kill_on_drop(true)
             .output()

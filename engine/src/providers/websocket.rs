@@ -19,12 +19,10 @@ pub async fn connect(
     headers: &[(&'static str, String)],
     timeout: Duration,
 ) -> Result<Socket, ProviderError> {
-    let mut request = url
-        .into_client_request()
-        .map_err(|e| ProviderError::protocol(provider, format!("bad URL {url}: {e}")))?;
+    let mut request =
+        url.into_client_request().map_err(|e| ProviderError::protocol(provider, format!("bad URL {url}: {e}")))?;
     for (name, value) in headers {
-        let value = HeaderValue::from_str(value)
-            .map_err(|e| ProviderError::protocol(provider, e.to_string()))?;
+        let value = HeaderValue::from_str(value).map_err(|e| ProviderError::protocol(provider, e.to_string()))?;
         request.headers_mut().insert(*name, value);
     }
     match tokio::time::timeout(timeout, tokio_tungstenite::connect_async(request)).await {
@@ -32,11 +30,7 @@ pub async fn connect(
         Ok(Ok((socket, _))) => Ok(socket),
         Ok(Err(tokio_tungstenite::tungstenite::Error::Http(response))) => {
             let status = response.status().as_u16();
-            let body = response
-                .body()
-                .as_ref()
-                .map(|b| String::from_utf8_lossy(b).to_string())
-                .unwrap_or_default();
+            let body = response.body().as_ref().map(|b| String::from_utf8_lossy(b).to_string()).unwrap_or_default();
             Err(ProviderError::from_status(provider, status, &body))
         }
         Ok(Err(err)) => Err(ProviderError::network(provider, err.to_string())),

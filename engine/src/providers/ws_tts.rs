@@ -18,18 +18,8 @@ use super::{CallMetrics, CallPolicy, ProviderError};
 /// Which protocol, with its connection details.
 #[derive(Debug, Clone)]
 pub enum WsVoice {
-    ElevenLabs {
-        base_url: String,
-        api_key: String,
-        voice_id: String,
-        model_id: String,
-    },
-    Cartesia {
-        base_url: String,
-        api_key: String,
-        voice_id: String,
-        model_id: String,
-    },
+    ElevenLabs { base_url: String, api_key: String, voice_id: String, model_id: String },
+    Cartesia { base_url: String, api_key: String, voice_id: String, model_id: String },
 }
 
 #[derive(Debug, Clone)]
@@ -41,28 +31,12 @@ pub struct WsTts {
 impl WsTts {
     pub fn elevenlabs(api_key: String, voice_id: String, model_id: String) -> WsTts {
         let base_url = "wss://api.elevenlabs.io".to_string();
-        WsTts {
-            voice: WsVoice::ElevenLabs {
-                base_url,
-                api_key,
-                voice_id,
-                model_id,
-            },
-            policy: CallPolicy::default(),
-        }
+        WsTts { voice: WsVoice::ElevenLabs { base_url, api_key, voice_id, model_id }, policy: CallPolicy::default() }
     }
 
     pub fn cartesia(api_key: String, voice_id: String, model_id: String) -> WsTts {
         let base_url = "wss://api.cartesia.ai".to_string();
-        WsTts {
-            voice: WsVoice::Cartesia {
-                base_url,
-                api_key,
-                voice_id,
-                model_id,
-            },
-            policy: CallPolicy::default(),
-        }
+        WsTts { voice: WsVoice::Cartesia { base_url, api_key, voice_id, model_id }, policy: CallPolicy::default() }
     }
 
     fn provider(&self) -> &'static str {
@@ -80,43 +54,21 @@ impl WsTts {
             ProviderError::network(provider, format!("the connection broke: {e}"))
         };
         match &self.voice {
-            WsVoice::ElevenLabs {
-                base_url,
-                api_key,
-                voice_id,
-                model_id,
-            } => {
+            WsVoice::ElevenLabs { base_url, api_key, voice_id, model_id } => {
                 let url = format!(
                     "{base_url}/v1/text-to-speech/{voice_id}/stream-input?model_id={model_id}&output_format=pcm_16000"
                 );
-                let mut socket =
-                    connect(provider, &url, &[("xi-api-key", api_key.clone())], timeout).await?;
+                let mut socket = connect(provider, &url, &[("xi-api-key", api_key.clone())], timeout).await?;
                 let init = json!({ "text": " ", "voice_settings": { "stability": 0.5, "similarity_boost": 0.8 } });
-                socket
-                    .send(Message::text(init.to_string()))
-                    .await
-                    .map_err(send_failed)?;
-                let sentence =
-                    json!({ "text": format!("{} ", text.trim()), "try_trigger_generation": true });
-                socket
-                    .send(Message::text(sentence.to_string()))
-                    .await
-                    .map_err(send_failed)?;
-                socket
-                    .send(Message::text(json!({ "text": "" }).to_string()))
-                    .await
-                    .map_err(send_failed)?;
+                socket.send(Message::text(init.to_string())).await.map_err(send_failed)?;
+                let sentence = json!({ "text": format!("{} ", text.trim()), "try_trigger_generation": true });
+                socket.send(Message::text(sentence.to_string())).await.map_err(send_failed)?;
+                socket.send(Message::text(json!({ "text": "" }).to_string())).await.map_err(send_failed)?;
                 Ok(socket)
             }
-            WsVoice::Cartesia {
-                base_url,
-                api_key,
-                voice_id,
-                model_id,
-            } => {
+            WsVoice::Cartesia { base_url, api_key, voice_id, model_id } => {
                 let url = format!("{base_url}/tts/websocket?cartesia_version=2024-11-13");
-                let mut socket =
-                    connect(provider, &url, &[("X-API-Key", api_key.clone())], timeout).await?;
+                let mut socket = connect(provider, &url, &[("X-API-Key", api_key.clone())], timeout).await?;
                 let request = json!({
                     "model_id": model_id,
                     "transcript": text,
@@ -125,10 +77,7 @@ impl WsTts {
                     "context_id": "confab",
                     "language": "en",
                 });
-                socket
-                    .send(Message::text(request.to_string()))
-                    .await
-                    .map_err(send_failed)?;
+                socket.send(Message::text(request.to_string())).await.map_err(send_failed)?;
                 Ok(socket)
             }
         }
@@ -141,16 +90,10 @@ impl WsTts {
             WsVoice::ElevenLabs { .. } => (
                 message["audio"].as_str(),
                 message["isFinal"].as_bool() == Some(true),
-                message.get("error").or_else(|| {
-                    message
-                        .get("message")
-                        .filter(|_| message.get("audio").is_none())
-                }),
+                message.get("error").or_else(|| message.get("message").filter(|_| message.get("audio").is_none())),
             ),
             WsVoice::Cartesia { .. } => (
-                message["data"]
-                    .as_str()
-                    .filter(|_| message["type"] == "chunk"),
+                message["data"].as_str().filter(|_| message["type"] == "chunk"),
                 message["done"].as_bool() == Some(true),
                 message.get("error").filter(|_| message["type"] == "error"),
             ),
@@ -158,24 +101,14 @@ impl WsTts {
         if let Some(error) = error {
             let status = message["status_code"].as_u64().map(|s| s as u16);
             let retryable = status.is_some_and(|s| s == 429 || s >= 500);
-            return Err(ProviderError {
-                provider,
-                message: error.to_string(),
-                status,
-                retryable,
-            });
+            return Err(ProviderError { provider, message: error.to_string(), status, retryable });
         }
         let samples = match audio {
             Some(data) => {
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(data)
                     .map_err(|e| ProviderError::protocol(provider, format!("bad audio: {e}")))?;
-                Some(
-                    bytes
-                        .chunks_exact(2)
-                        .map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])) / 32_768.0)
-                        .collect(),
-                )
+                Some(bytes.chunks_exact(2).map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])) / 32_768.0).collect())
             }
             None => None,
         };
@@ -193,10 +126,7 @@ impl WsTts {
             socket = self.open(&text) => socket?,
             _ = tx.closed() => return Ok(()),
         };
-        let mut metrics = CallMetrics {
-            attempts: 1,
-            ..CallMetrics::default()
-        };
+        let mut metrics = CallMetrics { attempts: 1, ..CallMetrics::default() };
         loop {
             let message = tokio::select! {
                 _ = tx.closed() => { let _ = socket.close(None).await; return Ok(()); }
@@ -205,22 +135,14 @@ impl WsTts {
             let text = match message {
                 Err(_) => return Err(ProviderError::network(provider, "the audio stream stalled")),
                 Ok(None) => {
-                    return Err(ProviderError::network(
-                        provider,
-                        "the connection closed before the end of the audio",
-                    ));
+                    return Err(ProviderError::network(provider, "the connection closed before the end of the audio"));
                 }
                 Ok(Some(Err(err))) => {
-                    return Err(ProviderError::network(
-                        provider,
-                        format!("the connection broke: {err}"),
-                    ));
+                    return Err(ProviderError::network(provider, format!("the connection broke: {err}")));
                 }
                 Ok(Some(Ok(Message::Text(text)))) => text,
                 Ok(Some(Ok(Message::Close(frame)))) => {
-                    let reason = frame
-                        .map(|f| format!("{} {}", u16::from(f.code), f.reason))
-                        .unwrap_or_default();
+                    let reason = frame.map(|f| format!("{} {}", u16::from(f.code), f.reason)).unwrap_or_default();
                     return Err(ProviderError::network(
                         provider,
                         format!("closed before the end of the audio: {reason}"),
@@ -232,9 +154,7 @@ impl WsTts {
                 .map_err(|e| ProviderError::protocol(provider, format!("bad message: {e}")))?;
             let (audio, done) = self.interpret(&message)?;
             if let Some(audio) = audio.filter(|a| !a.is_empty()) {
-                metrics
-                    .time_to_first
-                    .get_or_insert_with(|| started.elapsed());
+                metrics.time_to_first.get_or_insert_with(|| started.elapsed());
                 if tx.send(Ok(TtsEvent::Audio(audio))).await.is_err() {
                     return Ok(());
                 }

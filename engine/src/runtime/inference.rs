@@ -37,11 +37,7 @@ pub struct TurnJob {
 
 pub enum InferenceResult {
     Vad(VadResult),
-    Turn {
-        session: usize,
-        last_speech: MediaTime,
-        user_done: bool,
-    },
+    Turn { session: usize, last_speech: MediaTime, user_done: bool },
 }
 
 /// Loads the models and starts the VAD thread and the turn-model thread.
@@ -53,11 +49,7 @@ pub fn spawn(
     shutdown: Receiver<()>,
     counters: Arc<RuntimeCounters>,
 ) -> Result<Vec<JoinHandle<()>>, confab_models::ModelError> {
-    let vad = SileroVad::load(
-        &config.models_dir,
-        MAX_VAD_BATCH,
-        config.inference_intra_threads,
-    )?;
+    let vad = SileroVad::load(&config.models_dir, MAX_VAD_BATCH, config.inference_intra_threads)?;
     let mut turn = SmartTurn::load(&config.models_dir, config.inference_intra_threads)?;
     let mut worker = VadWorker {
         vad,
@@ -99,11 +91,7 @@ fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], job: Turn
             true
         }
     };
-    let result = InferenceResult::Turn {
-        session: job.session,
-        last_speech: job.last_speech,
-        user_done,
-    };
+    let result = InferenceResult::Turn { session: job.session, last_speech: job.last_speech, user_done };
     let _ = results[job.thread].send(result);
 }
 
@@ -158,27 +146,17 @@ impl VadWorker {
         let n = self.batch.len();
         let windows: Vec<&[f32]> = self.batch.iter().map(|job| &job.window[..]).collect();
         let mut states: Vec<&mut SileroState> = self.batch_states.iter_mut().collect();
-        if let Err(err) = self
-            .vad
-            .infer(&windows, &mut states, &mut self.probabilities[..n])
-        {
+        if let Err(err) = self.vad.infer(&windows, &mut states, &mut self.probabilities[..n]) {
             tracing::error!(error = %err, "VAD inference failed; the windows count as silence");
             self.probabilities[..n].fill(0.0);
         }
         self.counters.vad_batches.fetch_add(1, Ordering::Relaxed);
-        for ((job, state), probability) in self
-            .batch
-            .drain(..)
-            .zip(self.batch_states.drain(..))
-            .zip(&self.probabilities)
+        for ((job, state), probability) in
+            self.batch.drain(..).zip(self.batch_states.drain(..)).zip(&self.probabilities)
         {
             self.states[job.session] = state;
             self.in_batch[job.session] = false;
-            let result = VadResult {
-                session: job.session,
-                start: job.start,
-                probability: *probability,
-            };
+            let result = VadResult { session: job.session, start: job.start, probability: *probability };
             let _ = self.results[job.thread].send(InferenceResult::Vad(result));
         }
     }

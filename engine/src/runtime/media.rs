@@ -102,10 +102,7 @@ impl MediaThread {
         let mut next_tick = Instant::now();
         let mut frame = [0.0f32; FRAME];
         loop {
-            if !matches!(
-                self.shutdown.try_recv(),
-                Err(crossbeam_channel::TryRecvError::Empty)
-            ) {
+            if !matches!(self.shutdown.try_recv(), Err(crossbeam_channel::TryRecvError::Empty)) {
                 return;
             }
             let started = Instant::now();
@@ -124,13 +121,9 @@ impl MediaThread {
             self.sessions.retain(|s| !s.conversation.is_ended());
             let took = started.elapsed();
             self.counters.ticks.fetch_add(1, Ordering::Relaxed);
-            self.counters
-                .max_tick_micros
-                .fetch_max(took.as_micros() as u64, Ordering::Relaxed);
+            self.counters.max_tick_micros.fetch_max(took.as_micros() as u64, Ordering::Relaxed);
             if took > TICK {
-                self.counters
-                    .missed_deadlines
-                    .fetch_add(1, Ordering::Relaxed);
+                self.counters.missed_deadlines.fetch_add(1, Ordering::Relaxed);
             }
             next_tick += TICK;
             let now = Instant::now();
@@ -156,11 +149,7 @@ impl MediaThread {
                 let end = r.start + MediaTime(WINDOW as u64);
                 s.conversation.vad_window(r.start, end, r.probability);
             }
-            InferenceResult::Turn {
-                last_speech,
-                user_done,
-                ..
-            } => {
+            InferenceResult::Turn { last_speech, user_done, .. } => {
                 let now = s.now;
                 s.conversation.turn_prediction(last_speech, user_done, now);
             }
@@ -174,9 +163,7 @@ impl MediaThread {
         // The user's audio for this tick.
         let available = s.input.slots().min(FRAME);
         if available < FRAME {
-            self.counters
-                .input_underruns
-                .fetch_add(1, Ordering::Relaxed);
+            self.counters.input_underruns.fetch_add(1, Ordering::Relaxed);
         }
         let mut taken = 0;
         if let Ok(chunk) = s.input.read_chunk(available) {
@@ -207,9 +194,7 @@ impl MediaThread {
                 self.counters.vad_windows.fetch_add(1, Ordering::Relaxed);
                 match s.gate.decide(&s.window) {
                     VadDecision::Skip => {
-                        self.counters
-                            .vad_skipped_silent
-                            .fetch_add(1, Ordering::Relaxed);
+                        self.counters.vad_skipped_silent.fetch_add(1, Ordering::Relaxed);
                         s.conversation.vad_window(start, end, 0.0);
                     }
                     VadDecision::InferAsSilence => {
@@ -223,12 +208,7 @@ impl MediaThread {
                         s.conversation.vad_window(start, end, 0.0);
                     }
                     VadDecision::Infer => {
-                        let job = VadJob {
-                            thread: self.index,
-                            session: s.id,
-                            start,
-                            window: s.window,
-                        };
+                        let job = VadJob { thread: self.index, session: s.id, start, window: s.window };
                         if let Err(TrySendError::Full(_)) = self.vad_jobs.try_send(job) {
                             self.counters.vad_queue_full.fetch_add(1, Ordering::Relaxed);
                         }
@@ -244,9 +224,7 @@ impl MediaThread {
             Err(_) => 0,
         };
         if pushed < FRAME {
-            self.counters
-                .output_overflows
-                .fetch_add(1, Ordering::Relaxed);
+            self.counters.output_overflows.fetch_add(1, Ordering::Relaxed);
         }
         s.now = now + MediaTime(FRAME as u64);
         self.handle_outputs(index);
@@ -260,24 +238,12 @@ impl MediaThread {
                     let _ = s.events.send(event);
                 }
                 ConversationOutput::PredictTurn { last_speech, .. } => {
-                    let take = ((s.now.samples().saturating_sub(last_speech.samples())) as usize)
-                        .min(s.history.len());
-                    let audio: Vec<f32> = s
-                        .history
-                        .iter()
-                        .take(s.history.len() - take)
-                        .map(|&v| f32::from(v) / 32_768.0)
-                        .collect();
-                    let job = TurnJob {
-                        thread: self.index,
-                        session: s.id,
-                        last_speech,
-                        audio,
-                    };
+                    let take = ((s.now.samples().saturating_sub(last_speech.samples())) as usize).min(s.history.len());
+                    let audio: Vec<f32> =
+                        s.history.iter().take(s.history.len() - take).map(|&v| f32::from(v) / 32_768.0).collect();
+                    let job = TurnJob { thread: self.index, session: s.id, last_speech, audio };
                     if self.turn_jobs.try_send(job).is_err() {
-                        self.counters
-                            .turn_queue_full
-                            .fetch_add(1, Ordering::Relaxed);
+                        self.counters.turn_queue_full.fetch_add(1, Ordering::Relaxed);
                     }
                 }
                 ConversationOutput::Transcribe { turn, at, .. } => {

@@ -46,15 +46,8 @@ pub struct RuntimeConfig {
 impl RuntimeConfig {
     /// One media thread per core.
     pub fn new(models_dir: PathBuf, max_sessions: usize) -> RuntimeConfig {
-        let cores = std::thread::available_parallelism()
-            .map(usize::from)
-            .unwrap_or(1);
-        RuntimeConfig {
-            media_threads: cores,
-            max_sessions,
-            models_dir,
-            inference_intra_threads: 1,
-        }
+        let cores = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
+        RuntimeConfig { media_threads: cores, max_sessions, models_dir, inference_intra_threads: 1 }
     }
 }
 
@@ -118,14 +111,8 @@ impl Runtime {
             result_senders.push(results_tx);
             receivers.push(results_rx);
         }
-        let inference = inference::spawn(
-            &config,
-            vad_rx,
-            turn_rx,
-            result_senders,
-            shutdown_rx.clone(),
-            counters.clone(),
-        )?;
+        let inference =
+            inference::spawn(&config, vad_rx, turn_rx, result_senders, shutdown_rx.clone(), counters.clone())?;
         for (index, results) in receivers.into_iter().enumerate() {
             let (command_tx, command_rx) = bounded(COMMAND_QUEUE);
             commands.push(command_tx);
@@ -168,15 +155,8 @@ impl Runtime {
         let (events_tx, events) = bounded(EVENT_QUEUE);
         let thread = id % self.commands.len();
         let session = media::MediaSession::new(id, config, input_rx, output_tx, events_tx);
-        self.commands[thread]
-            .send(media::Command::Open(Box::new(session)))
-            .ok()?;
-        Some(SessionHandle {
-            id,
-            input,
-            output,
-            events,
-        })
+        self.commands[thread].send(media::Command::Open(Box::new(session))).ok()?;
+        Some(SessionHandle { id, input, output, events })
     }
 
     pub fn close_session(&mut self, id: usize) {

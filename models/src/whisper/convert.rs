@@ -40,15 +40,11 @@ fn read_string(r: &mut impl Read) -> std::io::Result<String> {
 
 /// Every float variable of a CTranslate2 model, as float32 tensors.
 pub fn read_ct2(path: &Path) -> Result<HashMap<String, Tensor>, String> {
-    let mut r = std::io::BufReader::new(
-        std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?,
-    );
+    let mut r = std::io::BufReader::new(std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?);
     let io = |e: std::io::Error| format!("truncated or unreadable CTranslate2 file: {e}");
     let version = read_u32(&mut r).map_err(io)?;
     if version != 6 {
-        return Err(format!(
-            "unsupported CTranslate2 binary version {version} (expected 6)"
-        ));
+        return Err(format!("unsupported CTranslate2 binary version {version} (expected 6)"));
     }
     let spec = read_string(&mut r).map_err(io)?;
     if spec != "WhisperSpec" {
@@ -60,10 +56,8 @@ pub fn read_ct2(path: &Path) -> Result<HashMap<String, Tensor>, String> {
     for _ in 0..count {
         let name = read_string(&mut r).map_err(io)?;
         let rank = read_u8(&mut r).map_err(io)?;
-        let dims: Vec<usize> = (0..rank)
-            .map(|_| read_u32(&mut r).map(|d| d as usize))
-            .collect::<Result<_, _>>()
-            .map_err(io)?;
+        let dims: Vec<usize> =
+            (0..rank).map(|_| read_u32(&mut r).map(|d| d as usize)).collect::<Result<_, _>>().map_err(io)?;
         let dtype = read_u8(&mut r).map_err(io)?;
         let bytes = read_u32(&mut r).map_err(io)? as usize;
         let mut data = vec![0u8; bytes];
@@ -93,15 +87,9 @@ pub fn to_candle(
     d_model: usize,
 ) -> Result<HashMap<String, Tensor>, String> {
     let mut out = HashMap::new();
-    let get = |name: &str| {
-        ct2.get(name)
-            .cloned()
-            .ok_or_else(|| format!("missing {name}"))
-    };
+    let get = |name: &str| ct2.get(name).cloned().ok_or_else(|| format!("missing {name}"));
     let split = |t: &Tensor, part: usize| {
-        t.narrow(0, part * d_model, d_model)
-            .and_then(|t| t.contiguous())
-            .map_err(|e| e.to_string())
+        t.narrow(0, part * d_model, d_model).and_then(|t| t.contiguous()).map_err(|e| e.to_string())
     };
     let linear = |out: &mut HashMap<String, Tensor>, from: &str, to: &str| -> Result<(), String> {
         out.insert(format!("{to}.weight"), get(&format!("{from}/weight"))?);
@@ -113,11 +101,7 @@ pub fn to_candle(
         out.insert(format!("{to}.bias"), get(&format!("{from}/beta"))?);
         Ok(())
     };
-    let fused = |out: &mut HashMap<String, Tensor>,
-                 from: &str,
-                 to: &str,
-                 parts: &[&str]|
-     -> Result<(), String> {
+    let fused = |out: &mut HashMap<String, Tensor>, from: &str, to: &str, parts: &[&str]| -> Result<(), String> {
         let weight = get(&format!("{from}/weight"))?;
         let bias = get(&format!("{from}/bias"))?;
         for (i, part) in parts.iter().enumerate() {
@@ -128,126 +112,45 @@ pub fn to_candle(
         }
         Ok(())
     };
-    out.insert(
-        "model.encoder.conv1.weight".into(),
-        get("encoder/conv1/weight")?,
-    );
-    out.insert(
-        "model.encoder.conv1.bias".into(),
-        get("encoder/conv1/bias")?,
-    );
-    out.insert(
-        "model.encoder.conv2.weight".into(),
-        get("encoder/conv2/weight")?,
-    );
-    out.insert(
-        "model.encoder.conv2.bias".into(),
-        get("encoder/conv2/bias")?,
-    );
+    out.insert("model.encoder.conv1.weight".into(), get("encoder/conv1/weight")?);
+    out.insert("model.encoder.conv1.bias".into(), get("encoder/conv1/bias")?);
+    out.insert("model.encoder.conv2.weight".into(), get("encoder/conv2/weight")?);
+    out.insert("model.encoder.conv2.bias".into(), get("encoder/conv2/bias")?);
     norm(&mut out, "encoder/layer_norm", "model.encoder.layer_norm")?;
     for i in 0..encoder_layers {
-        let (from, to) = (
-            format!("encoder/layer_{i}"),
-            format!("model.encoder.layers.{i}"),
-        );
-        norm(
-            &mut out,
-            &format!("{from}/self_attention/layer_norm"),
-            &format!("{to}.self_attn_layer_norm"),
-        )?;
+        let (from, to) = (format!("encoder/layer_{i}"), format!("model.encoder.layers.{i}"));
+        norm(&mut out, &format!("{from}/self_attention/layer_norm"), &format!("{to}.self_attn_layer_norm"))?;
         fused(
             &mut out,
             &format!("{from}/self_attention/linear_0"),
             &format!("{to}.self_attn"),
             &["q_proj", "k_proj", "v_proj"],
         )?;
-        linear(
-            &mut out,
-            &format!("{from}/self_attention/linear_1"),
-            &format!("{to}.self_attn.out_proj"),
-        )?;
-        norm(
-            &mut out,
-            &format!("{from}/ffn/layer_norm"),
-            &format!("{to}.final_layer_norm"),
-        )?;
-        linear(
-            &mut out,
-            &format!("{from}/ffn/linear_0"),
-            &format!("{to}.fc1"),
-        )?;
-        linear(
-            &mut out,
-            &format!("{from}/ffn/linear_1"),
-            &format!("{to}.fc2"),
-        )?;
+        linear(&mut out, &format!("{from}/self_attention/linear_1"), &format!("{to}.self_attn.out_proj"))?;
+        norm(&mut out, &format!("{from}/ffn/layer_norm"), &format!("{to}.final_layer_norm"))?;
+        linear(&mut out, &format!("{from}/ffn/linear_0"), &format!("{to}.fc1"))?;
+        linear(&mut out, &format!("{from}/ffn/linear_1"), &format!("{to}.fc2"))?;
     }
-    out.insert(
-        "model.decoder.embed_tokens.weight".into(),
-        get("decoder/embeddings/weight")?,
-    );
-    out.insert(
-        "model.decoder.embed_positions.weight".into(),
-        get("decoder/position_encodings/encodings")?,
-    );
+    out.insert("model.decoder.embed_tokens.weight".into(), get("decoder/embeddings/weight")?);
+    out.insert("model.decoder.embed_positions.weight".into(), get("decoder/position_encodings/encodings")?);
     norm(&mut out, "decoder/layer_norm", "model.decoder.layer_norm")?;
     for i in 0..decoder_layers {
-        let (from, to) = (
-            format!("decoder/layer_{i}"),
-            format!("model.decoder.layers.{i}"),
-        );
-        norm(
-            &mut out,
-            &format!("{from}/self_attention/layer_norm"),
-            &format!("{to}.self_attn_layer_norm"),
-        )?;
+        let (from, to) = (format!("decoder/layer_{i}"), format!("model.decoder.layers.{i}"));
+        norm(&mut out, &format!("{from}/self_attention/layer_norm"), &format!("{to}.self_attn_layer_norm"))?;
         fused(
             &mut out,
             &format!("{from}/self_attention/linear_0"),
             &format!("{to}.self_attn"),
             &["q_proj", "k_proj", "v_proj"],
         )?;
-        linear(
-            &mut out,
-            &format!("{from}/self_attention/linear_1"),
-            &format!("{to}.self_attn.out_proj"),
-        )?;
-        norm(
-            &mut out,
-            &format!("{from}/attention/layer_norm"),
-            &format!("{to}.encoder_attn_layer_norm"),
-        )?;
-        linear(
-            &mut out,
-            &format!("{from}/attention/linear_0"),
-            &format!("{to}.encoder_attn.q_proj"),
-        )?;
-        fused(
-            &mut out,
-            &format!("{from}/attention/linear_1"),
-            &format!("{to}.encoder_attn"),
-            &["k_proj", "v_proj"],
-        )?;
-        linear(
-            &mut out,
-            &format!("{from}/attention/linear_2"),
-            &format!("{to}.encoder_attn.out_proj"),
-        )?;
-        norm(
-            &mut out,
-            &format!("{from}/ffn/layer_norm"),
-            &format!("{to}.final_layer_norm"),
-        )?;
-        linear(
-            &mut out,
-            &format!("{from}/ffn/linear_0"),
-            &format!("{to}.fc1"),
-        )?;
-        linear(
-            &mut out,
-            &format!("{from}/ffn/linear_1"),
-            &format!("{to}.fc2"),
-        )?;
+        linear(&mut out, &format!("{from}/self_attention/linear_1"), &format!("{to}.self_attn.out_proj"))?;
+        norm(&mut out, &format!("{from}/attention/layer_norm"), &format!("{to}.encoder_attn_layer_norm"))?;
+        linear(&mut out, &format!("{from}/attention/linear_0"), &format!("{to}.encoder_attn.q_proj"))?;
+        fused(&mut out, &format!("{from}/attention/linear_1"), &format!("{to}.encoder_attn"), &["k_proj", "v_proj"])?;
+        linear(&mut out, &format!("{from}/attention/linear_2"), &format!("{to}.encoder_attn.out_proj"))?;
+        norm(&mut out, &format!("{from}/ffn/layer_norm"), &format!("{to}.final_layer_norm"))?;
+        linear(&mut out, &format!("{from}/ffn/linear_0"), &format!("{to}.fc1"))?;
+        linear(&mut out, &format!("{from}/ffn/linear_1"), &format!("{to}.fc2"))?;
     }
     Ok(out)
 }

@@ -1,0 +1,60 @@
+//! The embedded language model (SmolLM2-135M-Instruct, candle) as a streaming `LanguageModel`. Generation
+//! runs on the blocking pool; each piece of text is sent as it is decoded, and a dropped receiver stops
+//! generation at the next token.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use confab_models::smollm::{SmolLm, Turn};
+use tokio::sync::mpsc;
+
+use super::llm::{ChatRequest, LanguageModel, LlmEvent, LlmStream};
+use super::openai_llm::LLM_STREAM_CAPACITY;
+use super::{CallMetrics, ProviderError};
+
+#[derive(Clone)]
+pub struct LocalLlm {
+    model: Arc<Mutex<SmolLm>>,
+}
+
+impl LocalLlm {
+    pub fn load(models_dir: &Path) -> Result<LocalLlm, ProviderError> {
+        let model = SmolLm::load(models_dir).map_err(|e| ProviderError::protocol("local-llm", e.to_string()))?;
+        Ok(LocalLlm { model: Arc::new(Mutex::new(model)) })
+    }
+}
+
+impl LanguageModel for LocalLlm {
+    fn stream(&self, request: ChatRequest) -> LlmStream {
+        let (tx, rx) = mpsc::channel(LLM_STREAM_CAPACITY);
+        let model = self.model.clone();
+        tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let mut metrics = CallMetrics { attempts: 1, ..CallMetrics::default() };
+            let turns: Vec<Turn> =
+                request.messages.iter().map(|m| Turn { role: &m.role, content: &m.content }).collect();
+            let Ok(mut model) = model.lock() else {
+                let _ = tx.blocking_send(Err(ProviderError::protocol("local-llm", "the model panicked earlier")));
+                return;
+            };
+            let mut on_text = |text: &str| {
+                metrics.time_to_first.get_or_insert_with(|| started.elapsed());
+                tx.blocking_send(Ok(LlmEvent::Text(text.to_string()))).is_ok()
+            };
+            let result = model.generate(
+                &turns,
+                request.max_tokens as usize,
+                f64::from(request.temperature),
+                &request.stop,
+                &mut on_text,
+            );
+            metrics.duration = started.elapsed();
+            let _ = match result {
+                Ok(()) => tx.blocking_send(Ok(LlmEvent::Done { finish_reason: "stop".into(), metrics })),
+                Err(err) => tx.blocking_send(Err(ProviderError::protocol("local-llm", err.to_string()))),
+            };
+        });
+        rx
+    }
+}
