@@ -5,6 +5,7 @@
 //! Events go out as JSON lines (SPEC.md's webhook envelope plus `media_time`); the transcript and the
 //! agent's audio (on the input's timeline) go to files.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -17,6 +18,8 @@ use crate::agent_spec::{AgentSpec, AgentSpecError};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::audio::{AudioError, wav};
 use crate::conversation::{Conversation, ConversationConfig, ConversationOutput};
+use crate::core::TurnId;
+use crate::core::playout::PlayoutSegment;
 use crate::events::{ConversationEvent, EventKind};
 use crate::responder::Responder;
 use crate::time::MediaTime;
@@ -112,9 +115,27 @@ struct Simulation<'a> {
     pace: Pace,
     record: SimulationRecord,
     on_event: &'a mut dyn FnMut(&ConversationEvent),
+    /// Parts of the agent's reply and the media time at which each is ready.
+    pending: VecDeque<(MediaTime, ReplyPart)>,
+}
+
+enum ReplyPart {
+    Segment(PlayoutSegment),
+    End(TurnId),
 }
 
 impl Simulation<'_> {
+    /// Hands playout the reply parts that are ready by `now`.
+    fn release_reply(&mut self, now: MediaTime) {
+        while self.pending.front().is_some_and(|(ready, _)| *ready <= now) {
+            match self.pending.pop_front().map(|(_, part)| part) {
+                Some(ReplyPart::Segment(segment)) => self.conversation.agent_segment(segment),
+                Some(ReplyPart::End(turn)) => self.conversation.agent_reply_end(turn, now),
+                None => {}
+            }
+        }
+    }
+
     /// Answers every request the conversation has made, as of media time `now`.
     fn drain(&mut self, now: MediaTime) -> Result<(), SimulateError> {
         while let Some(output) = self.conversation.poll_output() {
@@ -153,19 +174,18 @@ impl Simulation<'_> {
                     self.conversation.transcript(turn, text, observed);
                 }
                 ConversationOutput::Respond { turn, epoch, user_text } => {
-                    let mut segments = Vec::new();
+                    // Each sentence reaches playout when it is ready: at once offline, after the real
+                    // provider time in real time.
+                    let (pace, pending) = (&self.pace, &mut self.pending);
                     if let Some(responder) = self.responder.as_deref_mut() {
-                        let mut collect = |segment| segments.push(segment);
+                        let mut collect =
+                            |segment| pending.push_back((pace.observed(now), ReplyPart::Segment(segment)));
                         let reply = responder.respond(turn, epoch, &user_text, &mut collect);
                         if let Err(err) = self.io.block_on(reply) {
                             tracing::warn!(error = %err, "the agent's reply failed");
                         }
                     }
-                    for segment in segments {
-                        self.conversation.agent_segment(segment);
-                    }
-                    let observed = self.pace.observed(now);
-                    self.conversation.agent_reply_end(turn, observed);
+                    self.pending.push_back((self.pace.observed(now), ReplyPart::End(turn)));
                 }
                 ConversationOutput::CancelReply { .. } | ConversationOutput::EndCall { .. } => {}
             }
@@ -206,6 +226,7 @@ pub fn run_audio(
         pace: Pace { realtime: realtime.then(Instant::now) },
         record: SimulationRecord { events: Vec::new(), agent_audio: Vec::with_capacity(audio.len() + FRAME) },
         on_event,
+        pending: VecDeque::new(),
     };
     let mut frame = [0.0f32; FRAME];
     let input_end = MediaTime(audio.len() as u64);
@@ -215,6 +236,7 @@ pub fn run_audio(
     loop {
         sim.pace.wait_until(t);
         sim.conversation.handle_timeout(t);
+        sim.release_reply(t);
         sim.conversation.render(t, &mut frame);
         sim.record.agent_audio.extend_from_slice(&frame);
         sim.drain(t)?;

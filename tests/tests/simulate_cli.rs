@@ -112,3 +112,63 @@ fn simulate_refuses_bad_input_clearly() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The whole conversation offline on the embedded models: Silero VAD and Smart Turn, Whisper tiny.en,
+/// SmolLM2 and the Piper voice.
+#[test]
+fn offline_conversation_on_local_models() {
+    let dir = workdir("offline");
+    let input = dir.join("question.wav");
+    let question = "What is the capital of France?";
+    assert!(
+        Command::new("espeak-ng")
+            .args(["-v", "en-us", "-s", "160", "-w"])
+            .arg(&input)
+            .arg(question)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let agent = dir.join("local.json");
+    std::fs::write(
+        &agent,
+        r#"{"agent_name":"Local","agent_system_prompt":"You are a helpful assistant. Answer in one short sentence.","avatars":[{"avatar_key_id":"stock-amara","config":{"llm":{"provider":"local"},"stt":{"provider":"local","max_endpointing_delay":1.0},"tts":{"provider":"local"}}}]}"#,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let output = Command::new(confab_bin())
+        .args(["simulate", "--agent"])
+        .arg(&agent)
+        .arg("--input")
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let events: Vec<Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let find = |name: &str| {
+        events.iter().find(|e| e["event"]["name"] == name).unwrap_or_else(|| panic!("no {name}: {events:#?}"))
+    };
+    let heard = find("utterance_committed")["event"]["payload"]["text"].as_str().unwrap().to_lowercase();
+    for word in ["capital", "france"] {
+        assert!(heard.contains(word), "{heard:?}");
+    }
+    let reply = find("agent.started_speaking")["event"]["payload"]["text"].as_str().unwrap().to_string();
+    assert!(!reply.trim().is_empty());
+    assert_eq!(find("agent.stopped_speaking")["event"]["payload"]["text"], reply.as_str());
+    assert_eq!(events.last().unwrap()["event"]["name"], "call_ended");
+    let start = find("agent.started_speaking")["media_time"].as_f64().unwrap();
+    let stop = find("agent.stopped_speaking")["media_time"].as_f64().unwrap();
+    let mut wav = hound::WavReader::open(out.join("agent.wav")).unwrap();
+    let samples: Vec<f32> = wav.samples::<i16>().map(|s| f32::from(s.unwrap()) / 32768.0).collect();
+    let voiced = &samples[(start * 16_000.0) as usize..(stop * 16_000.0) as usize];
+    let rms = (voiced.iter().map(|s| s * s).sum::<f32>() / voiced.len() as f32).sqrt();
+    assert!(rms > 0.02, "audible agent: RMS {rms}");
+    let transcript: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("transcript.json")).unwrap()).unwrap();
+    let roles: Vec<&str> = transcript.as_array().unwrap().iter().map(|e| e["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
