@@ -20,7 +20,15 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 fn speech(text: &str) -> Vec<f32> {
     let path = std::env::temp_dir().join(format!("confab-bench-{}.wav", std::process::id()));
-    assert!(Command::new("espeak-ng").args(["-v", "en-us", "-s", "160", "-w"]).arg(&path).arg(text).status().unwrap().success());
+    assert!(
+        Command::new("espeak-ng")
+            .args(["-v", "en-us", "-s", "160", "-w"])
+            .arg(&path)
+            .arg(text)
+            .status()
+            .unwrap()
+            .success()
+    );
     let audio = wav::read_mono_16k(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     audio
@@ -78,7 +86,11 @@ fn main() {
             rates.push(pieces as f64 / (total - ttft).max(Duration::from_millis(1)).as_secs_f64());
         }
     }
-    println!("smollm2-135m: time to first token {:.3} s, {:.1} tokens per second after it", median(first), median(rates));
+    println!(
+        "smollm2-135m: time to first token {:.3} s, {:.1} tokens per second after it",
+        median(first),
+        median(rates)
+    );
 
     let piper = PiperTts::load(&dir).unwrap();
     piper.render("Warm up.").unwrap();
@@ -92,7 +104,10 @@ fn main() {
         piper_len = audio.len() as f64 / 16_000.0;
     }
     let piper_time = median(piper_times);
-    println!("piper en_US joe: first audio after {piper_time:.3} s (whole sentence), {piper_len:.2} s of audio, real-time factor {:.2}", piper_time / piper_len);
+    println!(
+        "piper en_US joe: first audio after {piper_time:.3} s (whole sentence), {piper_len:.2} s of audio, real-time factor {:.2}",
+        piper_time / piper_len
+    );
 
     let espeak = EspeakVoice::default();
     let mut espeak_times = Vec::new();
@@ -104,5 +119,8 @@ fn main() {
         espeak_len = audio.len() as f64 / 16_000.0;
     }
     let espeak_time = median(espeak_times);
-    println!("espeak-ng: first audio after {espeak_time:.3} s (whole sentence), {espeak_len:.2} s of audio, real-time factor {:.2}", espeak_time / espeak_len);
+    println!(
+        "espeak-ng: first audio after {espeak_time:.3} s (whole sentence), {espeak_len:.2} s of audio, real-time factor {:.2}",
+        espeak_time / espeak_len
+    );
 }

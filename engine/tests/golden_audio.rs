@@ -1,11 +1,13 @@
 //! The real VAD and turn model on speech the test generates with espeak-ng: event times against the true
 //! speech bounds of the generated audio, and the endpointing rule exactly.
 
+mod common;
+
+use common::speak;
+
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
-use confab_engine::audio::wav;
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::events::{ConversationEvent, EventKind};
 use confab_engine::simulate::{ListeningModels, run_audio};
@@ -13,20 +15,6 @@ use confab_engine::time::MediaTime;
 
 /// One Silero window: the tolerance on speech bounds.
 const VAD_WINDOW: Duration = Duration::from_millis(32);
-
-fn speak(text: &str) -> Vec<f32> {
-    let dir = std::env::temp_dir().join(format!("confab-golden-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{}.wav", text.len()));
-    let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "160", "-w"])
-        .arg(&path)
-        .arg(text)
-        .status()
-        .expect("espeak-ng is installed (scripts/setup.sh)");
-    assert!(status.success());
-    wav::read_mono_16k(&path).unwrap()
-}
 
 /// First and last sample louder than 2% of full scale.
 fn speech_bounds(clip: &[f32]) -> (usize, usize) {

@@ -1,9 +1,10 @@
 //! The embedded speech models on real audio: espeak-ng and Piper speak sentences, Whisper tiny.en
 //! (converted from CTranslate2 at fetch time, run with candle) reads them back with at most 20% word error.
 
-use std::process::Command;
+mod common;
 
-use confab_engine::audio::wav;
+use common::speak;
+
 use confab_engine::providers::piper_tts::PiperTts;
 use confab_models::whisper::WhisperStt;
 
@@ -29,23 +30,6 @@ fn word_error_rate(reference: &str, hypothesis: &str) -> f32 {
         }
     }
     row[h.len()] as f32 / r.len().max(1) as f32
-}
-
-/// espeak-ng at the project's fixture rate (160 words per minute, see TESTING.md).
-fn espeak(text: &str) -> Vec<f32> {
-    let path = std::env::temp_dir().join(format!("confab-local-stt-{}-{}.wav", std::process::id(), text.len()));
-    assert!(
-        Command::new("espeak-ng")
-            .args(["-v", "en-us", "-s", "160", "-w"])
-            .arg(&path)
-            .arg(text)
-            .status()
-            .unwrap()
-            .success()
-    );
-    let audio = wav::read_mono_16k(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    audio
 }
 
 const SENTENCES: [&str; 5] = [
@@ -79,7 +63,7 @@ fn corpus_word_error_rate(voice: &str, speak: &dyn Fn(&str) -> Vec<f32>) -> f32 
 
 #[test]
 fn whisper_reads_espeak_speech() {
-    let wer = corpus_word_error_rate("espeak-ng", &espeak);
+    let wer = corpus_word_error_rate("espeak-ng", &speak);
     assert!(wer <= 0.2, "word error rate {wer:.3} over {} sentences", SENTENCES.len());
 }
 

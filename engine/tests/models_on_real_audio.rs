@@ -1,33 +1,20 @@
 //! The model wrappers on real speech generated with espeak-ng: Silero batched across sessions equals
 //! Silero one session at a time, and Smart Turn tells a finished question from a cut-off sentence.
 
-use std::process::Command;
+mod common;
 
-use confab_engine::audio::wav;
+use common::speak;
+
 use confab_models::silero::{SileroState, SileroVad, WINDOW};
 use confab_models::smart_turn::SmartTurn;
-
-fn speak(text: &str, name: &str) -> Vec<f32> {
-    let path = std::env::temp_dir().join(format!("confab-models-{}-{name}.wav", std::process::id()));
-    let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "160", "-w"])
-        .arg(&path)
-        .arg(text)
-        .status()
-        .expect("espeak-ng is installed");
-    assert!(status.success());
-    let audio = wav::read_mono_16k(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    audio
-}
 
 #[test]
 fn batched_vad_equals_single_session_vad() {
     let dir = confab_models::default_models_dir();
     let clips = [
-        speak("The quick brown fox jumps over the lazy dog", "a"),
-        speak("Can you hear me now", "b"),
-        speak("Seven eight nine ten", "c"),
+        speak("The quick brown fox jumps over the lazy dog"),
+        speak("Can you hear me now"),
+        speak("Seven eight nine ten"),
     ];
     let windows = clips.iter().map(|c| c.len() / WINDOW).min().unwrap();
 
@@ -61,8 +48,8 @@ fn batched_vad_equals_single_session_vad() {
 #[test]
 fn smart_turn_tells_a_finished_question_from_a_cut_off_sentence() {
     let mut turn = SmartTurn::load(&confab_models::default_models_dir(), 1).unwrap();
-    let finished = turn.predict(&speak("What time do you open tomorrow?", "done")).unwrap();
-    let cut_off = turn.predict(&speak("I would like to order a", "cut")).unwrap();
+    let finished = turn.predict(&speak("What time do you open tomorrow?")).unwrap();
+    let cut_off = turn.predict(&speak("I would like to order a")).unwrap();
     eprintln!("finished {finished} cut off {cut_off}");
     assert!((0.0..=1.0).contains(&finished) && (0.0..=1.0).contains(&cut_off));
     assert!(finished > 0.5, "finished question: {finished}");

@@ -1,28 +1,16 @@
 //! The runtime in real time: several sessions on one media thread, fed spoken audio at the pace a
 //! transport would, each gets its own turn-taking events from the shared, batched inference thread.
 
-use std::process::Command;
+mod common;
+
+use common::speak;
+
 use std::time::{Duration, Instant};
 
-use confab_engine::audio::wav;
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
 use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters};
 use confab_engine::time::MediaTime;
-
-fn speak(text: &str) -> Vec<f32> {
-    let path = std::env::temp_dir().join(format!("confab-runtime-{}-{}.wav", std::process::id(), text.len()));
-    let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "170", "-w"])
-        .arg(&path)
-        .arg(text)
-        .status()
-        .expect("espeak-ng");
-    assert!(status.success());
-    let audio = wav::read_mono_16k(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    audio
-}
 
 #[test]
 fn sessions_get_their_own_events_in_real_time() {
