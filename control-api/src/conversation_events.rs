@@ -1,5 +1,6 @@
-//! Applies the engine's conversation events to the records: status transitions and transcript entries.
-//! Each transcript entry is written as its turn is committed, so a crash loses at most the turn in flight.
+//! Applies the engine's conversation events to the records: status transitions, transcript entries, and
+//! the webhook outbox. Each transcript entry is written as its turn is committed, so a crash loses at most
+//! the turn in flight; each subscribed event is stored in the outbox before anything is sent.
 
 use confab_engine::{ConversationEvent, EventKind};
 use tokio::sync::mpsc;
@@ -10,8 +11,9 @@ use crate::store::conversations::{self, STATUS_ENDED, STATUS_IN_PROGRESS};
 pub const ROLE_USER: &str = "user";
 pub const ROLE_ASSISTANT: &str = "assistant";
 
-/// Records what one event means for the conversation.
+/// Records what one event means for the conversation, and queues its webhook.
 pub async fn apply(db: &Db, conversation_id: &str, event: &ConversationEvent) -> Result<(), sqlx::Error> {
+    crate::webhooks::enqueue(db, conversation_id, event).await?;
     let media_seconds = event.media_time.as_secs_f64();
     match &event.kind {
         EventKind::UserStartedSpeaking | EventKind::AgentStartedSpeaking { .. } => {
@@ -39,9 +41,18 @@ pub async fn media_started(db: &Db, conversation_id: &str) -> Result<(), sqlx::E
 
 /// Consumes a conversation's event stream until the engine closes it, then makes sure the record reads
 /// ENDED (a stream that closes without `call_ended` means the session stopped).
-pub async fn consume(db: Db, conversation_id: String, mut events: mpsc::Receiver<ConversationEvent>) {
+pub async fn consume(
+    db: Db,
+    conversation_id: String,
+    mut events: mpsc::Receiver<ConversationEvent>,
+    webhooks: Option<std::sync::Arc<tokio::sync::Notify>>,
+) {
     while let Some(event) = events.recv().await {
-        if let Err(err) = apply(&db, &conversation_id, &event).await {
+        let applied = apply(&db, &conversation_id, &event).await;
+        if let Some(wake) = &webhooks {
+            wake.notify_one();
+        }
+        if let Err(err) = applied {
             tracing::error!(%conversation_id, event = event.kind.name(), error = %err, "could not record a conversation event");
         }
     }

@@ -13,6 +13,7 @@ pub mod session_token;
 pub mod store;
 pub mod time;
 pub mod validate;
+pub mod webhooks;
 
 use std::sync::Arc;
 

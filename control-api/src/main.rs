@@ -77,6 +77,9 @@ struct ServeArgs {
     /// Base URL browsers use to reach this server (join links); defaults to http://ADDR.
     #[arg(long, env = "CONFAB_PUBLIC_URL")]
     public_url: Option<String>,
+    /// Let webhooks reach loopback and private addresses (local development, tests).
+    #[arg(long, env = "CONFAB_WEBHOOK_ALLOW_PRIVATE")]
+    allow_private_webhooks: bool,
     #[command(flatten)]
     database: DatabaseArgs,
 }
@@ -148,10 +151,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if resumed > 0 {
         tracing::info!(resumed, "resumed unfinished custom avatar jobs");
     }
+    let webhook_config =
+        confab_api::webhooks::WebhookConfig { allow_private: args.allow_private_webhooks, ..Default::default() };
+    let deliverer = tokio::spawn(confab_api::webhooks::Deliverer::new(db.clone(), webhook_config).run());
     let listener =
         tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, backend = ?db.backend, "confab serving");
     axum::serve(listener, confab_api::app(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    deliverer.abort();
     tracing::info!("confab stopped");
     Ok(())
 }

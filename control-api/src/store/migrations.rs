@@ -95,12 +95,36 @@ fn migration_1() -> Vec<String> {
     statements
 }
 
+/// The webhook outbox: every event is stored here before it is sent.
+fn migration_2() -> Vec<String> {
+    [
+        "CREATE TABLE IF NOT EXISTS webhook_outbox (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            agent_id TEXT NOT NULL,
+            url TEXT NOT NULL,
+            event_name TEXT NOT NULL,
+            body TEXT NOT NULL,
+            status TEXT NOT NULL,
+            attempts BIGINT NOT NULL,
+            next_attempt_at BIGINT NOT NULL,
+            last_error TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )",
+        "CREATE INDEX IF NOT EXISTS webhook_outbox_due ON webhook_outbox (status, next_attempt_at)",
+        "CREATE INDEX IF NOT EXISTS webhook_outbox_order ON webhook_outbox (conversation_id, seq)",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
 /// Applies every migration newer than the recorded version, each in its own transaction.
 pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
     sqlx::query("CREATE TABLE IF NOT EXISTS confab_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
         .execute(&db.pool)
         .await?;
-    let migrations: Vec<(i64, Vec<String>)> = vec![(1, migration_1())];
+    let migrations: Vec<(i64, Vec<String>)> = vec![(1, migration_1()), (2, migration_2())];
     for (version, statements) in migrations {
         let mut tx = db.pool.begin().await?;
         if db.backend == Backend::Postgres {
