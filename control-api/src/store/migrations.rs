@@ -113,7 +113,7 @@ fn migration_2() -> Vec<String> {
             created_at TEXT NOT NULL
         )",
         "CREATE INDEX IF NOT EXISTS webhook_outbox_due ON webhook_outbox (status, next_attempt_at)",
-        "CREATE INDEX IF NOT EXISTS webhook_outbox_order ON webhook_outbox (conversation_id, seq)",
+        "CREATE INDEX IF NOT EXISTS webhook_outbox_head ON webhook_outbox (status, conversation_id, seq)",
     ]
     .map(str::to_string)
     .to_vec()

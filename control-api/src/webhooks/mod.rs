@@ -114,9 +114,10 @@ struct Due {
 /// The oldest pending event of each conversation, when due.
 async fn due(db: &Db) -> Result<Vec<Due>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT id, agent_id, url, body, attempts FROM webhook_outbox o \
-         WHERE status = $1 AND next_attempt_at <= $2 AND seq = (SELECT MIN(seq) FROM webhook_outbox p \
-         WHERE p.conversation_id = o.conversation_id AND p.status = $1) ORDER BY next_attempt_at LIMIT $3",
+        "SELECT o.id, o.agent_id, o.url, o.body, o.attempts FROM webhook_outbox o \
+         JOIN (SELECT conversation_id, MIN(seq) AS head FROM webhook_outbox WHERE status = $1 GROUP BY conversation_id) h \
+         ON o.conversation_id = h.conversation_id AND o.seq = h.head \
+         WHERE o.next_attempt_at <= $2 ORDER BY o.next_attempt_at LIMIT $3",
     )
     .bind(PENDING)
     .bind(now_millis())

@@ -12,3 +12,4 @@ mod knowledge;
 mod openapi;
 mod templates;
 mod tools_and_mcp;
+mod webhooks;
