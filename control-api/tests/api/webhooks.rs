@@ -63,7 +63,7 @@ async fn receive(
         ("flaky", 1) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         ("limited", 1) => (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "0")]).into_response(),
         ("slow", 1) => {
-            tokio::time::sleep(Duration::from_millis(800)).await;
+            tokio::time::sleep(Duration::from_millis(4000)).await;
             StatusCode::OK.into_response()
         }
         ("gone", _) => StatusCode::GONE.into_response(),
@@ -87,7 +87,8 @@ async fn start_receiver() -> (Arc<Receiver>, String) {
 fn config(allow_private: bool) -> WebhookConfig {
     WebhookConfig {
         allow_private,
-        request_timeout: Duration::from_millis(400),
+        // Generous: the whole suite runs in parallel on two cores; only "slow" must time out.
+        request_timeout: Duration::from_millis(1500),
         retry_unit: Duration::from_millis(20),
         poll_interval: Duration::from_millis(20),
     }
