@@ -34,6 +34,19 @@ pub async fn apply(db: &Db, conversation_id: &str, event: &ConversationEvent) ->
     Ok(())
 }
 
+/// `apply`, tried again after 50 ms, 250 ms and 1 s when the database fails (a restart, a lock).
+async fn apply_with_retries(db: &Db, conversation_id: &str, event: &ConversationEvent) -> Result<(), sqlx::Error> {
+    let mut result = apply(db, conversation_id, event).await;
+    for delay_ms in [50, 250, 1000] {
+        if result.is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+        result = apply(db, conversation_id, event).await;
+    }
+    result
+}
+
 /// Marks the conversation IN_PROGRESS once the participant's media flows.
 pub async fn media_started(db: &Db, conversation_id: &str) -> Result<(), sqlx::Error> {
     conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS).await.map(|_| ())
@@ -48,7 +61,7 @@ pub async fn consume(
     webhooks: Option<std::sync::Arc<tokio::sync::Notify>>,
 ) {
     while let Some(event) = events.recv().await {
-        let applied = apply(&db, &conversation_id, &event).await;
+        let applied = apply_with_retries(&db, &conversation_id, &event).await;
         if let Some(wake) = &webhooks {
             wake.notify_one();
         }

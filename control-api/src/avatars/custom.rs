@@ -194,7 +194,7 @@ async fn create_custom_avatar(State(state): State<AppState>, request: Request) -
     };
     let record = StoredRecord::new(id.clone(), &fields.avatar_name, &fields);
     let failed = ApiError::internal("Failed to create custom avatar");
-    let mut tx = state.db.pool.begin().await.map_err(failed)?;
+    let mut tx = state.db.begin_write().await.map_err(failed)?;
     CUSTOM_AVATARS.insert(&mut *tx, &record).await.map_err(ApiError::internal("Failed to create custom avatar"))?;
     sqlx::query("INSERT INTO custom_avatar_sources (avatar_id, image_base64) VALUES ($1, $2)")
         .bind(&id)
@@ -223,7 +223,7 @@ async fn get_custom_avatar(State(state): State<AppState>, Path(id): Path<String>
 async fn delete_custom_avatar(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
     let failed = ApiError::internal("Failed to delete custom avatar");
-    let mut tx = state.db.pool.begin().await.map_err(failed)?;
+    let mut tx = state.db.begin_write().await.map_err(failed)?;
     if !CUSTOM_AVATARS.delete(&mut *tx, &id).await.map_err(ApiError::internal("Failed to delete custom avatar"))? {
         return Err(ApiError::NotFound(NOT_FOUND));
     }

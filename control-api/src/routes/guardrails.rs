@@ -185,7 +185,7 @@ async fn replace_guardrail(
 async fn delete_guardrail(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, ApiError::NotFoundMessage(NOT_FOUND))?;
     let failed = ApiError::internal("Failed to delete guardrail");
-    let mut tx = state.db.pool.begin().await.map_err(failed)?;
+    let mut tx = state.db.begin_write().await.map_err(failed)?;
     let deleted = GUARDRAILS.delete(&mut *tx, &id).await.map_err(ApiError::internal("Failed to delete guardrail"))?;
     if !deleted {
         return Err(ApiError::NotFoundMessage(NOT_FOUND));

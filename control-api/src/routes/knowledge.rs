@@ -179,7 +179,7 @@ async fn add_documents(
         validate::max_chars("documents[].content", &document.content, MAX_DOCUMENT_CHARS)?;
     }
     let failed = ApiError::internal("Failed to add documents");
-    let mut tx = state.db.pool.begin().await.map_err(failed)?;
+    let mut tx = state.db.begin_write().await.map_err(failed)?;
     let exists = sqlx::query("SELECT COUNT(*) AS n FROM knowledge_bases WHERE id = $1")
         .bind(&id)
         .fetch_one(&mut *tx)
@@ -224,7 +224,7 @@ async fn add_documents(
     responses((status = 200, description = "`{id, message: \"Knowledge base deleted successfully\"}`"), (status = 404, description = "`{message: \"Knowledge Base not found\"}`"), (status = 500, description = "`{error: \"Failed to retrieve knowledge base\"}`")))]
 async fn delete_knowledge_base(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, ApiError::NotFoundMessage(NOT_FOUND))?;
-    let mut tx = state.db.pool.begin().await.map_err(ApiError::internal(READ_FAILED))?;
+    let mut tx = state.db.begin_write().await.map_err(ApiError::internal(READ_FAILED))?;
     if !KNOWLEDGE_BASES.delete(&mut *tx, &id).await.map_err(ApiError::internal(READ_FAILED))? {
         return Err(ApiError::NotFoundMessage(NOT_FOUND));
     }

@@ -246,7 +246,7 @@ pub async fn append_transcript(
     content: &str,
     message_timestamp: f64,
 ) -> Result<(), sqlx::Error> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin_write().await?;
     let next: i64 =
         sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM transcript_entries WHERE conversation_id = $1")
             .bind(conversation_id)

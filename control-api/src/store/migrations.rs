@@ -126,7 +126,7 @@ pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
         .await?;
     let migrations: Vec<(i64, Vec<String>)> = vec![(1, migration_1()), (2, migration_2())];
     for (version, statements) in migrations {
-        let mut tx = db.pool.begin().await?;
+        let mut tx = db.begin_write().await?;
         if db.backend == Backend::Postgres {
             // Replicas starting together apply each migration once.
             sqlx::query("SELECT pg_advisory_xact_lock(7305817)").execute(&mut *tx).await?;

@@ -88,6 +88,18 @@ impl Db {
     }
 }
 
+impl Db {
+    /// A transaction that will write. On SQLite it takes the write lock at once (`BEGIN IMMEDIATE`,
+    /// waiting up to the busy timeout): a deferred transaction that reads first can otherwise fail to
+    /// upgrade with "database is locked" when another connection wrote in between.
+    pub async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+    }
+}
+
 /// Escapes `%`, `_` and `\` so user text matches literally inside `LIKE … ESCAPE '\'`.
 pub fn like_pattern(search: &str) -> String {
     let mut pattern = String::with_capacity(search.len() + 2);

@@ -76,7 +76,7 @@ pub async fn enqueue(db: &Db, conversation_id: &str, event: &ConversationEvent) 
         return Ok(false);
     }
     let body = event.envelope(conversation_id, crate::time::unix_seconds_now()).to_string();
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin_write().await?;
     let seq: i64 =
         sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM webhook_outbox WHERE conversation_id = $1")
             .bind(conversation_id)
