@@ -54,7 +54,7 @@ fn run(sessions: usize, seconds: u64, clip: &[f32]) -> Outcome {
     let mut runtime = Runtime::start(config).expect("models are fetched (confab models fetch)");
     let rss_before = rss_bytes();
     let mut handles: Vec<_> =
-        (0..sessions).map(|_| runtime.open_session(ConversationConfig::default()).unwrap()).collect();
+        (0..sessions).map(|_| runtime.open_session(ConversationConfig::default(), None).unwrap()).collect();
     let offsets: Vec<usize> = (0..sessions).map(|i| (i * 7919 * 320) % PERIOD).collect();
     let cpu_start = cpu_seconds();
     let start = Instant::now();

@@ -60,7 +60,7 @@ impl Responder {
         turn: TurnId,
         epoch: Epoch,
         user_text: &str,
-        on_segment: &mut dyn FnMut(PlayoutSegment),
+        on_segment: &mut (dyn FnMut(PlayoutSegment) + Send),
     ) -> Result<(), ProviderError> {
         self.history.push(ChatMessage::new("user", user_text));
         let (llm, model) = &self.llm;
@@ -98,7 +98,7 @@ impl Responder {
         turn: TurnId,
         epoch: Epoch,
         text: String,
-        on_segment: &mut dyn FnMut(PlayoutSegment),
+        on_segment: &mut (dyn FnMut(PlayoutSegment) + Send),
     ) -> Result<(), ProviderError> {
         let mut stream = self.tts.synthesize(&text);
         let mut audio = Vec::new();

@@ -23,7 +23,7 @@ fn sessions_get_their_own_events_in_real_time() {
         endpoint: EndpointConfig { min_delay: MediaTime::from_millis(500), max_delay: MediaTime::from_millis(1000) },
         ..ConversationConfig::default()
     };
-    let mut sessions: Vec<_> = texts.iter().map(|_| runtime.open_session(turn_taking).unwrap()).collect();
+    let mut sessions: Vec<_> = texts.iter().map(|_| runtime.open_session(turn_taking, None).unwrap()).collect();
     let mut audio: Vec<Vec<f32>> = texts
         .iter()
         .map(|t| {

@@ -11,17 +11,18 @@ use confab_models::silero::WINDOW;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use super::RuntimeCounters;
+use super::agent::{AgentJob, AgentLink, AgentResult};
 use super::inference::{InferenceResult, TurnJob, VadJob};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::conversation::{Conversation, ConversationConfig, ConversationOutput};
-use crate::events::ConversationEvent;
+use crate::events::{ConversationEvent, EventKind};
 use crate::time::MediaTime;
 
 /// Samples per 20 ms tick at 16 kHz.
 pub const FRAME: usize = 320;
 const TICK: Duration = Duration::from_millis(20);
-/// User audio kept for the turn model (8 s).
-const HISTORY: usize = 16_000 * 8;
+/// User audio kept for the turn model and speech-to-text (20 s).
+const HISTORY: usize = 16_000 * 20;
 
 pub enum Command {
     Open(Box<MediaSession>),
@@ -40,6 +41,8 @@ pub struct MediaSession {
     gate: SilenceGate,
     /// The last `HISTORY` samples of user audio, as 16-bit to halve the memory.
     history: VecDeque<i16>,
+    /// The agent's providers, when the session has them.
+    agent: Option<AgentLink>,
 }
 
 impl MediaSession {
@@ -49,6 +52,7 @@ impl MediaSession {
         input: rtrb::Consumer<f32>,
         output: rtrb::Producer<f32>,
         events: Sender<ConversationEvent>,
+        agent: Option<AgentLink>,
     ) -> MediaSession {
         MediaSession {
             id,
@@ -61,6 +65,7 @@ impl MediaSession {
             filled: 0,
             gate: SilenceGate::default(),
             history: VecDeque::with_capacity(HISTORY),
+            agent,
         }
     }
 }
@@ -116,6 +121,7 @@ impl MediaThread {
                 self.apply(result);
             }
             for index in 0..self.sessions.len() {
+                self.take_agent_results(index);
                 self.tick_session(index, &mut frame);
             }
             self.sessions.retain(|s| !s.conversation.is_ended());
@@ -230,11 +236,37 @@ impl MediaThread {
         self.handle_outputs(index);
     }
 
+    /// What the session's agent task has finished: transcripts, sentences of audio, ends of replies.
+    fn take_agent_results(&mut self, index: usize) {
+        let s = &mut self.sessions[index];
+        let Some(agent) = &s.agent else { return };
+        let now = s.now;
+        while let Ok(result) = agent.results.try_recv() {
+            match result {
+                AgentResult::Transcript { turn, text } => s.conversation.transcript(turn, text, now),
+                AgentResult::Segment(segment) => s.conversation.agent_segment(segment),
+                AgentResult::ReplyEnd(turn) => s.conversation.agent_reply_end(turn, now),
+            }
+        }
+        self.handle_outputs(index);
+    }
+
+    /// The user's audio `[from, to)` from the history (what is older than the history is gone).
+    fn user_audio(s: &MediaSession, from: MediaTime, to: MediaTime) -> Vec<f32> {
+        let oldest = s.now.samples().saturating_sub(s.history.len() as u64);
+        let start = from.samples().saturating_sub(oldest) as usize;
+        let end = (to.samples().saturating_sub(oldest) as usize).min(s.history.len());
+        s.history.range(start.min(end)..end).map(|&v| f32::from(v) / 32_768.0).collect()
+    }
+
     fn handle_outputs(&mut self, index: usize) {
         let s = &mut self.sessions[index];
         while let Some(output) = s.conversation.poll_output() {
             match output {
                 ConversationOutput::Event(event) => {
+                    if let (EventKind::AgentStoppedSpeaking { text }, Some(agent)) = (&event.kind, &s.agent) {
+                        agent.offer(AgentJob::Heard(text.clone()));
+                    }
                     let _ = s.events.send(event);
                 }
                 ConversationOutput::PredictTurn { last_speech, .. } => {
@@ -246,13 +278,30 @@ impl MediaThread {
                         self.counters.turn_queue_full.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                ConversationOutput::Transcribe { turn, at, .. } => {
-                    // No speech-to-text is wired into the runtime yet: the committed text is empty.
-                    s.conversation.transcript(turn, String::new(), at);
+                ConversationOutput::Transcribe { turn, from, to, at } => match &s.agent {
+                    Some(agent) => {
+                        let audio = MediaThread::user_audio(s, from, to);
+                        if !agent.offer(AgentJob::Transcribe { turn, audio, at }) {
+                            self.counters.agent_jobs_dropped.fetch_add(1, Ordering::Relaxed);
+                            s.conversation.transcript(turn, String::new(), at);
+                        }
+                    }
+                    None => s.conversation.transcript(turn, String::new(), at),
+                },
+                ConversationOutput::Respond { turn, epoch, user_text } => {
+                    let offered =
+                        s.agent.as_ref().is_some_and(|a| a.offer(AgentJob::Respond { turn, epoch, user_text }));
+                    if !offered {
+                        let now = s.now;
+                        s.conversation.agent_reply_end(turn, now);
+                    }
                 }
-                ConversationOutput::Respond { .. }
-                | ConversationOutput::CancelReply { .. }
-                | ConversationOutput::EndCall { .. } => {}
+                ConversationOutput::CancelReply { epoch } => {
+                    if let Some(agent) = &s.agent {
+                        agent.offer(AgentJob::Cancel { epoch });
+                    }
+                }
+                ConversationOutput::EndCall { .. } => {}
             }
         }
     }

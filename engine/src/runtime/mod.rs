@@ -5,6 +5,7 @@
 //! On media threads: no allocation per frame, no locks, no logging per frame. Every queue is bounded;
 //! each capacity below says what happens when it is full. tokio is not used here.
 
+pub mod agent;
 mod inference;
 mod media;
 
@@ -17,6 +18,7 @@ use crossbeam_channel::{Receiver, Sender, bounded};
 
 use crate::conversation::ConversationConfig;
 use crate::events::ConversationEvent;
+use crate::responder::Responder;
 
 /// Per-session input ring, in 16 kHz samples (1 s). Full: the newest samples are dropped and counted.
 pub const INPUT_RING_SAMPLES: usize = 16_000;
@@ -41,13 +43,16 @@ pub struct RuntimeConfig {
     pub models_dir: PathBuf,
     /// Threads ONNX Runtime may use inside one inference call.
     pub inference_intra_threads: usize,
+    /// The tokio runtime that runs the agents' provider calls (network I/O, local LLM/STT/TTS on its
+    /// blocking pool); required to open sessions with a `Responder`.
+    pub io: Option<tokio::runtime::Handle>,
 }
 
 impl RuntimeConfig {
     /// One media thread per core.
     pub fn new(models_dir: PathBuf, max_sessions: usize) -> RuntimeConfig {
         let cores = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
-        RuntimeConfig { media_threads: cores, max_sessions, models_dir, inference_intra_threads: 1 }
+        RuntimeConfig { media_threads: cores, max_sessions, models_dir, inference_intra_threads: 1, io: None }
     }
 }
 
@@ -65,6 +70,8 @@ pub struct RuntimeCounters {
     pub vad_queue_full: AtomicU64,
     pub vad_batches: AtomicU64,
     pub turn_queue_full: AtomicU64,
+    /// Jobs for an agent task refused because its queue was full.
+    pub agent_jobs_dropped: AtomicU64,
     /// Longest tick, in microseconds.
     pub max_tick_micros: AtomicU64,
 }
@@ -92,6 +99,7 @@ pub struct Runtime {
     shutdown: Sender<()>,
     next_session: usize,
     max_sessions: usize,
+    io: Option<tokio::runtime::Handle>,
     pub counters: Arc<RuntimeCounters>,
 }
 
@@ -139,12 +147,14 @@ impl Runtime {
             shutdown,
             next_session: 0,
             max_sessions: config.max_sessions,
+            io: config.io.clone(),
             counters,
         })
     }
 
     /// Opens a session on the next media thread (round robin). None when every slot is taken.
-    pub fn open_session(&mut self, config: ConversationConfig) -> Option<SessionHandle> {
+    /// `responder`, when given, answers the user (its calls run on `RuntimeConfig::io`).
+    pub fn open_session(&mut self, config: ConversationConfig, responder: Option<Responder>) -> Option<SessionHandle> {
         if self.next_session >= self.max_sessions {
             return None;
         }
@@ -154,7 +164,11 @@ impl Runtime {
         let (output_tx, output) = rtrb::RingBuffer::new(OUTPUT_RING_SAMPLES);
         let (events_tx, events) = bounded(EVENT_QUEUE);
         let thread = id % self.commands.len();
-        let session = media::MediaSession::new(id, config, input_rx, output_tx, events_tx);
+        let agent = match (responder, &self.io) {
+            (Some(responder), Some(io)) => Some(agent::spawn(io, responder)),
+            _ => None,
+        };
+        let session = media::MediaSession::new(id, config, input_rx, output_tx, events_tx, agent);
         self.commands[thread].send(media::Command::Open(Box::new(session))).ok()?;
         Some(SessionHandle { id, input, output, events })
     }

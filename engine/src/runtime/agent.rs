@@ -1,0 +1,143 @@
+//! The agent's side of a live session: a task on the I/O (tokio) runtime that owns the session's
+//! `Responder` — speech-to-text of committed turns, the language model and speech synthesis — and talks
+//! to the media thread through two queues. A newer epoch cancels the reply in flight by dropping it,
+//! which closes the provider streams.
+
+use std::collections::VecDeque;
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use tokio::sync::mpsc;
+
+use crate::core::playout::PlayoutSegment;
+use crate::core::{Epoch, TurnId};
+use crate::responder::Responder;
+use crate::time::MediaTime;
+
+/// Jobs waiting for the agent task. Full: the media thread drops the job and counts it.
+pub const AGENT_JOBS: usize = 64;
+/// Results waiting for the media thread (sentences of audio among them). Full: the agent task waits.
+pub const AGENT_RESULTS: usize = 256;
+
+pub enum AgentJob {
+    Transcribe {
+        turn: TurnId,
+        audio: Vec<f32>,
+        at: MediaTime,
+    },
+    Respond {
+        turn: TurnId,
+        epoch: Epoch,
+        user_text: String,
+    },
+    Cancel {
+        epoch: Epoch,
+    },
+    /// What the user heard of the last reply (enters the history).
+    Heard(String),
+}
+
+pub enum AgentResult {
+    Transcript { turn: TurnId, text: String },
+    Segment(PlayoutSegment),
+    ReplyEnd(TurnId),
+}
+
+/// The media thread's ends of the queues.
+pub struct AgentLink {
+    pub jobs: mpsc::Sender<AgentJob>,
+    pub results: Receiver<AgentResult>,
+}
+
+impl AgentLink {
+    /// Sends without waiting; false when the queue is full or the task is gone.
+    pub fn offer(&self, job: AgentJob) -> bool {
+        self.jobs.try_send(job).is_ok()
+    }
+}
+
+/// Starts the agent task for one session.
+pub fn spawn(io: &tokio::runtime::Handle, responder: Responder) -> AgentLink {
+    let (jobs, jobs_rx) = mpsc::channel(AGENT_JOBS);
+    let (results_tx, results) = crossbeam_channel::bounded(AGENT_RESULTS);
+    io.spawn(run(responder, jobs_rx, results_tx));
+    AgentLink { jobs, results }
+}
+
+async fn deliver(results: &Sender<AgentResult>, mut result: AgentResult) -> bool {
+    loop {
+        match results.try_send(result) {
+            Ok(()) => return true,
+            Err(TrySendError::Disconnected(_)) => return false,
+            Err(TrySendError::Full(back)) => {
+                result = back;
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        }
+    }
+}
+
+async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, results: Sender<AgentResult>) {
+    let mut waiting: VecDeque<AgentJob> = VecDeque::new();
+    loop {
+        let job = match waiting.pop_front() {
+            Some(job) => job,
+            None => match jobs.recv().await {
+                Some(job) => job,
+                None => return,
+            },
+        };
+        match job {
+            AgentJob::Transcribe { turn, audio, .. } => {
+                let text = responder.transcribe(&audio).await.unwrap_or_else(|err| {
+                    tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
+                    String::new()
+                });
+                if !deliver(&results, AgentResult::Transcript { turn, text }).await {
+                    return;
+                }
+            }
+            AgentJob::Heard(text) => responder.heard(&text),
+            AgentJob::Cancel { .. } => {}
+            AgentJob::Respond { turn, epoch, user_text } => {
+                let (segments_tx, mut segments_rx) = mpsc::unbounded_channel();
+                let mut on_segment = |segment| {
+                    let _ = segments_tx.send(segment);
+                };
+                let finished = {
+                    let reply = responder.respond(turn, epoch, &user_text, &mut on_segment);
+                    tokio::pin!(reply);
+                    loop {
+                        tokio::select! {
+                            outcome = &mut reply => {
+                                if let Err(err) = outcome {
+                                    tracing::warn!(error = %err, "the agent's reply failed");
+                                }
+                                break true;
+                            }
+                            Some(segment) = segments_rx.recv() => {
+                                if !deliver(&results, AgentResult::Segment(segment)).await {
+                                    return;
+                                }
+                            }
+                            job = jobs.recv() => match job {
+                                Some(AgentJob::Cancel { epoch: newer }) if newer > epoch => break false,
+                                Some(other) => waiting.push_back(other),
+                                None => return,
+                            },
+                        }
+                    }
+                }; // the reply future is dropped here: a cancelled reply closes its provider streams
+                if finished {
+                    while let Ok(segment) = segments_rx.try_recv() {
+                        if !deliver(&results, AgentResult::Segment(segment)).await {
+                            return;
+                        }
+                    }
+                    if !deliver(&results, AgentResult::ReplyEnd(turn)).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}

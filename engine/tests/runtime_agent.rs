@@ -1,0 +1,107 @@
+//! A live session on the runtime that answers: spoken audio in at real-time pace, speech-to-text and the
+//! language model from a local OpenAI-compatible server (real wire protocol), the espeak-ng voice; the
+//! agent's events arrive and its voice comes out of the output ring.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::response::Response;
+use axum::routing::post;
+use common::speak;
+use confab_engine::conversation::ConversationConfig;
+use confab_engine::core::endpoint::EndpointConfig;
+use confab_engine::responder::Responder;
+use confab_engine::runtime::{Runtime, RuntimeConfig};
+use confab_engine::time::MediaTime;
+use serde_json::json;
+
+const REPLY: &str = "It opens at nine.";
+
+async fn chat() -> Response {
+    let parts = [
+        format!("data: {}\n\n", json!({ "choices": [{ "index": 0, "delta": { "content": "It opens " } }] })),
+        format!("data: {}\n\n", json!({ "choices": [{ "index": 0, "delta": { "content": "at nine." } }] })),
+        "data: [DONE]\n\n".to_string(),
+    ];
+    let stream = futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::io::Error>));
+    Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
+}
+
+#[test]
+fn a_live_session_answers_the_user() {
+    let io = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let base = io.block_on(async {
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/v1/audio/transcriptions", post(|| async { axum::Json(json!({ "text": "When does it open?" })) }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        base
+    });
+    // This test binary holds one test, so setting the process environment is safe.
+    unsafe {
+        std::env::set_var("CONFAB_LLM_BASE_URL", &base);
+        std::env::set_var("CONFAB_STT_BASE_URL", &base);
+    }
+    let models = confab_models::default_models_dir();
+    let pipeline = json!({
+        "llm": { "provider": "custom", "model": "m" },
+        "stt": { "provider": "custom" },
+        "tts": { "provider": "local", "model_id": "espeak-ng" }
+    });
+    let responder = Responder::from_config(&pipeline, "Be brief.".into(), &models).unwrap();
+    let mut config = RuntimeConfig::new(models, 4);
+    config.media_threads = 1;
+    config.io = Some(io.handle().clone());
+    let mut runtime = Runtime::start(config).unwrap();
+    let turn_taking = ConversationConfig {
+        endpoint: EndpointConfig { min_delay: MediaTime::from_millis(500), max_delay: MediaTime::from_millis(800) },
+        ..ConversationConfig::default()
+    };
+    let mut session = runtime.open_session(turn_taking, Some(responder)).unwrap();
+
+    let mut audio = vec![0.0; 8_000];
+    audio.extend(speak("When does the library open?"));
+    audio.extend(vec![0.0; 16_000 * 5]);
+    let start = Instant::now();
+    let mut heard = Vec::new();
+    let mut events = Vec::new();
+    for (i, frame) in audio.chunks(320).enumerate() {
+        for &s in frame {
+            let _ = session.input.push(s);
+        }
+        while let Ok(sample) = session.output.pop() {
+            heard.push(sample);
+        }
+        events.extend(session.events.try_iter());
+        if events.iter().any(|e| e.kind.name() == "agent.stopped_speaking") {
+            break;
+        }
+        if let Some(wait) = (start + Duration::from_millis(20 * (i as u64 + 1))).checked_duration_since(Instant::now())
+        {
+            std::thread::sleep(wait);
+        }
+    }
+    let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "user.started_speaking",
+            "user.stopped_speaking",
+            "utterance_committed",
+            "agent.started_speaking",
+            "agent.stopped_speaking"
+        ]
+    );
+    let text =
+        |name: &str| events.iter().find(|e| e.kind.name() == name).map(|e| e.kind.payload()["text"].clone()).unwrap();
+    assert_eq!(text("utterance_committed"), "When does it open?");
+    assert_eq!(text("agent.started_speaking"), REPLY);
+    assert_eq!(text("agent.stopped_speaking"), REPLY);
+    let voiced = heard.iter().filter(|s| s.abs() > 0.05).count();
+    assert!(voiced > 4_000, "the agent's voice came out of the output ring ({voiced} loud samples)");
+}
