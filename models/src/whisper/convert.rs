@@ -117,40 +117,33 @@ pub fn to_candle(
     out.insert("model.encoder.conv2.weight".into(), get("encoder/conv2/weight")?);
     out.insert("model.encoder.conv2.bias".into(), get("encoder/conv2/bias")?);
     norm(&mut out, "encoder/layer_norm", "model.encoder.layer_norm")?;
-    for i in 0..encoder_layers {
-        let (from, to) = (format!("encoder/layer_{i}"), format!("model.encoder.layers.{i}"));
-        norm(&mut out, &format!("{from}/self_attention/layer_norm"), &format!("{to}.self_attn_layer_norm"))?;
+    // What every layer has: self-attention (fused q, k, v) and the feed-forward block.
+    let block = |out: &mut HashMap<String, Tensor>, from: &str, to: &str| -> Result<(), String> {
+        norm(out, &format!("{from}/self_attention/layer_norm"), &format!("{to}.self_attn_layer_norm"))?;
         fused(
-            &mut out,
+            out,
             &format!("{from}/self_attention/linear_0"),
             &format!("{to}.self_attn"),
             &["q_proj", "k_proj", "v_proj"],
         )?;
-        linear(&mut out, &format!("{from}/self_attention/linear_1"), &format!("{to}.self_attn.out_proj"))?;
-        norm(&mut out, &format!("{from}/ffn/layer_norm"), &format!("{to}.final_layer_norm"))?;
-        linear(&mut out, &format!("{from}/ffn/linear_0"), &format!("{to}.fc1"))?;
-        linear(&mut out, &format!("{from}/ffn/linear_1"), &format!("{to}.fc2"))?;
+        linear(out, &format!("{from}/self_attention/linear_1"), &format!("{to}.self_attn.out_proj"))?;
+        norm(out, &format!("{from}/ffn/layer_norm"), &format!("{to}.final_layer_norm"))?;
+        linear(out, &format!("{from}/ffn/linear_0"), &format!("{to}.fc1"))?;
+        linear(out, &format!("{from}/ffn/linear_1"), &format!("{to}.fc2"))
+    };
+    for i in 0..encoder_layers {
+        block(&mut out, &format!("encoder/layer_{i}"), &format!("model.encoder.layers.{i}"))?;
     }
     out.insert("model.decoder.embed_tokens.weight".into(), get("decoder/embeddings/weight")?);
     out.insert("model.decoder.embed_positions.weight".into(), get("decoder/position_encodings/encodings")?);
     norm(&mut out, "decoder/layer_norm", "model.decoder.layer_norm")?;
     for i in 0..decoder_layers {
         let (from, to) = (format!("decoder/layer_{i}"), format!("model.decoder.layers.{i}"));
-        norm(&mut out, &format!("{from}/self_attention/layer_norm"), &format!("{to}.self_attn_layer_norm"))?;
-        fused(
-            &mut out,
-            &format!("{from}/self_attention/linear_0"),
-            &format!("{to}.self_attn"),
-            &["q_proj", "k_proj", "v_proj"],
-        )?;
-        linear(&mut out, &format!("{from}/self_attention/linear_1"), &format!("{to}.self_attn.out_proj"))?;
+        block(&mut out, &from, &to)?;
         norm(&mut out, &format!("{from}/attention/layer_norm"), &format!("{to}.encoder_attn_layer_norm"))?;
         linear(&mut out, &format!("{from}/attention/linear_0"), &format!("{to}.encoder_attn.q_proj"))?;
         fused(&mut out, &format!("{from}/attention/linear_1"), &format!("{to}.encoder_attn"), &["k_proj", "v_proj"])?;
         linear(&mut out, &format!("{from}/attention/linear_2"), &format!("{to}.encoder_attn.out_proj"))?;
-        norm(&mut out, &format!("{from}/ffn/layer_norm"), &format!("{to}.final_layer_norm"))?;
-        linear(&mut out, &format!("{from}/ffn/linear_0"), &format!("{to}.fc1"))?;
-        linear(&mut out, &format!("{from}/ffn/linear_1"), &format!("{to}.fc2"))?;
     }
     Ok(out)
 }
