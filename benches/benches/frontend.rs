@@ -13,7 +13,7 @@ use confab_models::smart_turn::SmartTurn;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
 fn speechlike(n: usize, seed: f32) -> Vec<f32> {
-    (0..n).map(|i| ((i as f32 * 0.031 + seed).sin() * (i as f32 * 0.0007).sin() * 0.4)).collect()
+    (0..n).map(|i| (i as f32 * 0.031 + seed).sin() * (i as f32 * 0.0007).sin() * 0.4).collect()
 }
 
 fn codec_and_resampling(c: &mut Criterion) {

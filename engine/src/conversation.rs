@@ -17,23 +17,12 @@ use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
 use crate::time::MediaTime;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ConversationConfig {
     pub vad: VadGateConfig,
     pub endpoint: EndpointConfig,
     pub interruption: InterruptionConfig,
     pub max_call_duration: Option<MediaTime>,
-}
-
-impl Default for ConversationConfig {
-    fn default() -> Self {
-        ConversationConfig {
-            vad: VadGateConfig::default(),
-            endpoint: EndpointConfig::default(),
-            interruption: InterruptionConfig::default(),
-            max_call_duration: None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

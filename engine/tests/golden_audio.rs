@@ -60,7 +60,7 @@ fn at(samples: usize) -> Duration {
 }
 
 fn assert_near(actual: Duration, expected: Duration, what: &str) {
-    let delta = if actual > expected { actual - expected } else { expected - actual };
+    let delta = actual.abs_diff(expected);
     assert!(delta <= VAD_WINDOW, "{what}: {actual:?} vs true {expected:?} (off by {delta:?})");
 }
 
