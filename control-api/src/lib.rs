@@ -139,6 +139,7 @@ pub fn app(state: AppState) -> Router {
         .merge(session)
         .merge(api)
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -147,20 +148,43 @@ async fn landing() -> impl IntoResponse {
     axum::Json(json!({ "service": "confab", "version": env!("CARGO_PKG_VERSION"), "openapi": "/openapi.json" }))
 }
 
-/// Unknown paths: under `/v1` and `/v2` a caller without a valid key gets 401 like on every known route.
-async fn not_found(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    uri: axum::http::Uri,
-    headers: axum::http::HeaderMap,
-) -> ApiError {
+/// Requests no route handles still answer 401 first, like every route, to a caller under `/v1` or `/v2`
+/// without a valid key.
+async fn require_key_for_api_paths(
+    state: &AppState,
+    uri: &axum::http::Uri,
+    headers: &axum::http::HeaderMap,
+) -> Result<(), ApiError> {
     let path = uri.path();
     if path.starts_with("/v1/") || path.starts_with("/v2/") {
         let key = headers.get("x-api-key").and_then(|value| value.to_str().ok()).unwrap_or("").trim();
         match auth::key_is_valid(&state.db, key).await {
             Ok(true) => {}
-            Ok(false) => return ApiError::Unauthorized,
-            Err(err) => return ApiError::internal("Internal server error")(err),
+            Ok(false) => return Err(ApiError::Unauthorized),
+            Err(err) => return Err(ApiError::internal("Internal server error")(err)),
         }
     }
-    ApiError::NotFound("Not found")
+    Ok(())
+}
+
+/// Unknown paths: 404 `{error: "Not found"}`.
+async fn not_found(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> ApiError {
+    require_key_for_api_paths(&state, &uri, &headers).await.err().unwrap_or(ApiError::NotFound("Not found"))
+}
+
+/// A known path with another method: 405 `{error: "Method not allowed"}`.
+async fn method_not_allowed(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    match require_key_for_api_paths(&state, &uri, &headers).await {
+        Err(err) => err.into_response(),
+        Ok(()) => (axum::http::StatusCode::METHOD_NOT_ALLOWED, axum::Json(json!({ "error": "Method not allowed" })))
+            .into_response(),
+    }
 }

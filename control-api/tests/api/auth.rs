@@ -8,7 +8,8 @@ use crate::support::{TestApp, UNAUTHORIZED};
 on_both_databases!(
     every_route_refuses_missing_wrong_and_revoked_keys,
     header_name_is_case_insensitive,
-    open_routes_need_no_key
+    open_routes_need_no_key,
+    wrong_methods_get_405_in_the_error_shape,
 );
 
 const ID: &str = "5b0c1f8e-9a53-4a8e-8f3e-1c1a0c6f0b11";
@@ -84,6 +85,14 @@ async fn every_route_refuses_missing_wrong_and_revoked_keys(app: TestApp) {
     let keys = confab_api::auth::list_keys(&app.db).await.unwrap();
     assert_eq!(keys.len(), 2);
     assert!(keys.iter().any(|key| key.id == id && key.revoked_at.is_some()));
+}
+
+async fn wrong_methods_get_405_in_the_error_shape(app: TestApp) {
+    let response = app.call(Method::PATCH, "/v1/ext/agent", Some(json!({}))).await;
+    assert_eq!(response.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(response.json(), json!({ "error": "Method not allowed" }));
+    let anonymous = app.send(Request::patch("/v1/ext/agent").body(Body::empty()).unwrap()).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED, "the key is checked first");
 }
 
 async fn header_name_is_case_insensitive(app: TestApp) {
