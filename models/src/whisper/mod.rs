@@ -1,5 +1,6 @@
 //! Whisper tiny.en with candle: the weights converted from CTranslate2 at fetch time (`convert`), the
-//! log-mel features from `mel`, beam-search decoding of the utterance's text.
+//! log-mel features from `mel`, greedy decoding of the utterance's text, redone with a beam search when the
+//! greedy transcript is unsure.
 
 pub mod convert;
 
@@ -16,8 +17,10 @@ use crate::{ModelError, require};
 
 /// Longest transcript, in tokens.
 pub const MAX_TOKENS: usize = 224;
-/// Hypotheses kept while decoding (Whisper's own default).
+/// Hypotheses kept by the beam search (Whisper's own default).
 pub const BEAM_SIZE: usize = 5;
+/// Mean log-probability per token below which a greedy transcript is redone with the beam search.
+pub const GREEDY_CONFIDENCE: f32 = -0.30;
 
 fn fail(message: impl std::fmt::Display) -> ModelError {
     ModelError::Inference { model: "whisper", message: message.to_string() }
@@ -88,7 +91,12 @@ impl WhisperStt {
         self.mel.compute(audio, &mut self.features);
         let mel = Tensor::from_slice(&self.features, (1, N_MELS, frames), &Device::Cpu).map_err(fail)?;
         let audio_features = self.model.encoder.forward(&mel, true).map_err(fail)?;
-        let tokens = self.beam_search(&audio_features)?;
+        // Greedy first; when it is unsure (low mean log-probability), beam search decides.
+        let (mut tokens, confidence) = self.beam_search(&audio_features, 1)?;
+        tracing::debug!(confidence, "greedy transcript");
+        if confidence < GREEDY_CONFIDENCE {
+            tokens = self.beam_search(&audio_features, BEAM_SIZE)?.0;
+        }
         let text = self.tokenizer.decode(&tokens, true).map_err(fail)?;
         Ok(text.trim().to_string())
     }
@@ -124,28 +132,28 @@ impl WhisperStt {
 
     /// Beam search (`BEAM_SIZE` beams, scores normalised by length) over the decoder; the text tokens of
     /// the best finished hypothesis.
-    fn beam_search(&mut self, audio_features: &Tensor) -> Result<Vec<u32>, ModelError> {
-        let features = audio_features.repeat((BEAM_SIZE, 1, 1)).map_err(fail)?;
-        let mut beams: Vec<(Vec<u32>, f32)> = vec![(self.start.to_vec(), 0.0); BEAM_SIZE];
+    fn beam_search(&mut self, audio_features: &Tensor, width: usize) -> Result<(Vec<u32>, f32), ModelError> {
+        let features = audio_features.repeat((width, 1, 1)).map_err(fail)?;
+        let mut beams: Vec<(Vec<u32>, f32)> = vec![(self.start.to_vec(), 0.0); width];
         let mut finished: Vec<(Vec<u32>, f32)> = Vec::new();
         for step in 0..MAX_TOKENS {
             let rows: Vec<u32> = beams.iter().flat_map(|(tokens, _)| tokens.iter().copied()).collect();
             let len = beams[0].0.len();
-            let input = Tensor::from_vec(rows, (BEAM_SIZE, len), &Device::Cpu).map_err(fail)?;
+            let input = Tensor::from_vec(rows, (width, len), &Device::Cpu).map_err(fail)?;
             let hidden = self.model.decoder.forward(&input, &features, step == 0).map_err(fail)?;
             let log_probs = self.next_log_probs(&hidden, step == 0)?;
             // At the first step every beam is the same: expand only the first.
-            let sources = if step == 0 { 1 } else { BEAM_SIZE };
-            let mut candidates: Vec<(usize, u32, f32)> = Vec::with_capacity(sources * BEAM_SIZE * 2);
+            let sources = if step == 0 { 1 } else { width };
+            let mut candidates: Vec<(usize, u32, f32)> = Vec::with_capacity(sources * width * 2);
             for (b, row) in log_probs.iter().enumerate().take(sources) {
                 let mut best: Vec<(u32, f32)> = row.iter().enumerate().map(|(t, lp)| (t as u32, *lp)).collect();
-                best.select_nth_unstable_by(BEAM_SIZE * 2, |a, b| b.1.total_cmp(&a.1));
-                for &(token, lp) in &best[..BEAM_SIZE * 2] {
+                best.select_nth_unstable_by(width * 2, |a, b| b.1.total_cmp(&a.1));
+                for &(token, lp) in &best[..width * 2] {
                     candidates.push((b, token, beams[b].1 + lp));
                 }
             }
             candidates.sort_by(|a, b| b.2.total_cmp(&a.2));
-            let mut next = Vec::with_capacity(BEAM_SIZE);
+            let mut next = Vec::with_capacity(width);
             for (b, token, score) in candidates {
                 if !score.is_finite() {
                     continue;
@@ -154,24 +162,25 @@ impl WhisperStt {
                 if token == self.end_of_text {
                     let text_len = (tokens.len() - self.start.len()).max(1) as f32;
                     finished.push((tokens.split_off(self.start.len()), score / text_len));
-                } else if next.len() < BEAM_SIZE {
+                } else if next.len() < width {
                     tokens.push(token);
                     next.push((tokens, score));
                 }
-                if next.len() == BEAM_SIZE {
+                if next.len() == width {
                     break;
                 }
             }
-            if finished.len() >= BEAM_SIZE || next.len() < BEAM_SIZE {
+            if finished.len() >= width || next.len() < width {
                 break;
             }
             beams = next;
         }
         if finished.is_empty() {
-            let (tokens, _) = beams.swap_remove(0);
-            return Ok(tokens[self.start.len()..].to_vec());
+            let (tokens, score) = beams.swap_remove(0);
+            let text_len = (tokens.len() - self.start.len()).max(1) as f32;
+            return Ok((tokens[self.start.len()..].to_vec(), score / text_len));
         }
         finished.sort_by(|a, b| b.1.total_cmp(&a.1));
-        Ok(finished.swap_remove(0).0)
+        Ok(finished.swap_remove(0))
     }
 }
