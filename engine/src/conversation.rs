@@ -28,9 +28,11 @@ pub struct ConversationConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConversationOutput {
     Event(ConversationEvent),
-    /// Run the turn model on the user's audio up to `last_speech`.
+    /// Run the turn model on the user's audio up to `last_speech`; the turn's speech began at `from`
+    /// (speech-to-text may start now, before the commit).
     PredictTurn {
         turn: TurnId,
+        from: MediaTime,
         last_speech: MediaTime,
     },
     /// Transcribe the user's turn, audio `[from, to)`; the turn was committed at `at`.
@@ -243,7 +245,8 @@ impl Conversation {
                 progressed = true;
                 match output {
                     EndpointOutput::PredictTurn { turn, last_speech } => {
-                        self.outputs.push_back(ConversationOutput::PredictTurn { turn, last_speech })
+                        let from = self.turn_start.unwrap_or(MediaTime::ZERO);
+                        self.outputs.push_back(ConversationOutput::PredictTurn { turn, from, last_speech })
                     }
                     EndpointOutput::Commit { turn, last_speech, at } => {
                         let from = self.turn_start.take().unwrap_or(MediaTime::ZERO);
@@ -346,7 +349,7 @@ mod tests {
             (11, "user.started_speaking@320"),
             // Speech ends at window 40 (1280 ms); after the 256 ms hangover the turn model is asked.
             (47, "user.stopped_speaking@1280"),
-            (47, "PredictTurn { turn: TurnId(1), last_speech: MediaTime(20480) }"),
+            (47, "PredictTurn { turn: TurnId(1), from: MediaTime(5120), last_speech: MediaTime(20480) }"),
             // Commit due at 1280 + 500 = 1780 ms, handled at window 56 (starting 1792 ms); the transcript
             // arrives at its end (1824 ms).
             (56, "Transcribe { turn: TurnId(1), from: MediaTime(5120), to: MediaTime(20480), at: MediaTime(28480) }"),

@@ -11,6 +11,7 @@ use crate::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent};
 use crate::providers::select::{self, Recognizer};
 use crate::providers::sentences::SentenceSplitter;
 use crate::providers::tts::{SpeechSynthesizer, TtsEvent};
+use crate::time::MediaTime;
 
 /// Longest reply, in tokens.
 pub const MAX_REPLY_TOKENS: u32 = 256;
@@ -21,6 +22,8 @@ pub struct Responder {
     stt: Option<Recognizer>,
     system_prompt: String,
     history: Vec<ChatMessage>,
+    /// A transcript made ahead of the commit, and the audio range it covers.
+    prepared: Option<((MediaTime, MediaTime), String)>,
 }
 
 impl Responder {
@@ -36,6 +39,7 @@ impl Responder {
             stt: select::recognizer(&pipeline["stt"], models_dir)?,
             system_prompt,
             history: Vec::new(),
+            prepared: None,
         })
     }
 
@@ -44,6 +48,28 @@ impl Responder {
         match &self.stt {
             Some(stt) if !audio.is_empty() => stt.transcribe(audio).await,
             _ => Ok(String::new()),
+        }
+    }
+
+    /// Transcribes `[from, to)` ahead of the commit (while the endpointing delay runs).
+    pub async fn prepare_transcript(&mut self, from: MediaTime, to: MediaTime, audio: &[f32]) {
+        match self.transcribe(audio).await {
+            Ok(text) => self.prepared = Some(((from, to), text)),
+            Err(err) => tracing::debug!(error = %err, "early speech-to-text failed; it runs again at the commit"),
+        }
+    }
+
+    /// The transcript of the committed turn `[from, to)`: the one prepared ahead when it covers the same
+    /// audio (speech did not resume), else made now.
+    pub async fn transcript_for(
+        &mut self,
+        from: MediaTime,
+        to: MediaTime,
+        audio: &[f32],
+    ) -> Result<String, ProviderError> {
+        match self.prepared.take() {
+            Some((range, text)) if range == (from, to) => Ok(text),
+            _ => self.transcribe(audio).await,
         }
     }
 

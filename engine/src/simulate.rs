@@ -149,21 +149,27 @@ impl Simulation<'_> {
                     (self.on_event)(&event);
                     self.record.events.push(event);
                 }
-                ConversationOutput::PredictTurn { last_speech, .. } => {
+                ConversationOutput::PredictTurn { from, last_speech, .. } => {
                     let end = (last_speech.samples() as usize).min(self.audio.len());
                     let probability = self.models.turn.predict(&self.audio[..end])?;
                     tracing::debug!(probability, "turn model");
                     let observed = self.pace.observed(now);
                     self.conversation.turn_prediction(last_speech, probability > DONE_THRESHOLD, observed);
+                    // Speech-to-text starts now, during the endpointing delay, not at the commit.
+                    if let Some(responder) = self.responder.as_deref_mut() {
+                        let start = (from.samples() as usize).min(end);
+                        self.io.block_on(responder.prepare_transcript(from, last_speech, &self.audio[start..end]));
+                    }
                 }
                 ConversationOutput::Transcribe { turn, from, to, at } => {
-                    let (from, to) = (
+                    let (start, end) = (
                         (from.samples() as usize).min(self.audio.len()),
                         (to.samples() as usize).min(self.audio.len()),
                     );
-                    let text = match self.responder.as_deref() {
+                    let text = match self.responder.as_deref_mut() {
                         Some(responder) => {
-                            self.io.block_on(responder.transcribe(&self.audio[from..to])).unwrap_or_else(|err| {
+                            let audio = &self.audio[start..end];
+                            self.io.block_on(responder.transcript_for(from, to, audio)).unwrap_or_else(|err| {
                                 tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
                                 String::new()
                             })

@@ -19,10 +19,18 @@ pub const AGENT_JOBS: usize = 64;
 pub const AGENT_RESULTS: usize = 256;
 
 pub enum AgentJob {
+    /// Transcribe `[from, to)` ahead of the commit.
+    Prepare {
+        from: MediaTime,
+        to: MediaTime,
+        audio: Vec<f32>,
+    },
+    /// The committed turn `[from, to)`; the prepared transcript is used when it covers the same audio.
     Transcribe {
         turn: TurnId,
+        from: MediaTime,
+        to: MediaTime,
         audio: Vec<f32>,
-        at: MediaTime,
     },
     Respond {
         turn: TurnId,
@@ -87,8 +95,9 @@ async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, resul
             },
         };
         match job {
-            AgentJob::Transcribe { turn, audio, .. } => {
-                let text = responder.transcribe(&audio).await.unwrap_or_else(|err| {
+            AgentJob::Prepare { from, to, audio } => responder.prepare_transcript(from, to, &audio).await,
+            AgentJob::Transcribe { turn, from, to, audio } => {
+                let text = responder.transcript_for(from, to, &audio).await.unwrap_or_else(|err| {
                     tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
                     String::new()
                 });

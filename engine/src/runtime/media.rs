@@ -269,7 +269,12 @@ impl MediaThread {
                     }
                     let _ = s.events.send(event);
                 }
-                ConversationOutput::PredictTurn { last_speech, .. } => {
+                ConversationOutput::PredictTurn { from, last_speech, .. } => {
+                    if let Some(agent) = &s.agent {
+                        // Speech-to-text starts now, during the endpointing delay, not at the commit.
+                        let audio = MediaThread::user_audio(s, from, last_speech);
+                        agent.offer(AgentJob::Prepare { from, to: last_speech, audio });
+                    }
                     let take = ((s.now.samples().saturating_sub(last_speech.samples())) as usize).min(s.history.len());
                     let audio: Vec<f32> =
                         s.history.iter().take(s.history.len() - take).map(|&v| f32::from(v) / 32_768.0).collect();
@@ -281,7 +286,7 @@ impl MediaThread {
                 ConversationOutput::Transcribe { turn, from, to, at } => match &s.agent {
                     Some(agent) => {
                         let audio = MediaThread::user_audio(s, from, to);
-                        if !agent.offer(AgentJob::Transcribe { turn, audio, at }) {
+                        if !agent.offer(AgentJob::Transcribe { turn, from, to, audio }) {
                             self.counters.agent_jobs_dropped.fetch_add(1, Ordering::Relaxed);
                             s.conversation.transcript(turn, String::new(), at);
                         }
