@@ -7,6 +7,7 @@ pub mod avatars;
 pub mod conversation_events;
 pub mod error;
 pub mod extract;
+pub mod live;
 pub mod pagination;
 pub mod routes;
 pub mod session_token;

@@ -114,7 +114,15 @@ impl MediaThread {
             while let Ok(command) = self.commands.try_recv() {
                 match command {
                     Command::Open(session) => self.sessions.push(*session),
-                    Command::Close(id) => self.sessions.retain(|s| s.id != id),
+                    Command::Close(id) => {
+                        // A hang-up: the call ends cleanly (`call_ended`) before the session goes.
+                        if let Some(index) = self.sessions.iter().position(|s| s.id == id) {
+                            let now = self.sessions[index].now;
+                            self.sessions[index].conversation.end_call(now);
+                            self.handle_outputs(index);
+                            self.sessions.swap_remove(index);
+                        }
+                    }
                 }
             }
             while let Ok(result) = self.results.try_recv() {

@@ -1,0 +1,99 @@
+//! Live conversations: binds a conversation record to a session of the engine's runtime. The session's
+//! events (a crossbeam channel on the media side) are bridged to `conversation_events::consume`, which
+//! records status and transcript and queues the webhooks; when the engine ends the session (hang-up, max
+//! duration) the record reads ENDED. A transport (WebRTC, issue 5) feeds `input` and plays `output`.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use confab_engine::agent_spec::AgentSpec;
+use confab_engine::responder::Responder;
+use confab_engine::runtime::Runtime;
+use tokio::sync::{Notify, mpsc};
+
+use crate::conversation_events;
+use crate::routes::agents::to_agent;
+use crate::store::Db;
+use crate::store::collection::AGENTS;
+use crate::store::conversations;
+
+/// Events waiting between the bridge thread and the recorder. Full: the bridge thread waits.
+pub const BRIDGE_QUEUE: usize = 256;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("conversation {0} not found")]
+    NoConversation(String),
+    #[error("agent {0} not found")]
+    NoAgent(String),
+    #[error("the agent cannot be run: {0}")]
+    Agent(String),
+    #[error("no free session slot")]
+    Full,
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+/// The transport's side of a live conversation.
+pub struct LiveConversation {
+    pub conversation_id: String,
+    pub session_id: usize,
+    /// The user's audio, 16 kHz mono.
+    pub input: rtrb::Producer<f32>,
+    /// The agent's audio, 16 kHz mono.
+    pub output: rtrb::Consumer<f32>,
+    /// Resolves when the engine has ended the session and everything is recorded.
+    pub finished: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the engine for `conversation_id` with its agent's configuration and providers.
+pub async fn start(
+    db: &Db,
+    runtime: &Arc<Mutex<Runtime>>,
+    conversation_id: &str,
+    models_dir: &Path,
+    webhooks: Option<Arc<Notify>>,
+) -> Result<LiveConversation, LiveError> {
+    let conversation = conversations::get(db, conversation_id)
+        .await?
+        .ok_or_else(|| LiveError::NoConversation(conversation_id.to_string()))?;
+    let record = AGENTS
+        .get(db, &conversation.agent_id)
+        .await?
+        .ok_or_else(|| LiveError::NoAgent(conversation.agent_id.clone()))?;
+    let agent = serde_json::to_value(to_agent(db, &record).await?).expect("agents serialize");
+    let spec = AgentSpec::from_json(&agent.to_string()).map_err(|e| LiveError::Agent(e.to_string()))?;
+    let config = spec.conversation_config().map_err(|e| LiveError::Agent(e.to_string()))?;
+    let mut prompt = spec.agent_system_prompt.clone();
+    for extra in [&spec.config.conversational_context, &conversation.context] {
+        if !extra.is_empty() {
+            prompt = format!("{prompt}\n\n{extra}");
+        }
+    }
+    let responder = Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)
+        .map_err(|e| LiveError::Agent(e.to_string()))?;
+    let session =
+        runtime.lock().map_err(|_| LiveError::Full)?.open_session(config, Some(responder)).ok_or(LiveError::Full)?;
+    conversation_events::media_started(db, conversation_id).await?;
+
+    let (tx, rx) = mpsc::channel(BRIDGE_QUEUE);
+    let events = session.events;
+    std::thread::Builder::new()
+        .name(format!("confab-bridge-{}", session.id))
+        .spawn(move || {
+            for event in events.iter() {
+                if tx.blocking_send(event).is_err() {
+                    return;
+                }
+            }
+        })
+        .expect("spawning a bridge thread");
+    let finished = tokio::spawn(conversation_events::consume(db.clone(), conversation_id.to_string(), rx, webhooks));
+    Ok(LiveConversation {
+        conversation_id: conversation_id.to_string(),
+        session_id: session.id,
+        input: session.input,
+        output: session.output,
+        finished,
+    })
+}

@@ -1,0 +1,195 @@
+//! A live conversation through the control plane and the engine, without a transport: audio pushed into
+//! the session at real-time pace; speech-to-text and the language model from a local OpenAI-compatible
+//! server; the espeak-ng voice. The record goes IN_PROGRESS then ENDED, the transcript holds both turns,
+//! and the webhook receiver gets the signed events.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::Request;
+use axum::response::Response;
+use axum::routing::post;
+use confab_api::store::Db;
+use confab_api::webhooks::{Deliverer, WebhookConfig, signing};
+use confab_api::{AppConfig, AppState, app, auth, live};
+use confab_engine::runtime::{Runtime, RuntimeConfig};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const REPLY: &str = "It opens at nine.";
+
+async fn chat() -> Response {
+    let parts = [
+        format!("data: {}\n\n", json!({ "choices": [{ "index": 0, "delta": { "content": REPLY } }] })),
+        "data: [DONE]\n\n".to_string(),
+    ];
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::io::Error>))))
+        .unwrap()
+}
+
+async fn call(router: &Router, key: &str, method: &str, path: &str, body: Option<Value>) -> Value {
+    let request =
+        Request::builder().method(method).uri(path).header("x-api-key", key).header("content-type", "application/json");
+    let request = request.body(body.map(|b| Body::from(b.to_string())).unwrap_or_default()).unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    serde_json::from_slice(&axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap()).unwrap()
+}
+
+fn speak(text: &str) -> Vec<f32> {
+    let path = std::env::temp_dir().join(format!("confab-live-{}.wav", std::process::id()));
+    let ok = std::process::Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "160", "-w"])
+        .arg(&path)
+        .arg(text)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let audio = confab_engine::audio::wav::read_mono_16k(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    audio
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_conversation_is_recorded_and_reported() {
+    // Provider and webhook servers on loopback.
+    let hooks: Arc<Mutex<Vec<(String, i64, String, String)>>> = Arc::default();
+    let seen = hooks.clone();
+    let providers = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/audio/transcriptions", post(|| async { axum::Json(json!({ "text": "When does it open?" })) }))
+        .route(
+            "/hook",
+            post(move |headers: axum::http::HeaderMap, body: String| {
+                let seen = seen.clone();
+                async move {
+                    let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+                    seen.lock().unwrap().push((
+                        h("webhook-id"),
+                        h("webhook-timestamp").parse().unwrap_or(0),
+                        h("webhook-signature"),
+                        body,
+                    ));
+                    "ok"
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, providers).await.unwrap() });
+    // This binary holds one test, so setting the process environment is safe.
+    unsafe {
+        std::env::set_var("CONFAB_LLM_BASE_URL", format!("{base}/v1"));
+        std::env::set_var("CONFAB_STT_BASE_URL", format!("{base}/v1"));
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::connect(&format!("sqlite://{}?mode=rwc", dir.path().join("live.db").display())).await.unwrap();
+    let state = AppState::new(db.clone(), AppConfig { public_url: "http://confab.test".into() }).await.unwrap();
+    let (_, key) = auth::create_key(&db, "live").await.unwrap();
+    let router = app(state);
+    let agent = call(
+        &router,
+        &key,
+        "POST",
+        "/v1/ext/agent",
+        Some(json!({
+            "agent_name": "Librarian",
+            "agent_system_prompt": "Be brief.",
+            "avatars": [{ "avatar_key_id": "stock-amara", "config": {
+                "llm": { "provider": "custom", "model": "m" },
+                "stt": { "provider": "custom", "max_endpointing_delay": 0.8 },
+                "tts": { "provider": "local", "model_id": "espeak-ng" }
+            } }],
+            "callback_url": format!("{base}/hook"),
+            "callback_events": ["utterance_committed", "agent.started_speaking", "call_ended"]
+        })),
+    )
+    .await;
+    let secret = agent["webhook_secret"].as_str().unwrap().to_string();
+    let conversation = call(
+        &router,
+        &key,
+        "POST",
+        "/v1/ext/conversation",
+        Some(json!({ "agent_id": agent["id"], "user_name": "Ada" })),
+    )
+    .await;
+    let id = conversation["id"].as_str().unwrap().to_string();
+
+    let models = confab_models::default_models_dir();
+    let mut config = RuntimeConfig::new(models.clone(), 4);
+    config.media_threads = 1;
+    config.io = Some(tokio::runtime::Handle::current());
+    let runtime = Arc::new(Mutex::new(Runtime::start(config).expect("models are fetched")));
+    let deliverer = Deliverer::new(db.clone(), WebhookConfig { allow_private: true, ..WebhookConfig::default() });
+    let wake = deliverer.waker();
+    let delivering = tokio::spawn(deliverer.run());
+    let mut session = live::start(&db, &runtime, &id, &models, Some(wake)).await.unwrap();
+    assert_eq!(call(&router, &key, "GET", &format!("/v1/ext/conversation/{id}"), None).await["status"], "IN_PROGRESS");
+
+    // The user speaks, then stays silent while the agent answers.
+    let mut audio = vec![0.0; 8_000];
+    audio.extend(speak("When does the library open?"));
+    audio.extend(vec![0.0; 16_000 * 5]);
+    let mut input = session.input;
+    let mut output = session.output;
+    let feeding = tokio::task::spawn_blocking(move || {
+        let start = Instant::now();
+        let mut loud = 0usize;
+        for (i, frame) in audio.chunks(320).enumerate() {
+            for &s in frame {
+                let _ = input.push(s);
+            }
+            while let Ok(sample) = output.pop() {
+                loud += usize::from(sample.abs() > 0.05);
+            }
+            if let Some(wait) =
+                (start + Duration::from_millis(20 * (i as u64 + 1))).checked_duration_since(Instant::now())
+            {
+                std::thread::sleep(wait);
+            }
+        }
+        loud
+    });
+    let loud = feeding.await.unwrap();
+    assert!(loud > 4_000, "the agent's voice came out ({loud} loud samples)");
+    runtime.lock().unwrap().close_session(session.session_id); // hang up
+    tokio::time::timeout(Duration::from_secs(10), &mut session.finished).await.expect("the recorder finishes").unwrap();
+
+    let detail = call(&router, &key, "GET", &format!("/v1/ext/conversation/{id}"), None).await;
+    assert_eq!(detail["status"], "ENDED");
+    let transcript: Vec<(String, String)> = detail["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["role"].as_str().unwrap().to_string(), e["content"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        transcript,
+        [("user".to_string(), "When does it open?".to_string()), ("assistant".to_string(), REPLY.to_string())]
+    );
+
+    for _ in 0..200 {
+        if hooks.lock().unwrap().len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    delivering.abort();
+    let hooks = hooks.lock().unwrap().clone();
+    let names: Vec<String> = hooks
+        .iter()
+        .map(|(_, _, _, body)| {
+            serde_json::from_str::<Value>(body).unwrap()["event"]["name"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(names, ["utterance_committed", "agent.started_speaking", "call_ended"]);
+    let now = chrono::Utc::now().timestamp();
+    for (hook_id, timestamp, signature, body) in &hooks {
+        assert_eq!(signing::verify(&secret, hook_id, *timestamp, signature, body.as_bytes(), now), Ok(()));
+    }
+}
