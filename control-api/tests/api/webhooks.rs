@@ -119,6 +119,19 @@ async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// The outbox's counts by status once `failed` events have failed (or after 4 s).
+async fn wait_for_failed(app: &TestApp, failed: i64) -> BTreeMap<String, i64> {
+    let mut counts = BTreeMap::new();
+    for _ in 0..200 {
+        counts = webhooks::status_counts(&app.db).await.unwrap();
+        if counts.get("failed") == Some(&failed) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    counts
+}
+
 async fn signed_envelopes_arrive_in_order_for_subscribed_events_only(app: TestApp) {
     let (receiver, base) = start_receiver().await;
     let (id, secret) =
@@ -180,15 +193,7 @@ async fn failures_are_retried_or_not_as_the_status_says(app: TestApp) {
         ["flaky", "limited", "slow"].iter().all(|p| d.iter().filter(|(path, _)| path == p).count() >= 2)
     })
     .await;
-    let db = app.db.clone();
-    let mut counts = BTreeMap::new();
-    for _ in 0..100 {
-        counts = webhooks::status_counts(&db).await.unwrap();
-        if counts.get("failed") == Some(&2) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let counts = wait_for_failed(&app, 2).await;
     task.abort();
     // 410 is final: both events to "gone" failed after one attempt each, and never blocked the others.
     assert_eq!(counts.get("failed"), Some(&2), "{counts:?}");
@@ -252,15 +257,7 @@ async fn the_ssrf_guard_refuses_private_targets(app: TestApp) {
         webhooks::enqueue(&app.db, id, &event(0, EventKind::CallEnded)).await.unwrap();
     }
     let task = tokio::spawn(Deliverer::new(app.db.clone(), config(false)).run());
-    let db = app.db.clone();
-    let mut counts = BTreeMap::new();
-    for _ in 0..200 {
-        counts = webhooks::status_counts(&db).await.unwrap();
-        if counts.get("failed") == Some(&2) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let counts = wait_for_failed(&app, 2).await;
     task.abort();
     assert_eq!(counts.get("failed"), Some(&2), "{counts:?}");
     assert!(receiver.deliveries.lock().unwrap().is_empty());
