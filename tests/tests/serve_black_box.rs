@@ -5,19 +5,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use confab_tests::confab_bin;
 use serde_json::{Value, json};
-
-/// The `confab` binary next to this test executable (cargo builds it for the workspace's tests), or
-/// `CONFAB_BIN`.
-fn confab_bin() -> PathBuf {
-    if let Ok(path) = std::env::var("CONFAB_BIN") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().and_then(|deps| deps.parent()).unwrap().join("confab");
-    assert!(path.exists(), "{} is missing: run `cargo build --bin confab` or `cargo test --workspace`", path.display());
-    path
-}
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

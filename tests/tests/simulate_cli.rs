@@ -4,15 +4,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use confab_tests::{agent_audio, confab_bin, rms_between, simulate};
 use serde_json::Value;
-
-fn confab_bin() -> PathBuf {
-    if let Ok(path) = std::env::var("CONFAB_BIN") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(|deps| deps.parent()).unwrap().join("confab")
-}
 
 fn workdir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("confab-sim-{}-{name}", std::process::id()));
@@ -43,21 +36,7 @@ fn simulate_prints_event_lines_and_writes_files() {
         .expect("espeak-ng is installed");
     assert!(status.success());
     let out = dir.join("out");
-    let output = Command::new(confab_bin())
-        .args(["simulate", "--agent"])
-        .arg(agent_file(&dir))
-        .arg("--input")
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let lines: Vec<Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-        .collect();
+    let lines = simulate(&agent_file(&dir), &input, &out, &[]);
     let names: Vec<&str> = lines.iter().map(|l| l["event"]["name"].as_str().unwrap()).collect();
     assert_eq!(names.first(), Some(&"user.started_speaking"), "{names:?}");
     assert!(names.contains(&"user.stopped_speaking"));
@@ -136,18 +115,7 @@ fn offline_conversation_on_local_models() {
     )
     .unwrap();
     let out = dir.join("out");
-    let output = Command::new(confab_bin())
-        .args(["simulate", "--agent"])
-        .arg(&agent)
-        .arg("--input")
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let events: Vec<Value> =
-        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events = simulate(&agent, &input, &out, &[]);
     let find = |name: &str| {
         events.iter().find(|e| e["event"]["name"] == name).unwrap_or_else(|| panic!("no {name}: {events:#?}"))
     };
@@ -161,10 +129,7 @@ fn offline_conversation_on_local_models() {
     assert_eq!(events.last().unwrap()["event"]["name"], "call_ended");
     let start = find("agent.started_speaking")["media_time"].as_f64().unwrap();
     let stop = find("agent.stopped_speaking")["media_time"].as_f64().unwrap();
-    let mut wav = hound::WavReader::open(out.join("agent.wav")).unwrap();
-    let samples: Vec<f32> = wav.samples::<i16>().map(|s| f32::from(s.unwrap()) / 32768.0).collect();
-    let voiced = &samples[(start * 16_000.0) as usize..(stop * 16_000.0) as usize];
-    let rms = (voiced.iter().map(|s| s * s).sum::<f32>() / voiced.len() as f32).sqrt();
+    let rms = rms_between(&agent_audio(&out), start, stop);
     assert!(rms > 0.02, "audible agent: RMS {rms}");
     let transcript: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("transcript.json")).unwrap()).unwrap();

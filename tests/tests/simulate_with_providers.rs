@@ -2,7 +2,6 @@
 //! language model from a local OpenAI-compatible server (the real wire protocol: multipart upload, SSE
 //! stream), and the local espeak-ng voice. The agent answers; the events, transcript and agent.wav show it.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
@@ -11,15 +10,10 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use confab_tests::{agent_audio, rms_between, simulate};
 use serde_json::{Value, json};
 
 const REPLY: &str = "The library opens at nine in the morning. See you there!";
-
-fn confab_bin() -> PathBuf {
-    std::env::var("CONFAB_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| std::env::current_exe().unwrap().parent().and_then(|d| d.parent()).unwrap().join("confab"))
-}
 
 async fn chat(State(seen): State<Arc<Mutex<Vec<Value>>>>, body: String) -> Response {
     seen.lock().unwrap().push(serde_json::from_str(&body).unwrap());
@@ -86,20 +80,7 @@ fn the_agent_answers_a_spoken_question() {
     )
     .unwrap();
     let out = dir.join("out");
-    let output = Command::new(confab_bin())
-        .args(["simulate", "--agent"])
-        .arg(&agent)
-        .arg("--input")
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
-        .env("CONFAB_LLM_BASE_URL", &base)
-        .env("CONFAB_STT_BASE_URL", &base)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let events: Vec<Value> =
-        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events = simulate(&agent, &input, &out, &[("CONFAB_LLM_BASE_URL", &base), ("CONFAB_STT_BASE_URL", &base)]);
     let find = |name: &str| {
         events.iter().find(|e| e["event"]["name"] == name).unwrap_or_else(|| panic!("no {name} in {events:#?}"))
     };
@@ -120,10 +101,8 @@ fn the_agent_answers_a_spoken_question() {
     assert_eq!(request["messages"][1], json!({ "role": "user", "content": "When does the library open?" }));
 
     // The agent's voice is in agent.wav where the events say it is.
-    let mut reader = hound::WavReader::open(out.join("agent.wav")).unwrap();
-    let samples: Vec<f32> = reader.samples::<i16>().map(|s| f32::from(s.unwrap()) / 32768.0).collect();
-    let span = &samples[(speaking_at * 16_000.0) as usize..(stopped_at * 16_000.0) as usize];
-    let rms = (span.iter().map(|s| s * s).sum::<f32>() / span.len() as f32).sqrt();
+    let samples = agent_audio(&out);
+    let rms = rms_between(&samples, speaking_at, stopped_at);
     assert!(rms > 0.02, "agent audio RMS {rms}");
     let before = &samples[..(speaking_at * 16_000.0) as usize];
     assert!(before.iter().all(|s| *s == 0.0), "silence before the agent speaks");
