@@ -3,6 +3,7 @@
 //! the turn in flight; each subscribed event is stored in the outbox before anything is sent.
 
 use confab_engine::{ConversationEvent, EventKind};
+use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::store::Db;
@@ -52,6 +53,20 @@ pub async fn media_started(db: &Db, conversation_id: &str) -> Result<(), sqlx::E
     conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS).await.map(|_| ())
 }
 
+/// Runs once when the call ends, before `call_ended` is recorded and queued: the transport finishes
+/// the recording and returns the URL it is served at (None when the call was not recorded). So a client
+/// that reads the conversation on `call_ended` finds `is_recorded` and `recording_url` already set.
+pub type CallEndHook = Box<dyn FnOnce() -> BoxFuture<'static, Option<String>> + Send>;
+
+async fn run_call_end_hook(db: &Db, conversation_id: &str, hook: &mut Option<CallEndHook>) {
+    let Some(hook) = hook.take() else { return };
+    if let Some(url) = hook().await
+        && let Err(err) = conversations::set_recording(db, conversation_id, &url).await
+    {
+        tracing::error!(%conversation_id, error = %err, "could not record the recording's URL");
+    }
+}
+
 /// Consumes a conversation's event stream until the engine closes it, then makes sure the record reads
 /// ENDED (a stream that closes without `call_ended` means the session stopped).
 pub async fn consume(
@@ -59,8 +74,12 @@ pub async fn consume(
     conversation_id: String,
     mut events: mpsc::Receiver<ConversationEvent>,
     webhooks: Option<std::sync::Arc<tokio::sync::Notify>>,
+    mut on_call_end: Option<CallEndHook>,
 ) {
     while let Some(event) = events.recv().await {
+        if matches!(event.kind, EventKind::CallEnded) {
+            run_call_end_hook(&db, &conversation_id, &mut on_call_end).await;
+        }
         let applied = apply_with_retries(&db, &conversation_id, &event).await;
         if let Some(wake) = &webhooks {
             wake.notify_one();
@@ -69,6 +88,7 @@ pub async fn consume(
             tracing::error!(%conversation_id, event = event.kind.name(), error = %err, "could not record a conversation event");
         }
     }
+    run_call_end_hook(&db, &conversation_id, &mut on_call_end).await;
     if let Err(err) = conversations::advance_status(&db, &conversation_id, STATUS_ENDED).await {
         tracing::error!(%conversation_id, error = %err, "could not end the conversation");
     }

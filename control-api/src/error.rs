@@ -26,6 +26,12 @@ pub enum ApiError {
     /// 404 `{error}`: every other resource.
     #[error("not found: {0}")]
     NotFound(&'static str),
+    /// 409 `{error}`: the resource's state forbids the request.
+    #[error("conflict: {0}")]
+    Conflict(&'static str),
+    /// 415 `{error}`.
+    #[error("unsupported media type: {0}")]
+    UnsupportedMediaType(&'static str),
     /// 413 `{error}`.
     #[error("payload too large")]
     PayloadTooLarge,
@@ -61,6 +67,10 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(message) => (StatusCode::BAD_REQUEST, json!({ "error": message })),
             ApiError::NotFoundMessage(message) => (StatusCode::NOT_FOUND, json!({ "message": message })),
             ApiError::NotFound(message) => (StatusCode::NOT_FOUND, json!({ "error": message })),
+            ApiError::Conflict(message) => (StatusCode::CONFLICT, json!({ "error": message })),
+            ApiError::UnsupportedMediaType(message) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, json!({ "error": message }))
+            }
             ApiError::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, json!({ "error": "Request body too large" })),
             ApiError::Unavailable(message) => (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": message })),
             ApiError::Internal { public, cause } => {

@@ -8,6 +8,7 @@ pub mod conversation_events;
 pub mod error;
 pub mod extract;
 pub mod live;
+pub mod media;
 pub mod pagination;
 pub mod routes;
 pub mod session_token;
@@ -40,12 +41,16 @@ pub struct AppState {
     pub db: Db,
     pub session_keys: SessionKeys,
     pub config: Arc<AppConfig>,
+    /// The embedded media worker; None when the engine could not start (no models).
+    pub media: Option<Arc<media::MediaWorker>>,
 }
 
 #[derive(Debug, Clone)]
 pub struct AppConfig {
     /// Base URL that browsers reach this server at, without a trailing slash (join links start with it).
     pub public_url: String,
+    /// Where call recordings are kept.
+    pub recordings_dir: std::path::PathBuf,
 }
 
 /// A minted session token and the join link that carries it.
@@ -58,7 +63,13 @@ pub struct MintedSession {
 impl AppState {
     pub async fn new(db: Db, config: AppConfig) -> Result<AppState, sqlx::Error> {
         let secret = store::settings::secret(&db, SESSION_SECRET_NAME).await?;
-        Ok(AppState { db, session_keys: SessionKeys::new(&secret), config: Arc::new(config) })
+        Ok(AppState { db, session_keys: SessionKeys::new(&secret), config: Arc::new(config), media: None })
+    }
+
+    /// Live calls through `media` (join page, WebRTC signalling).
+    pub fn with_media(mut self, media: Arc<media::MediaWorker>) -> AppState {
+        self.media = Some(media);
+        self
     }
 
     /// The browser page of a conversation; the token rides in the fragment, which never reaches a server log.
@@ -124,6 +135,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     let (_, api) = OpenApiRouter::<AppState>::with_openapi(ApiDoc::openapi())
         .merge(api_routes())
         .merge(routes::sessions::session_router())
+        .merge(routes::webrtc::router())
         .split_for_parts();
     api
 }
@@ -132,10 +144,11 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 pub fn app(state: AppState) -> Router {
     let (api, _) = api_routes().split_for_parts();
     let api = api.layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_api_key));
-    let (session, _) = routes::sessions::session_router().split_for_parts();
+    let (session, _) = routes::sessions::session_router().merge(routes::webrtc::router()).split_for_parts();
     let document = openapi();
     Router::new()
         .route("/", get(landing))
+        .route("/join/{id}", get(routes::join::join_page))
         .route("/openapi.json", get(move || std::future::ready(axum::Json(document.clone()))))
         .merge(session)
         .merge(api)

@@ -1,7 +1,8 @@
 //! Live conversations: binds a conversation record to a session of the engine's runtime. The session's
 //! events (a crossbeam channel on the media side) are bridged to `conversation_events::consume`, which
 //! records status and transcript and queues the webhooks; when the engine ends the session (hang-up, max
-//! duration) the record reads ENDED. A transport (WebRTC, issue 5) feeds `input` and plays `output`.
+//! duration) the record reads ENDED. A transport (`crate::media`) feeds `input`, plays `output`, and
+//! marks the record IN_PROGRESS when the participant's media flows.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -11,7 +12,7 @@ use confab_engine::responder::Responder;
 use confab_engine::runtime::Runtime;
 use tokio::sync::{Notify, mpsc};
 
-use crate::conversation_events;
+use crate::conversation_events::{self, CallEndHook};
 use crate::routes::agents::to_agent;
 use crate::store::Db;
 use crate::store::collection::AGENTS;
@@ -38,6 +39,10 @@ pub enum LiveError {
 pub struct LiveConversation {
     pub conversation_id: String,
     pub session_id: usize,
+    /// The conversation's `user_id` (the participant named by `participant_left`).
+    pub user_id: String,
+    /// The agent's `record` flag: the transport records the call.
+    pub record: bool,
     /// The user's audio, 16 kHz mono.
     pub input: rtrb::Producer<f32>,
     /// The agent's audio, 16 kHz mono.
@@ -53,6 +58,7 @@ pub async fn start(
     conversation_id: &str,
     models_dir: &Path,
     webhooks: Option<Arc<Notify>>,
+    on_call_end: Option<CallEndHook>,
 ) -> Result<LiveConversation, LiveError> {
     let conversation = conversations::get(db, conversation_id)
         .await?
@@ -62,6 +68,7 @@ pub async fn start(
         .await?
         .ok_or_else(|| LiveError::NoAgent(conversation.agent_id.clone()))?;
     let agent = serde_json::to_value(to_agent(db, &record).await?).expect("agents serialize");
+    let record = agent["record"].as_bool().unwrap_or(false);
     let spec = AgentSpec::from_json(&agent.to_string()).map_err(|e| LiveError::Agent(e.to_string()))?;
     let config = spec.conversation_config().map_err(|e| LiveError::Agent(e.to_string()))?;
     let mut prompt = spec.agent_system_prompt.clone();
@@ -74,7 +81,6 @@ pub async fn start(
         .map_err(|e| LiveError::Agent(e.to_string()))?;
     let session =
         runtime.lock().map_err(|_| LiveError::Full)?.open_session(config, Some(responder)).ok_or(LiveError::Full)?;
-    conversation_events::media_started(db, conversation_id).await?;
 
     let (tx, rx) = mpsc::channel(BRIDGE_QUEUE);
     let events = session.events;
@@ -88,10 +94,18 @@ pub async fn start(
             }
         })
         .expect("spawning a bridge thread");
-    let finished = tokio::spawn(conversation_events::consume(db.clone(), conversation_id.to_string(), rx, webhooks));
+    let finished = tokio::spawn(conversation_events::consume(
+        db.clone(),
+        conversation_id.to_string(),
+        rx,
+        webhooks,
+        on_call_end,
+    ));
     Ok(LiveConversation {
         conversation_id: conversation_id.to_string(),
         session_id: session.id,
+        user_id: conversation.user_id.clone(),
+        record,
         input: session.input,
         output: session.output,
         finished,

@@ -82,6 +82,49 @@ struct ServeArgs {
     allow_private_webhooks: bool,
     #[command(flatten)]
     database: DatabaseArgs,
+    #[command(flatten)]
+    media: MediaArgs,
+}
+
+#[derive(Args)]
+struct MediaArgs {
+    /// Models directory (the embedded media worker needs `confab models fetch` first).
+    #[arg(long, env = "CONFAB_MODELS_DIR")]
+    models_dir: Option<PathBuf>,
+    /// Calls held at once by the embedded media worker.
+    #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = 8)]
+    max_calls: usize,
+    /// Address WebRTC binds and advertises; defaults to the IP of --addr (0.0.0.0: every interface).
+    #[arg(long, env = "CONFAB_RTC_IP")]
+    rtc_ip: Option<std::net::IpAddr>,
+    /// Public IP advertised instead of the bound one (1:1 NAT); repeatable.
+    #[arg(long = "rtc-public-ip", env = "CONFAB_RTC_PUBLIC_IPS", value_delimiter = ',')]
+    rtc_public_ips: Vec<std::net::IpAddr>,
+    /// UDP port range for calls, FIRST-LAST (inclusive); any free port when unset.
+    #[arg(long, env = "CONFAB_RTC_PORTS", value_parser = parse_port_range)]
+    rtc_ports: Option<(u16, u16)>,
+    /// STUN or TURN server URL (stun:host:port, turn:host:port); repeatable; also given to browsers.
+    #[arg(long = "ice-server", env = "CONFAB_ICE_SERVERS", value_delimiter = ',')]
+    ice_servers: Vec<String>,
+    /// TURN username.
+    #[arg(long, env = "CONFAB_ICE_USERNAME")]
+    ice_username: Option<String>,
+    /// TURN credential.
+    #[arg(long, env = "CONFAB_ICE_CREDENTIAL")]
+    ice_credential: Option<String>,
+    /// Seconds without the participant's audio (or a connected transport) before they count as gone.
+    #[arg(long, env = "CONFAB_NO_MEDIA_TIMEOUT", default_value_t = 10.0)]
+    no_media_timeout: f64,
+}
+
+fn parse_port_range(text: &str) -> Result<(u16, u16), String> {
+    let (first, last) = text.split_once('-').ok_or("expected FIRST-LAST, e.g. 50000-50199")?;
+    let first: u16 = first.trim().parse().map_err(|_| format!("not a port: {first}"))?;
+    let last: u16 = last.trim().parse().map_err(|_| format!("not a port: {last}"))?;
+    if first == 0 || last < first {
+        return Err(format!("{first}-{last} is not a range of ports (1-65535, FIRST <= LAST)"));
+    }
+    Ok((first, last))
 }
 
 #[derive(Subcommand)]
@@ -146,21 +189,76 @@ async fn main() -> anyhow::Result<()> {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let db = open_database(&args.database).await?;
     let public_url = args.public_url.unwrap_or_else(|| format!("http://{}", args.addr));
-    let state = AppState::new(db.clone(), AppConfig { public_url }).await.context("cannot initialise the server")?;
+    let recordings_dir = args.database.data.join("recordings");
+    let config = AppConfig { public_url: public_url.clone(), recordings_dir: recordings_dir.clone() };
+    let mut state = AppState::new(db.clone(), config).await.context("cannot initialise the server")?;
+    let orphaned = confab_api::store::conversations::end_orphaned(&db).await.context("cannot end orphaned calls")?;
+    if orphaned > 0 {
+        tracing::warn!(orphaned, "conversations left IN_PROGRESS by an earlier run are now ENDED");
+    }
     let resumed = confab_api::avatars::custom::resume_unfinished(&db).await.context("cannot resume avatar jobs")?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed unfinished custom avatar jobs");
     }
     let webhook_config =
         confab_api::webhooks::WebhookConfig { allow_private: args.allow_private_webhooks, ..Default::default() };
-    let deliverer = tokio::spawn(confab_api::webhooks::Deliverer::new(db.clone(), webhook_config).run());
+    let deliverer = confab_api::webhooks::Deliverer::new(db.clone(), webhook_config);
+    let media = start_media(&args.media, &db, &args.addr, public_url, recordings_dir, deliverer.waker()).await;
+    if let Some(media) = &media {
+        state = state.with_media(media.clone());
+    }
+    let deliverer = tokio::spawn(deliverer.run());
     let listener =
         tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, backend = ?db.backend, "confab serving");
     axum::serve(listener, confab_api::app(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    if let Some(media) = media {
+        media.shutdown().await;
+    }
     deliverer.abort();
     tracing::info!("confab stopped");
     Ok(())
+}
+
+/// Starts the engine runtime for live calls. Without the models the control plane still serves; joining a
+/// call then answers 503.
+async fn start_media(
+    args: &MediaArgs,
+    db: &Db,
+    addr: &SocketAddr,
+    public_url: String,
+    recordings_dir: PathBuf,
+    webhooks: std::sync::Arc<tokio::sync::Notify>,
+) -> Option<std::sync::Arc<confab_api::media::MediaWorker>> {
+    let models_dir = args.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
+    let mut runtime_config = confab_engine::runtime::RuntimeConfig::new(models_dir.clone(), args.max_calls);
+    runtime_config.io = Some(tokio::runtime::Handle::current());
+    let runtime = match tokio::task::spawn_blocking(move || confab_engine::runtime::Runtime::start(runtime_config)).await {
+        Ok(Ok(runtime)) => runtime,
+        Ok(Err(err)) => {
+            tracing::warn!(error = %err, "live calls are off: the media engine cannot start (run `confab models fetch`)");
+            return None;
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "live calls are off: the media engine panicked at start");
+            return None;
+        }
+    };
+    let config = confab_api::media::MediaConfig {
+        models_dir,
+        max_calls: args.max_calls,
+        rtc_ip: args.rtc_ip.unwrap_or(addr.ip()),
+        public_ips: args.rtc_public_ips.clone(),
+        udp_ports: args.rtc_ports,
+        ice_servers: args.ice_servers.clone(),
+        ice_username: args.ice_username.clone(),
+        ice_credential: args.ice_credential.clone(),
+        no_media_timeout: std::time::Duration::from_secs_f64(args.no_media_timeout.max(1.0)),
+        recordings_dir,
+    };
+    tracing::info!(max_calls = config.max_calls, rtc_ip = %config.rtc_ip, "media worker ready");
+    let runtime = std::sync::Arc::new(std::sync::Mutex::new(runtime));
+    Some(confab_api::media::MediaWorker::new(db.clone(), runtime, config, public_url, Some(webhooks)))
 }
 
 async fn shutdown_signal() {

@@ -88,7 +88,7 @@ async fn a_live_conversation_is_recorded_and_reported() {
 
     let dir = tempfile::tempdir().unwrap();
     let db = Db::connect(&format!("sqlite://{}?mode=rwc", dir.path().join("live.db").display())).await.unwrap();
-    let state = AppState::new(db.clone(), AppConfig { public_url: "http://confab.test".into() }).await.unwrap();
+    let state = AppState::new(db.clone(), AppConfig { public_url: "http://confab.test".into(), recordings_dir: "recordings".into() }).await.unwrap();
     let (_, key) = auth::create_key(&db, "live").await.unwrap();
     let router = app(state);
     let agent = call(
@@ -128,7 +128,10 @@ async fn a_live_conversation_is_recorded_and_reported() {
     let deliverer = Deliverer::new(db.clone(), WebhookConfig { allow_private: true, ..WebhookConfig::default() });
     let wake = deliverer.waker();
     let delivering = tokio::spawn(deliverer.run());
-    let mut session = live::start(&db, &runtime, &id, &models, Some(wake)).await.unwrap();
+    let mut session = live::start(&db, &runtime, &id, &models, Some(wake), None).await.unwrap();
+    assert_eq!(call(&router, &key, "GET", &format!("/v1/ext/conversation/{id}"), None).await["status"], "STARTED");
+    // The transport marks the call IN_PROGRESS when the participant's media flows.
+    confab_api::conversation_events::media_started(&db, &id).await.unwrap();
     assert_eq!(call(&router, &key, "GET", &format!("/v1/ext/conversation/{id}"), None).await["status"], "IN_PROGRESS");
 
     // The user speaks, then stays silent while the agent answers.

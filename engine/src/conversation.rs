@@ -223,6 +223,16 @@ impl Conversation {
         }
     }
 
+    /// The participant is gone (the transport closed, ICE failed, or their media stopped):
+    /// `participant_left`, then the call ends as on a hang-up.
+    pub fn participant_left(&mut self, at: MediaTime, participant: String) {
+        if self.ended {
+            return;
+        }
+        self.event(at, EventKind::ParticipantLeft { id: participant });
+        self.end_call(at);
+    }
+
     /// Ends the call: the agent stops where it is and `call_ended` follows.
     pub fn end_call(&mut self, at: MediaTime) {
         if self.ended {
@@ -389,6 +399,41 @@ mod tests {
         assert!(out[1].contains("max_call_duration_timeout"));
         assert!(out[3].starts_with("EndCall { at: MediaTime(1600000) }"));
         assert!(out[4].contains("call_ended"));
+        assert!(c.is_ended());
+    }
+
+    #[test]
+    fn a_participant_leaving_mid_reply_ends_the_call() {
+        let mut c = Conversation::new(ConversationConfig::default());
+        c.agent_segment(PlayoutSegment {
+            turn: TurnId(0),
+            epoch: Epoch(0),
+            text: "Hello there, how can I help?".into(),
+            audio: vec![0.2; 32_000],
+        });
+        let mut frame = [0.0f32; FRAME];
+        for t in 0..10u64 {
+            c.render(MediaTime(t * FRAME as u64), &mut frame);
+        }
+        c.participant_left(MediaTime(3_200), "u-1".into());
+        c.participant_left(MediaTime(6_400), "u-1".into());
+        let out: Vec<String> = std::iter::from_fn(|| c.poll_output())
+            .map(|o| match o {
+                ConversationOutput::Event(e) => format!("{}@{}", e.kind.name(), e.media_time.as_millis()),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            out,
+            [
+                "agent.started_speaking@0",
+                "participant_left@200",
+                "agent.stopped_speaking@200",
+                "CancelReply { epoch: Epoch(1) }",
+                "EndCall { at: MediaTime(3200) }",
+                "call_ended@200",
+            ]
+        );
         assert!(c.is_ended());
     }
 }

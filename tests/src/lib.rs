@@ -49,3 +49,50 @@ pub fn rms_between(audio: &[f32], from: f64, to: f64) -> f32 {
     let span = &audio[(from * 16_000.0) as usize..((to * 16_000.0) as usize).min(audio.len())];
     (span.iter().map(|s| s * s).sum::<f32>() / span.len().max(1) as f32).sqrt()
 }
+
+pub mod browser;
+pub mod netns;
+pub mod server;
+
+/// Verifies a Standard Webhooks signature independently of the server's code: `v1,<base64 HMAC-SHA256 of
+/// "id.timestamp.body">` keyed with the base64 bytes after `whsec_`.
+pub fn webhook_signature_is_valid(secret: &str, id: &str, timestamp: &str, signature: &str, body: &[u8]) -> bool {
+    use base64::Engine;
+    use hmac::{Hmac, Mac};
+    let engine = base64::engine::general_purpose::STANDARD;
+    let Ok(key) = engine.decode(secret.trim_start_matches("whsec_")) else { return false };
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&key).expect("any key length");
+    mac.update(format!("{id}.{timestamp}.").as_bytes());
+    mac.update(body);
+    let expected = format!("v1,{}", engine.encode(mac.finalize().into_bytes()));
+    signature.split(' ').any(|candidate| candidate == expected)
+}
+
+/// Writes `text` spoken by espeak-ng (22,050 Hz mono WAV) between `before` and `after` seconds of
+/// silence.
+pub fn spoken_wav(path: &Path, text: &str, before: f32, after: f32) {
+    let speech = path.with_extension("speech.wav");
+    let status = Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "150", "-w"])
+        .arg(&speech)
+        .arg(text)
+        .status()
+        .expect("espeak-ng is installed (scripts/setup.sh)");
+    assert!(status.success());
+    let mut reader = hound::WavReader::open(&speech).unwrap();
+    let spec = reader.spec();
+    let samples: Vec<i16> = reader.samples::<i16>().map(Result::unwrap).collect();
+    let mut writer = hound::WavWriter::create(path, spec).unwrap();
+    let silence = |seconds: f32| (seconds * spec.sample_rate as f32) as usize;
+    for _ in 0..silence(before) {
+        writer.write_sample(0i16).unwrap();
+    }
+    for sample in samples {
+        writer.write_sample(sample).unwrap();
+    }
+    for _ in 0..silence(after) {
+        writer.write_sample(0i16).unwrap();
+    }
+    writer.finalize().unwrap();
+    let _ = std::fs::remove_file(speech);
+}

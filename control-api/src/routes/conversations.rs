@@ -59,6 +59,7 @@ pub struct ConversationQuery {
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(create_conversation, list_conversations)).routes(routes!(get_conversation))
+        .routes(routes!(get_recording))
 }
 
 fn day(field: &str, value: &Option<String>) -> ApiResult<Option<NaiveDate>> {
@@ -214,4 +215,33 @@ pub async fn read_detail(state: &AppState, id: &str) -> ApiResult<ConversationDe
         .await
         .map_err(ApiError::internal("Failed to retrieve conversation"))?;
     Ok(summary.into_detail(transcript))
+}
+
+pub const NO_RECORDING: &str = "Recording not found";
+
+/// The call's recording (16 kHz mono WAV, both sides mixed), for API-key holders only.
+#[utoipa::path(get, path = "/v1/ext/conversation/{id}/recording", tag = "conversations",
+    responses((status = 200, description = "audio/wav", content_type = "audio/wav"), (status = 401),
+        (status = 404, description = "No such conversation, or it was not recorded")))]
+async fn get_recording(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+    use axum::http::header;
+    use axum::response::IntoResponse;
+    let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
+    let conversation = conversations::get(&state.db, &id).await?.ok_or(ApiError::NotFound(NOT_FOUND))?;
+    let path = crate::media::recording_path(&state.config.recordings_dir, &id);
+    if !conversation.is_recorded {
+        return Err(ApiError::NotFound(NO_RECORDING));
+    }
+    let file = tokio::fs::File::open(&path).await.map_err(|_| ApiError::NotFound(NO_RECORDING))?;
+    let length = file.metadata().await.map(|m| m.len()).unwrap_or(0);
+    let body = axum::body::Body::from_stream(tokio_util::io::ReaderStream::new(file));
+    Ok((
+        [
+            (header::CONTENT_TYPE, "audio/wav".to_string()),
+            (header::CONTENT_LENGTH, length.to_string()),
+            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{id}.wav\"")),
+        ],
+        body,
+    )
+        .into_response())
 }

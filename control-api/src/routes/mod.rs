@@ -3,9 +3,11 @@
 pub mod agents;
 pub mod conversations;
 pub mod guardrails;
+pub mod join;
 pub mod knowledge;
 pub mod mcp;
 pub mod meetings;
 pub mod sessions;
 pub mod templates;
 pub mod tools;
+pub mod webrtc;

@@ -86,7 +86,7 @@ async fn create_session_token(
     })))
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get("authorization")?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then_some(token.trim())
@@ -100,8 +100,14 @@ async fn get_session_conversation(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<ConversationDetail>> {
-    let token = bearer(&headers).ok_or(ApiError::Unauthorized)?;
-    state.session_keys.verify(token, &id).map_err(|_| ApiError::Unauthorized)?;
-    let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
+    let id = authorize(&state, &headers, &id)?;
     Ok(Json(read_detail(&state, &id).await?))
+}
+
+/// Checks the request's session token (`Authorization: Bearer`) against conversation `id`; returns the
+/// id in its canonical form.
+pub(crate) fn authorize(state: &AppState, headers: &HeaderMap, id: &str) -> ApiResult<String> {
+    let token = bearer(headers).ok_or(ApiError::Unauthorized)?;
+    state.session_keys.verify(token, id).map_err(|_| ApiError::Unauthorized)?;
+    parse_id(id, ApiError::NotFound(NOT_FOUND))
 }

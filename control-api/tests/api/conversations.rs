@@ -115,7 +115,7 @@ async fn engine_events_drive_status_and_transcript(app: TestApp) {
     let agent_id = agent(&app, "Talker").await;
     let id = app.create("/v1/ext/conversation", json!({ "agent_id": agent_id, "user_name": "Ada" })).await;
     let (sender, receiver) = tokio::sync::mpsc::channel(8);
-    let consumer = tokio::spawn(conversation_events::consume(app.db.clone(), id.clone(), receiver, None));
+    let consumer = tokio::spawn(conversation_events::consume(app.db.clone(), id.clone(), receiver, None, None));
     let at = |ms: u64, kind: EventKind| ConversationEvent { media_time: Duration::from_millis(ms), kind };
     sender.send(at(400, EventKind::UserStartedSpeaking)).await.unwrap();
     sender.send(at(1900, EventKind::UtteranceCommitted { text: "What time is it?".into() })).await.unwrap();

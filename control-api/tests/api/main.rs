@@ -10,6 +10,7 @@ mod conversations;
 mod guardrails;
 mod knowledge;
 mod openapi;
+mod signalling;
 mod templates;
 mod tools_and_mcp;
 mod webhooks;

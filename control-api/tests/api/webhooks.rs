@@ -141,7 +141,7 @@ async fn signed_envelopes_arrive_in_order_for_subscribed_events_only(app: TestAp
     let wake = deliverer.waker();
     let task = tokio::spawn(deliverer.run());
     let (tx, rx) = tokio::sync::mpsc::channel(16);
-    let consumer = tokio::spawn(conversation_events::consume(app.db.clone(), id.clone(), rx, Some(wake)));
+    let consumer = tokio::spawn(conversation_events::consume(app.db.clone(), id.clone(), rx, Some(wake), None));
     for e in [
         event(100, EventKind::UserStartedSpeaking),
         event(900, EventKind::UserStoppedSpeaking),

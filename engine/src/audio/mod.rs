@@ -2,6 +2,7 @@
 //! files for `confab simulate`.
 
 pub mod level;
+pub mod opus_egress;
 pub mod opus_ingress;
 pub mod pcm;
 pub mod pcm_ingress;
@@ -22,6 +23,8 @@ pub enum AudioError {
     Resample(String),
     #[error("corrupt Opus packet: {0}")]
     Opus(String),
+    #[error("Opus encoder error: {0}")]
+    OpusEncode(String),
 }
 
 /// Sample rates the front end accepts.

@@ -26,7 +26,19 @@ const HISTORY: usize = 16_000 * 20;
 
 pub enum Command {
     Open(Box<MediaSession>),
+    /// A hang-up: the call ends cleanly.
     Close(usize),
+    /// The participant is gone: `participant_left` (with their id), then the call ends.
+    Leave(usize, String),
+}
+
+/// One taken session slot; released when the session is dropped (its call over).
+pub struct SlotGuard(pub Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 pub struct MediaSession {
@@ -43,6 +55,7 @@ pub struct MediaSession {
     history: VecDeque<i16>,
     /// The agent's providers, when the session has them.
     agent: Option<AgentLink>,
+    _slot: SlotGuard,
 }
 
 impl MediaSession {
@@ -53,6 +66,7 @@ impl MediaSession {
         output: rtrb::Producer<f32>,
         events: Sender<ConversationEvent>,
         agent: Option<AgentLink>,
+        slot: SlotGuard,
     ) -> MediaSession {
         MediaSession {
             id,
@@ -66,6 +80,7 @@ impl MediaSession {
             gate: SilenceGate::default(),
             history: VecDeque::with_capacity(HISTORY),
             agent,
+            _slot: slot,
         }
     }
 }
@@ -114,15 +129,8 @@ impl MediaThread {
             while let Ok(command) = self.commands.try_recv() {
                 match command {
                     Command::Open(session) => self.sessions.push(*session),
-                    Command::Close(id) => {
-                        // A hang-up: the call ends cleanly (`call_ended`) before the session goes.
-                        if let Some(index) = self.sessions.iter().position(|s| s.id == id) {
-                            let now = self.sessions[index].now;
-                            self.sessions[index].conversation.end_call(now);
-                            self.handle_outputs(index);
-                            self.sessions.swap_remove(index);
-                        }
-                    }
+                    Command::Close(id) => self.end_session(id, None),
+                    Command::Leave(id, participant) => self.end_session(id, Some(participant)),
                 }
             }
             while let Ok(result) = self.results.try_recv() {
@@ -146,6 +154,20 @@ impl MediaThread {
             } else if now - next_tick > TICK * 5 {
                 next_tick = now; // far behind: do not try to catch up in a burst
             }
+        }
+    }
+
+    /// Ends a session's call now (`call_ended`, after `participant_left` when the participant left) and
+    /// drops the session.
+    fn end_session(&mut self, id: usize, participant_left: Option<String>) {
+        if let Some(index) = self.sessions.iter().position(|s| s.id == id) {
+            let now = self.sessions[index].now;
+            match participant_left {
+                Some(participant) => self.sessions[index].conversation.participant_left(now, participant),
+                None => self.sessions[index].conversation.end_call(now),
+            }
+            self.handle_outputs(index);
+            self.sessions.swap_remove(index);
         }
     }
 

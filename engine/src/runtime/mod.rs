@@ -11,7 +11,7 @@ mod media;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
@@ -38,7 +38,7 @@ pub const MAX_VAD_BATCH: usize = 256;
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
     pub media_threads: usize,
-    /// Sessions the runtime can hold (slots are preallocated).
+    /// Sessions the runtime holds at once; a slot is free again when its session's call has ended.
     pub max_sessions: usize,
     pub models_dir: PathBuf,
     /// Threads ONNX Runtime may use inside one inference call.
@@ -99,6 +99,8 @@ pub struct Runtime {
     shutdown: Sender<()>,
     next_session: usize,
     max_sessions: usize,
+    /// Sessions open now (taken slots).
+    active: Arc<AtomicUsize>,
     io: Option<tokio::runtime::Handle>,
     pub counters: Arc<RuntimeCounters>,
 }
@@ -147,17 +149,23 @@ impl Runtime {
             shutdown,
             next_session: 0,
             max_sessions: config.max_sessions,
+            active: Arc::new(AtomicUsize::new(0)),
             io: config.io.clone(),
             counters,
         })
     }
 
+    /// Sessions open now.
+    pub fn active_sessions(&self) -> usize {
+        self.active.load(Ordering::Acquire)
+    }
+
     /// Opens a session on the next media thread (round robin). None when every slot is taken.
     /// `responder`, when given, answers the user (its calls run on `RuntimeConfig::io`).
     pub fn open_session(&mut self, config: ConversationConfig, responder: Option<Responder>) -> Option<SessionHandle> {
-        if self.next_session >= self.max_sessions {
-            return None;
-        }
+        let max = self.max_sessions;
+        self.active.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).ok()?;
+        let slot = media::SlotGuard(self.active.clone());
         let id = self.next_session;
         self.next_session += 1;
         let (input, input_rx) = rtrb::RingBuffer::new(INPUT_RING_SAMPLES);
@@ -168,14 +176,21 @@ impl Runtime {
             (Some(responder), Some(io)) => Some(agent::spawn(io, responder)),
             _ => None,
         };
-        let session = media::MediaSession::new(id, config, input_rx, output_tx, events_tx, agent);
+        let session = media::MediaSession::new(id, config, input_rx, output_tx, events_tx, agent, slot);
         self.commands[thread].send(media::Command::Open(Box::new(session))).ok()?;
         Some(SessionHandle { id, input, output, events })
     }
 
+    /// Hangs up: the call ends cleanly (`call_ended`).
     pub fn close_session(&mut self, id: usize) {
         let thread = id % self.commands.len();
         let _ = self.commands[thread].send(media::Command::Close(id));
+    }
+
+    /// The participant is gone (transport closed or silent): `participant_left`, then `call_ended`.
+    pub fn participant_left(&mut self, id: usize, participant: &str) {
+        let thread = id % self.commands.len();
+        let _ = self.commands[thread].send(media::Command::Leave(id, participant.to_string()));
     }
 }
 

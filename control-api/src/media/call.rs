@@ -1,0 +1,253 @@
+//! One call over WebRTC: the browser's Opus is decoded into the engine's input ring; the engine's output
+//! is encoded to Opus and sent on the audio track; a supervisor ends the call when the participant hangs
+//! up, the peer connection closes or fails, or their audio stops for the no-media timeout
+//! (`participant_left`, then `call_ended`). The record goes IN_PROGRESS with the first audio packet.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
+use confab_engine::audio::opus_ingress::OpusIngress;
+use rtc::media::Sample;
+use rtc::rtp_transceiver::rtp_sender::RtpCodecKind;
+use tokio::sync::Notify;
+use webrtc::media_stream::track_remote::{TrackRemote, TrackRemoteEvent};
+use webrtc::peer_connection::RTCPeerConnectionState;
+
+use super::MediaWorker;
+use super::peer::Negotiated;
+use super::recorder::Recorder;
+use crate::conversation_events::{self, CallEndHook};
+use crate::live::LiveConversation;
+
+/// How often the agent's audio is taken from the engine and sent (it arrives in 20 ms frames).
+const SEND_INTERVAL: Duration = Duration::from_millis(10);
+/// How often the supervisor looks at the connection and the media clock.
+const SUPERVISE_INTERVAL: Duration = Duration::from_millis(200);
+const FRAME_DURATION: Duration = Duration::from_millis(20);
+
+/// The call's recorder, shared by the audio tasks and the call-end hook that finishes it.
+#[derive(Clone, Default)]
+pub struct RecordingSlot(Arc<Mutex<Option<Recorder>>>);
+
+impl RecordingSlot {
+    pub fn start(&self, path: &Path) {
+        match Recorder::create(path) {
+            Ok(recorder) => *self.lock() = Some(recorder),
+            Err(err) => tracing::error!(path = %path.display(), error = %err, "cannot record the call"),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Recorder>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn push_user(&self, samples: &[f32]) {
+        if let Some(recorder) = self.lock().as_mut() {
+            recorder.push_user(samples);
+        }
+    }
+
+    fn push_agent(&self, frame: &[f32]) {
+        let mut slot = self.lock();
+        if let Some(recorder) = slot.as_mut()
+            && let Err(err) = recorder.push_agent(frame)
+        {
+            tracing::error!(error = %err, "the recording failed; it stops here");
+            *slot = None;
+        }
+    }
+
+    /// Finishes the recording when the call ends; the hook answers its URL when there is one.
+    pub fn call_end_hook(&self, url: String) -> CallEndHook {
+        let slot = self.clone();
+        Box::new(move || {
+            Box::pin(async move {
+                let recorder = slot.lock().take()?;
+                match tokio::task::spawn_blocking(move || recorder.finish()).await {
+                    Ok(Ok(_)) => Some(url),
+                    Ok(Err(err)) => {
+                        tracing::error!(error = %err, "cannot finish the recording");
+                        None
+                    }
+                    Err(_) => None,
+                }
+            })
+        })
+    }
+}
+
+/// What the call's tasks share.
+struct Shared {
+    started: Instant,
+    /// Milliseconds since `started` of the last audio packet (0: none yet).
+    last_audio_ms: AtomicU64,
+    media_flowing: AtomicBool,
+}
+
+impl Shared {
+    fn audio_arrived(&self) {
+        let ms = self.started.elapsed().as_millis().max(1) as u64;
+        self.last_audio_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// How long since the last audio packet (or since the call started, before the first).
+    fn silent_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last_audio_ms.load(Ordering::Relaxed));
+        self.started.elapsed().saturating_sub(last)
+    }
+}
+
+/// Runs the call to its end.
+pub async fn run(
+    worker: Arc<MediaWorker>,
+    live: LiveConversation,
+    negotiated: Negotiated,
+    recording: RecordingSlot,
+    hang_up: Arc<Notify>,
+) {
+    let LiveConversation { conversation_id, session_id, user_id, input, output, finished, .. } = live;
+    let Negotiated { connection, audio, audio_ssrc, audio_payload_type, mut remote_tracks, mut state, video, .. } =
+        negotiated;
+    let shared = Arc::new(Shared {
+        started: Instant::now(),
+        last_audio_ms: AtomicU64::new(0),
+        media_flowing: AtomicBool::new(false),
+    });
+
+    // The browser's microphone into the engine.
+    let receiving = {
+        let (db, id, shared, recording) = (worker.db.clone(), conversation_id.clone(), shared.clone(), recording.clone());
+        tokio::spawn(async move {
+            let mut input = Some(input);
+            while let Some(track) = remote_tracks.recv().await {
+                if track.kind().await != RtpCodecKind::Audio {
+                    continue;
+                }
+                let Some(input) = input.take() else { continue };
+                receive_audio(track, input, &db, &id, &shared, &recording).await;
+                return;
+            }
+        })
+    };
+
+    // The engine's voice to the browser.
+    let sending = {
+        let recording = recording.clone();
+        tokio::spawn(async move {
+            let mut output = output;
+            let Ok(mut encoder) = OpusEgress::new() else { return };
+            let mut frame = [0.0f32; FRAME_16K];
+            let mut tick = tokio::time::interval(SEND_INTERVAL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                while output.slots() >= FRAME_16K {
+                    let Ok(chunk) = output.read_chunk(FRAME_16K) else { break };
+                    let (first, second) = chunk.as_slices();
+                    frame[..first.len()].copy_from_slice(first);
+                    frame[first.len()..].copy_from_slice(second);
+                    chunk.commit_all();
+                    recording.push_agent(&frame);
+                    let Ok(packet) = encoder.encode(&frame) else { continue };
+                    let sample =
+                        Sample { data: Bytes::copy_from_slice(packet), duration: FRAME_DURATION, ..Sample::new(Instant::now()) };
+                    // Before the connection is up, writes fail: that audio is simply not heard.
+                    let _ = audio.sample_writer(audio_ssrc, audio_payload_type).write_sample(&sample).await;
+                }
+                if output.is_abandoned() && output.slots() < FRAME_16K {
+                    return; // the engine ended the session
+                }
+            }
+        })
+    };
+
+    // The supervisor: ends the call on hang-up, a lost connection or silence.
+    let no_media_timeout = worker.config.no_media_timeout;
+    let mut ticker = tokio::time::interval(SUPERVISE_INTERVAL);
+    let mut finished = finished;
+    let mut disconnected_since: Option<Instant> = None;
+    let ended_by_engine = loop {
+        tokio::select! {
+            _ = &mut finished => break true,
+            _ = hang_up.notified() => {
+                tracing::info!(%conversation_id, "hang-up");
+                worker.runtime().close_session(session_id);
+                break false;
+            }
+            _ = ticker.tick() => {
+                let current = *state.borrow_and_update();
+                disconnected_since = match current {
+                    RTCPeerConnectionState::Disconnected => disconnected_since.or(Some(Instant::now())),
+                    _ => None,
+                };
+                let left = match current {
+                    RTCPeerConnectionState::Failed => Some("the connection failed"),
+                    RTCPeerConnectionState::Closed => Some("the connection closed"),
+                    _ if disconnected_since.is_some_and(|t| t.elapsed() >= no_media_timeout) => {
+                        Some("the connection stayed disconnected")
+                    }
+                    _ if shared.silent_for() >= no_media_timeout => Some("no media"),
+                    _ => None,
+                };
+                if let Some(reason) = left {
+                    tracing::info!(%conversation_id, reason, "the participant left");
+                    let participant = if user_id.is_empty() { "user" } else { user_id.as_str() };
+                    worker.runtime().participant_left(session_id, participant);
+                    break false;
+                }
+            }
+        }
+    };
+    if !ended_by_engine {
+        let _ = finished.await;
+    }
+    receiving.abort();
+    let _ = sending.await;
+    drop(video);
+    if let Err(err) = connection.close().await {
+        tracing::debug!(%conversation_id, error = %err, "closing the peer connection");
+    }
+    worker.forget(&conversation_id);
+    tracing::info!(%conversation_id, "call over");
+}
+
+async fn receive_audio(
+    track: Arc<dyn TrackRemote>,
+    mut input: rtrb::Producer<f32>,
+    db: &crate::store::Db,
+    conversation_id: &str,
+    shared: &Shared,
+    recording: &RecordingSlot,
+) {
+    let Ok(mut decoder) = OpusIngress::new() else { return };
+    let mut dropped = 0u64;
+    while let Some(event) = track.poll().await {
+        let TrackRemoteEvent::OnRtpPacket(packet) = event else {
+            if matches!(event, TrackRemoteEvent::OnEnded) {
+                return;
+            }
+            continue;
+        };
+        shared.audio_arrived();
+        if !shared.media_flowing.swap(true, Ordering::Relaxed) {
+            if let Err(err) = conversation_events::media_started(db, conversation_id).await {
+                tracing::error!(%conversation_id, error = %err, "cannot mark the conversation IN_PROGRESS");
+            }
+        }
+        let Ok(samples) = decoder.decode(&packet.payload) else { continue };
+        recording.push_user(samples);
+        let Ok(chunk) = input.write_chunk_uninit(samples.len().min(input.slots())) else { continue };
+        let written = chunk.fill_from_iter(samples.iter().copied());
+        dropped += (samples.len() - written) as u64;
+        if input.is_abandoned() {
+            break;
+        }
+    }
+    if dropped > 0 {
+        tracing::warn!(%conversation_id, dropped, "user audio dropped: the engine's input ring was full");
+    }
+}

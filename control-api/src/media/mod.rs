@@ -1,0 +1,226 @@
+//! The embedded media worker: live conversations for browsers that join over WebRTC. It owns the engine
+//! runtime, the WebRTC settings and the table of calls in progress (one participant per conversation).
+//! `peer` negotiates a call's peer connection, `call` runs it, `recorder` writes its recording.
+
+pub mod call;
+pub mod peer;
+pub mod recorder;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use confab_engine::runtime::Runtime;
+use tokio::sync::Notify;
+
+use crate::live::{self, LiveError};
+use crate::store::Db;
+use crate::store::conversations::{self, STATUS_ENDED};
+
+/// Default for `--no-media-timeout`: a participant whose audio stops this long has left.
+pub const DEFAULT_NO_MEDIA_TIMEOUT: Duration = Duration::from_secs(10);
+/// On shutdown, how long calls get to end cleanly (`call_ended` recorded) before the process exits.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+pub struct MediaConfig {
+    pub models_dir: PathBuf,
+    /// Calls held at once.
+    pub max_calls: usize,
+    /// The address WebRTC binds and advertises (host candidates); a wildcard means every interface.
+    pub rtc_ip: IpAddr,
+    /// Public addresses advertised instead of the bound one (a host behind 1:1 NAT).
+    pub public_ips: Vec<IpAddr>,
+    /// UDP ports calls may bind (inclusive); any free port when None.
+    pub udp_ports: Option<(u16, u16)>,
+    /// STUN/TURN server URLs (`stun:host:port`, `turn:host:port?transport=udp`).
+    pub ice_servers: Vec<String>,
+    pub ice_username: Option<String>,
+    pub ice_credential: Option<String>,
+    /// A participant whose audio stops this long (or never starts) has left.
+    pub no_media_timeout: Duration,
+    /// Where recordings are written (`<conversation id>.wav`).
+    pub recordings_dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JoinError {
+    #[error("Conversation has ended")]
+    Ended,
+    #[error("Conversation already has a participant")]
+    Busy,
+    #[error("No free media session; try again later")]
+    Full,
+    #[error("Media worker unavailable: {0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Peer(#[from] peer::PeerError),
+    #[error("Cannot start the conversation: {0}")]
+    Live(String),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+/// What the worker keeps of a call in progress.
+struct CallEntry {
+    /// Asks the call to hang up (set once the call runs).
+    hang_up: Option<Arc<Notify>>,
+    done: Option<tokio::task::JoinHandle<()>>,
+}
+
+pub struct MediaWorker {
+    db: Db,
+    runtime: Arc<Mutex<Runtime>>,
+    config: MediaConfig,
+    public_url: String,
+    webhooks: Option<Arc<Notify>>,
+    calls: Mutex<HashMap<String, CallEntry>>,
+}
+
+impl MediaWorker {
+    pub fn new(
+        db: Db,
+        runtime: Arc<Mutex<Runtime>>,
+        config: MediaConfig,
+        public_url: String,
+        webhooks: Option<Arc<Notify>>,
+    ) -> Arc<MediaWorker> {
+        Arc::new(MediaWorker { db, runtime, config, public_url, webhooks, calls: Mutex::new(HashMap::new()) })
+    }
+
+    pub fn config(&self) -> &MediaConfig {
+        &self.config
+    }
+
+    /// Calls in progress.
+    pub fn active_calls(&self) -> usize {
+        self.calls.lock().expect("calls lock").len()
+    }
+
+    /// The URL a conversation's recording is served at.
+    pub fn recording_url(&self, conversation_id: &str) -> String {
+        format!("{}/v1/ext/conversation/{conversation_id}/recording", self.public_url.trim_end_matches('/'))
+    }
+
+    pub fn recording_path(&self, conversation_id: &str) -> PathBuf {
+        recording_path(&self.config.recordings_dir, conversation_id)
+    }
+
+    /// Admits the participant of `conversation_id` with their SDP offer; returns the SDP answer. The call
+    /// then runs until hang-up, the participant leaving, the maximum duration or shutdown.
+    pub async fn join(self: &Arc<Self>, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError> {
+        let conversation = conversations::get(&self.db, conversation_id)
+            .await?
+            .ok_or_else(|| JoinError::Live(format!("conversation {conversation_id} not found")))?;
+        if conversation.status == STATUS_ENDED {
+            return Err(JoinError::Ended);
+        }
+        {
+            let mut calls = self.calls.lock().expect("calls lock");
+            if calls.contains_key(conversation_id) {
+                return Err(JoinError::Busy);
+            }
+            calls.insert(conversation_id.to_string(), CallEntry { hang_up: None, done: None });
+        }
+        let admitted = self.admit(conversation_id, offer_sdp).await;
+        match admitted {
+            Ok((answer, hang_up, done)) => {
+                if let Some(entry) = self.calls.lock().expect("calls lock").get_mut(conversation_id) {
+                    entry.hang_up = Some(hang_up);
+                    entry.done = Some(done);
+                }
+                Ok(answer)
+            }
+            Err(err) => {
+                self.calls.lock().expect("calls lock").remove(conversation_id);
+                Err(err)
+            }
+        }
+    }
+
+    async fn admit(
+        self: &Arc<Self>,
+        conversation_id: &str,
+        offer_sdp: String,
+    ) -> Result<(String, Arc<Notify>, tokio::task::JoinHandle<()>), JoinError> {
+        let negotiated = peer::negotiate(&self.config, offer_sdp).await?;
+        let recording = call::RecordingSlot::default();
+        let hook = recording.call_end_hook(self.recording_url(conversation_id));
+        let started = live::start(
+            &self.db,
+            &self.runtime,
+            conversation_id,
+            &self.config.models_dir,
+            self.webhooks.clone(),
+            Some(hook),
+        )
+        .await;
+        let live = match started {
+            Ok(live) => live,
+            Err(err) => {
+                let _ = negotiated.connection.close().await;
+                return Err(match err {
+                    LiveError::Full => JoinError::Full,
+                    LiveError::Store(err) => JoinError::Store(err),
+                    other => JoinError::Live(other.to_string()),
+                });
+            }
+        };
+        if live.record {
+            recording.start(&self.recording_path(conversation_id));
+        }
+        let answer = negotiated.answer_sdp.clone();
+        let hang_up = Arc::new(Notify::new());
+        let done = tokio::spawn(call::run(self.clone(), live, negotiated, recording, hang_up.clone()));
+        Ok((answer, hang_up, done))
+    }
+
+    /// Hangs up the call of `conversation_id`; false when it has none.
+    pub fn hang_up(&self, conversation_id: &str) -> bool {
+        let calls = self.calls.lock().expect("calls lock");
+        match calls.get(conversation_id).and_then(|entry| entry.hang_up.clone()) {
+            Some(hang_up) => {
+                hang_up.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends every call (`call_ended`, records ENDED) and waits for them, at most `SHUTDOWN_GRACE`.
+    pub async fn shutdown(&self) {
+        let done: Vec<_> = {
+            let mut calls = self.calls.lock().expect("calls lock");
+            calls
+                .values_mut()
+                .filter_map(|entry| {
+                    entry.hang_up.as_ref().map(|hang_up| hang_up.notify_one());
+                    entry.done.take()
+                })
+                .collect()
+        };
+        if done.is_empty() {
+            return;
+        }
+        tracing::info!(calls = done.len(), "ending calls in progress");
+        let all = futures_util::future::join_all(done);
+        if tokio::time::timeout(SHUTDOWN_GRACE, all).await.is_err() {
+            tracing::warn!("calls did not end within the shutdown grace period");
+        }
+    }
+
+    fn runtime(&self) -> std::sync::MutexGuard<'_, Runtime> {
+        self.runtime.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn forget(&self, conversation_id: &str) {
+        self.calls.lock().expect("calls lock").remove(conversation_id);
+    }
+}
+
+/// `<dir>/<conversation id>.wav`.
+pub fn recording_path(dir: &std::path::Path, conversation_id: &str) -> PathBuf {
+    dir.join(format!("{conversation_id}.wav"))
+}

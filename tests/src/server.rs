@@ -1,0 +1,79 @@
+//! The real `confab serve` as a child process on a free loopback port, and `confab keys create`.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::confab_bin;
+
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+    pub port: u16,
+}
+
+impl Server {
+    /// Starts `confab serve --addr 127.0.0.1:<free port> --data <data> <extra>`; waits until it answers.
+    /// Its log goes to `<data>/serve.log`.
+    pub async fn start(data: &Path, extra: &[&str]) -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        Server::start_on(data, port, extra).await
+    }
+
+    /// As `start`, on a given port (a restart keeps its URLs).
+    pub async fn start_on(data: &Path, port: u16, extra: &[&str]) -> Server {
+        std::fs::create_dir_all(data).unwrap();
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(data.join("serve.log")).unwrap();
+        let child = Command::new(confab_bin())
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data"])
+            .arg(data)
+            .args(extra)
+            .env_remove("DATABASE_URL")
+            .env("RUST_LOG", "info,sqlx=warn,webrtc=warn,rtc=warn")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let server = Server { child, base: format!("http://127.0.0.1:{port}"), port };
+        let client = reqwest::Client::new();
+        for _ in 0..600 {
+            if let Ok(response) = client.get(format!("{}/", server.base)).send().await
+                && response.status() == 200
+            {
+                return server;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("confab serve did not become ready; see {}", data.join("serve.log").display());
+    }
+
+    /// SIGTERM, then wait for a graceful exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        self.child.wait().unwrap()
+    }
+
+    /// SIGKILL: the process dies at once.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `confab keys create --data <data>`: the new key.
+pub fn create_key(data: &Path) -> String {
+    let output = Command::new(confab_bin())
+        .args(["keys", "create", "--name", "test", "--data"])
+        .arg(data)
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
