@@ -11,7 +11,8 @@ need psql postgresql-client
 need pkg-config pkg-config
 need cmake cmake            # builds the bundled libopus
 need espeak-ng espeak-ng    # speech fixtures for the tests; a local voice
-need chromium chromium      # the join page's end-to-end test (a real browser, fake microphone)
+need chromium chromium      # the join page's end-to-end tests (real browsers, fake microphones)
+need firefox-esr firefox-esr
 need ip iproute2            # loopback-only network namespaces for WebRTC tests
 need unshare util-linux
 

@@ -1,7 +1,9 @@
-//! Debian's Chromium, headless, with a WAV file as its microphone (TESTING.md), driven over the Chrome
-//! DevTools Protocol: evaluate script in the page and read the answer.
+//! Real browsers for end-to-end tests, headless, driven from Rust: Debian's Chromium over the Chrome
+//! DevTools Protocol (its microphone a WAV file, TESTING.md), and Firefox ESR over WebDriver BiDi (its
+//! microphone Firefox's fake device). Both answer the same two questions: evaluate script in the page,
+//! and wait until an expression has a value.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -10,32 +12,72 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 pub const CHROMIUM: &str = "/usr/bin/chromium";
+pub const FIREFOX: &str = "/usr/bin/firefox-esr";
+
+/// Longest wait for the browser to answer one command.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// How the page is driven.
+enum Protocol {
+    /// Chrome DevTools Protocol, connected to the page's target.
+    Cdp,
+    /// WebDriver BiDi, with the browsing context of the page.
+    Bidi { context: String },
+}
 
 pub struct Browser {
     child: Child,
     socket: Socket,
+    protocol: Protocol,
     next_id: u64,
-    _profile: tempfile_dir::Dir,
+    profile: PathBuf,
 }
 
-mod tempfile_dir {
-    /// A directory removed on drop.
-    pub struct Dir(pub std::path::PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
+/// Firefox preferences for a test profile: fake, permitted media; autoplay; loopback ICE candidates.
+const FIREFOX_PREFS: &str = r#"
+user_pref("media.navigator.streams.fake", true);
+user_pref("media.navigator.permission.disabled", true);
+user_pref("media.cubeb.force_mock_context", true);
+user_pref("media.autoplay.default", 0);
+user_pref("media.autoplay.blocking_policy", 0);
+user_pref("media.peerconnection.ice.loopback", true);
+user_pref("media.peerconnection.ice.obfuscate_host_addresses", false);
+user_pref("browser.shell.checkDefaultBrowser", false);
+user_pref("datareporting.policy.dataSubmissionEnabled", false);
+user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);
+user_pref("app.update.disabledForTesting", true);
+"#;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn profile_dir(browser: &str, port: u16) -> PathBuf {
+    let profile = std::env::temp_dir().join(format!("confab-{browser}-{}-{port}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&profile);
+    std::fs::create_dir_all(&profile).unwrap();
+    profile
+}
+
+/// Retries `attempt` every 100 ms for 30 s (a browser takes a moment to open its debugging port).
+async fn within_30s<T, F: std::future::Future<Output = Option<T>>>(what: &str, mut attempt: impl FnMut() -> F) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(value) = attempt().await {
+            return value;
         }
+        assert!(Instant::now() < deadline, "{what} did not come up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
 impl Browser {
     /// Starts Chromium on `url` with `microphone` as its fake capture device; connects to the page.
-    pub async fn launch(url: &str, microphone: &Path, log: &Path) -> Browser {
-        let debug_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let profile = std::env::temp_dir().join(format!("confab-chromium-{}-{debug_port}", std::process::id()));
-        std::fs::create_dir_all(&profile).unwrap();
+    pub async fn chromium(url: &str, microphone: &Path, log: &Path) -> Browser {
+        let port = free_port();
+        let profile = profile_dir("chromium", port);
         let child = Command::new(CHROMIUM)
             .args([
                 "--headless",
@@ -53,44 +95,96 @@ impl Browser {
             ])
             .arg(format!("--user-data-dir={}", profile.display()))
             .arg(format!("--use-file-for-fake-audio-capture={}", microphone.display()))
-            .arg(format!("--remote-debugging-port={debug_port}"))
+            .arg(format!("--remote-debugging-port={port}"))
             .arg(url)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).unwrap())
             .spawn()
             .expect("chromium is installed (scripts/setup.sh)");
         let client = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let ws_url = loop {
-            assert!(Instant::now() < deadline, "chromium's DevTools endpoint did not come up");
-            if let Ok(response) = client.get(format!("http://127.0.0.1:{debug_port}/json/list")).send().await
-                && let Ok(targets) = response.json::<Vec<Value>>().await
-                && let Some(page) = targets.iter().find(|t| t["type"] == "page")
-            {
-                break page["webSocketDebuggerUrl"].as_str().unwrap().to_string();
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        let ws_url = within_30s("chromium's DevTools endpoint", || async {
+            let targets = client.get(format!("http://127.0.0.1:{port}/json/list")).send().await.ok()?;
+            let targets = targets.json::<Vec<Value>>().await.ok()?;
+            let page = targets.iter().find(|t| t["type"] == "page")?;
+            Some(page["webSocketDebuggerUrl"].as_str()?.to_string())
+        })
+        .await;
         let (socket, _) = tokio_tungstenite::connect_async(ws_url.as_str()).await.expect("DevTools websocket");
-        Browser { child, socket, next_id: 1, _profile: tempfile_dir::Dir(profile) }
+        Browser { child, socket, protocol: Protocol::Cdp, next_id: 1, profile }
+    }
+
+    /// Starts Firefox ESR, its microphone Firefox's fake device (a tone), and opens `url`.
+    pub async fn firefox(url: &str, log: &Path) -> Browser {
+        let port = free_port();
+        let profile = profile_dir("firefox", port);
+        std::fs::write(profile.join("user.js"), FIREFOX_PREFS).unwrap();
+        let child = Command::new(FIREFOX)
+            .args(["--headless", "--no-remote", "--profile"])
+            .arg(&profile)
+            .arg(format!("--remote-debugging-port={port}"))
+            .arg("about:blank")
+            .env("MOZ_CRASHREPORTER_DISABLE", "1")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .expect("firefox-esr is installed (scripts/setup.sh)");
+        let endpoint = format!("ws://127.0.0.1:{port}/session");
+        let socket = within_30s("firefox's WebDriver BiDi endpoint", || async {
+            tokio_tungstenite::connect_async(endpoint.as_str()).await.ok().map(|(socket, _)| socket)
+        })
+        .await;
+        let mut browser = Browser { child, socket, protocol: Protocol::Bidi { context: String::new() }, next_id: 1, profile };
+        browser.command("session.new", json!({ "capabilities": {} })).await;
+        let tree = browser.command("browsingContext.getTree", json!({})).await;
+        let context = tree["contexts"][0]["context"].as_str().expect("a browsing context").to_string();
+        browser
+            .command("browsingContext.navigate", json!({ "context": context, "url": url, "wait": "complete" }))
+            .await;
+        browser.protocol = Protocol::Bidi { context };
+        browser
+    }
+
+    /// Sends one command; returns its result (panics on an error reply).
+    async fn command(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let request = json!({ "id": id, "method": method, "params": &params });
+        self.socket.send(Message::Text(request.to_string().into())).await.expect("browser socket send");
+        let reply = async {
+            while let Some(message) = self.socket.next().await {
+                let Ok(Message::Text(text)) = message else { continue };
+                let reply: Value = serde_json::from_str(&text).unwrap();
+                if reply["id"] == id {
+                    return reply;
+                }
+            }
+            panic!("the browser connection closed");
+        };
+        let reply = tokio::time::timeout(COMMAND_TIMEOUT, reply)
+            .await
+            .unwrap_or_else(|_| panic!("{method} got no answer within {COMMAND_TIMEOUT:?}: {params}"));
+        assert!(reply.get("error").is_none(), "{method} failed: {reply}");
+        reply["result"].clone()
     }
 
     /// Evaluates `expression` in the page (as a user gesture, awaiting promises); returns its value.
     pub async fn eval(&mut self, expression: &str) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        let request = json!({ "id": id, "method": "Runtime.evaluate", "params": {
-            "expression": expression, "returnByValue": true, "awaitPromise": true, "userGesture": true } });
-        self.socket.send(Message::Text(request.to_string().into())).await.expect("DevTools send");
-        while let Some(message) = self.socket.next().await {
-            let Ok(Message::Text(text)) = message else { continue };
-            let reply: Value = serde_json::from_str(&text).unwrap();
-            if reply["id"] == id {
-                assert!(reply.get("error").is_none(), "DevTools error: {reply}");
-                return reply["result"]["result"]["value"].clone();
+        match &self.protocol {
+            Protocol::Cdp => {
+                let params = json!({ "expression": expression, "returnByValue": true, "awaitPromise": true,
+                    "userGesture": true });
+                let result = self.command("Runtime.evaluate", params).await;
+                assert!(result.get("exceptionDetails").is_none(), "{expression} threw: {result}");
+                result["result"]["value"].clone()
+            }
+            Protocol::Bidi { context } => {
+                let params = json!({ "expression": expression, "target": { "context": context },
+                    "awaitPromise": true, "userActivation": true });
+                let result = self.command("script.evaluate", params).await;
+                assert_eq!(result["type"], "success", "{expression} threw: {result}");
+                from_remote_value(&result["result"])
             }
         }
-        panic!("the DevTools connection closed");
     }
 
     /// Polls `expression` until it equals `expected`; panics with the last value after `timeout`.
@@ -101,7 +195,10 @@ impl Browser {
             if &value == expected {
                 return;
             }
-            assert!(Instant::now() < deadline, "{expression} is {value}, not {expected}, after {timeout:?}");
+            if Instant::now() >= deadline {
+                let page = self.eval("document.body.innerText.slice(0, 1000)").await;
+                panic!("{expression} is {value}, not {expected}, after {timeout:?}; the page reads {page}");
+            }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
@@ -113,8 +210,19 @@ impl Browser {
     }
 }
 
+/// A WebDriver BiDi remote value as plain JSON (primitives and arrays; anything else as sent).
+fn from_remote_value(value: &Value) -> Value {
+    match value["type"].as_str() {
+        Some("string" | "number" | "boolean") => value["value"].clone(),
+        Some("null" | "undefined") => Value::Null,
+        Some("array") => Value::Array(value["value"].as_array().into_iter().flatten().map(from_remote_value).collect()),
+        _ => value.clone(),
+    }
+}
+
 impl Drop for Browser {
     fn drop(&mut self) {
         self.kill();
+        let _ = std::fs::remove_dir_all(&self.profile);
     }
 }

@@ -52,6 +52,7 @@ pub fn rms_between(audio: &[f32], from: f64, to: f64) -> f32 {
 
 pub mod browser;
 pub mod netns;
+pub mod receiver;
 pub mod server;
 
 /// Verifies a Standard Webhooks signature independently of the server's code: `v1,<base64 HMAC-SHA256 of

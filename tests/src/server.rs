@@ -4,6 +4,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::confab_bin;
 
 pub struct Server {
@@ -76,4 +78,17 @@ pub fn create_key(data: &Path) -> String {
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+/// One control-plane request with the API key; asserts success and returns the JSON body.
+pub async fn api(client: &reqwest::Client, key: &str, method: reqwest::Method, url: String, body: Option<Value>) -> Value {
+    let mut request = client.request(method, url).header("x-api-key", key);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert!(status.is_success(), "{status}: {text}");
+    serde_json::from_str(&text).unwrap()
 }
