@@ -4,7 +4,7 @@
 //! (`participant_left`, then `call_ended`). The record goes IN_PROGRESS with the first audio packet.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,8 +12,10 @@ use bytes::Bytes;
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
 use confab_engine::audio::opus_ingress::OpusIngress;
 use rtc::media::Sample;
+use rtc::rtp_transceiver::PayloadType;
 use rtc::rtp_transceiver::rtp_sender::RtpCodecKind;
 use tokio::sync::Notify;
+use webrtc::media_stream::track_local::static_sample::TrackLocalStaticSample;
 use webrtc::media_stream::track_remote::{TrackRemote, TrackRemoteEvent};
 use webrtc::peer_connection::RTCPeerConnectionState;
 
@@ -80,15 +82,20 @@ impl RecordingSlot {
     }
 }
 
-/// What the call's tasks share.
-struct Shared {
+/// When the participant's audio last arrived, shared by the receiving task and the supervisor.
+pub struct MediaClock {
     started: Instant,
     /// Milliseconds since `started` of the last audio packet (0: none yet).
     last_audio_ms: AtomicU64,
-    media_flowing: AtomicBool,
 }
 
-impl Shared {
+impl Default for MediaClock {
+    fn default() -> MediaClock {
+        MediaClock { started: Instant::now(), last_audio_ms: AtomicU64::new(0) }
+    }
+}
+
+impl MediaClock {
     fn audio_arrived(&self) {
         let ms = self.started.elapsed().as_millis().max(1) as u64;
         self.last_audio_ms.store(ms, Ordering::Relaxed);
@@ -112,58 +119,42 @@ pub async fn run(
     let LiveConversation { conversation_id, session_id, user_id, input, output, finished, .. } = live;
     let Negotiated { connection, audio, audio_ssrc, audio_payload_type, mut remote_tracks, mut state, video, .. } =
         negotiated;
-    let shared = Arc::new(Shared {
-        started: Instant::now(),
-        last_audio_ms: AtomicU64::new(0),
-        media_flowing: AtomicBool::new(false),
-    });
+    let shared = Arc::new(MediaClock::default());
 
-    // The browser's microphone into the engine.
+    // The browser's microphone into the engine; the record goes IN_PROGRESS with its first packet.
+    let (first_packet, first_packet_rx) = tokio::sync::oneshot::channel();
     let receiving = {
-        let (db, id, shared, recording) = (worker.db.clone(), conversation_id.clone(), shared.clone(), recording.clone());
+        let (shared, recording) = (shared.clone(), recording.clone());
         tokio::spawn(async move {
             let mut input = Some(input);
+            let mut first_packet = Some(first_packet);
             while let Some(track) = remote_tracks.recv().await {
                 if track.kind().await != RtpCodecKind::Audio {
                     continue;
                 }
-                let Some(input) = input.take() else { continue };
-                receive_audio(track, input, &db, &id, &shared, &recording).await;
+                let (Some(input), Some(first_packet)) = (input.take(), first_packet.take()) else { continue };
+                receive_voice(track, input, &shared, first_packet, &recording).await;
                 return;
+            }
+        })
+    };
+    let marking = {
+        let (db, id) = (worker.db.clone(), conversation_id.clone());
+        tokio::spawn(async move {
+            if first_packet_rx.await.is_ok()
+                && let Err(err) = conversation_events::media_started(&db, &id).await
+            {
+                tracing::error!(conversation_id = %id, error = %err, "cannot mark the conversation IN_PROGRESS");
             }
         })
     };
 
     // The engine's voice to the browser.
-    let sending = {
-        let recording = recording.clone();
-        tokio::spawn(async move {
-            let mut output = output;
-            let Ok(mut encoder) = OpusEgress::new() else { return };
-            let mut frame = [0.0f32; FRAME_16K];
-            let mut tick = tokio::time::interval(SEND_INTERVAL);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                while output.slots() >= FRAME_16K {
-                    let Ok(chunk) = output.read_chunk(FRAME_16K) else { break };
-                    let (first, second) = chunk.as_slices();
-                    frame[..first.len()].copy_from_slice(first);
-                    frame[first.len()..].copy_from_slice(second);
-                    chunk.commit_all();
-                    recording.push_agent(&frame);
-                    let Ok(packet) = encoder.encode(&frame) else { continue };
-                    let sample =
-                        Sample { data: Bytes::copy_from_slice(packet), duration: FRAME_DURATION, ..Sample::new(Instant::now()) };
-                    // Before the connection is up, writes fail: that audio is simply not heard.
-                    let _ = audio.sample_writer(audio_ssrc, audio_payload_type).write_sample(&sample).await;
-                }
-                if output.is_abandoned() && output.slots() < FRAME_16K {
-                    return; // the engine ended the session
-                }
-            }
-        })
-    };
+    let sending = tokio::spawn(send_voice(
+        output,
+        VoiceTrack { track: audio, ssrc: audio_ssrc, payload_type: audio_payload_type },
+        recording.clone(),
+    ));
 
     // The supervisor: ends the call on hang-up, a lost connection or silence.
     let no_media_timeout = worker.config.no_media_timeout;
@@ -206,6 +197,7 @@ pub async fn run(
         let _ = finished.await;
     }
     receiving.abort();
+    marking.abort();
     let _ = sending.await;
     drop(video);
     if let Err(err) = connection.close().await {
@@ -215,28 +207,63 @@ pub async fn run(
     tracing::info!(%conversation_id, "call over");
 }
 
-async fn receive_audio(
+/// Where the agent's voice goes: our Opus track and what it was negotiated with.
+pub struct VoiceTrack {
+    pub track: Arc<TrackLocalStaticSample>,
+    pub ssrc: u32,
+    pub payload_type: PayloadType,
+}
+
+/// Sends the engine's voice: every `SEND_INTERVAL`, each complete 20 ms frame in `output` is recorded,
+/// encoded to Opus and written to the track. Returns when the engine abandons `output` (and it is drained).
+pub async fn send_voice(mut output: rtrb::Consumer<f32>, voice: VoiceTrack, recording: RecordingSlot) {
+    let Ok(mut encoder) = OpusEgress::new() else { return };
+    let mut frame = [0.0f32; FRAME_16K];
+    let mut tick = tokio::time::interval(SEND_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        while output.slots() >= FRAME_16K {
+            let Ok(chunk) = output.read_chunk(FRAME_16K) else { break };
+            let (first, second) = chunk.as_slices();
+            frame[..first.len()].copy_from_slice(first);
+            frame[first.len()..].copy_from_slice(second);
+            chunk.commit_all();
+            recording.push_agent(&frame);
+            let Ok(packet) = encoder.encode(&frame) else { continue };
+            let sample = Sample { data: Bytes::copy_from_slice(packet), duration: FRAME_DURATION, ..Sample::new(Instant::now()) };
+            // Before the connection is up, writes fail: that audio is simply not heard.
+            let _ = voice.track.sample_writer(voice.ssrc, voice.payload_type).write_sample(&sample).await;
+        }
+        if output.is_abandoned() && output.slots() < FRAME_16K {
+            return; // the engine ended the session
+        }
+    }
+}
+
+/// Receives the participant's voice: each Opus packet of `track` is decoded (to 16 kHz), recorded and
+/// written to `input`, the engine's ring (what does not fit is dropped and counted). `first_packet` fires
+/// with the first packet. Returns when the track ends or the engine abandons `input`.
+pub async fn receive_voice(
     track: Arc<dyn TrackRemote>,
     mut input: rtrb::Producer<f32>,
-    db: &crate::store::Db,
-    conversation_id: &str,
-    shared: &Shared,
+    clock: &MediaClock,
+    first_packet: tokio::sync::oneshot::Sender<()>,
     recording: &RecordingSlot,
 ) {
     let Ok(mut decoder) = OpusIngress::new() else { return };
+    let mut first_packet = Some(first_packet);
     let mut dropped = 0u64;
     while let Some(event) = track.poll().await {
         let TrackRemoteEvent::OnRtpPacket(packet) = event else {
             if matches!(event, TrackRemoteEvent::OnEnded) {
-                return;
+                break;
             }
             continue;
         };
-        shared.audio_arrived();
-        if !shared.media_flowing.swap(true, Ordering::Relaxed) {
-            if let Err(err) = conversation_events::media_started(db, conversation_id).await {
-                tracing::error!(%conversation_id, error = %err, "cannot mark the conversation IN_PROGRESS");
-            }
+        clock.audio_arrived();
+        if let Some(first_packet) = first_packet.take() {
+            let _ = first_packet.send(());
         }
         let Ok(samples) = decoder.decode(&packet.payload) else { continue };
         recording.push_user(samples);
@@ -248,6 +275,6 @@ async fn receive_audio(
         }
     }
     if dropped > 0 {
-        tracing::warn!(%conversation_id, dropped, "user audio dropped: the engine's input ring was full");
+        tracing::warn!(dropped, "user audio dropped: the engine's input ring was full");
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rtc::ice::mdns::MulticastDnsMode;
-use rtc::rtp_transceiver::PayloadType;
+use rtc::rtp_transceiver::{PayloadType, RTCRtpTransceiverDirection, RTCRtpTransceiverInit};
 use rtc::rtp_transceiver::rtp_sender::{
     RTCRtpCodec, RTCRtpCodecParameters, RTCRtpCodingParameters, RTCRtpEncodingParameters, RtpCodecKind,
 };
@@ -17,6 +17,7 @@ use webrtc::media_stream::MediaStreamTrack;
 use webrtc::media_stream::track_local::TrackLocal;
 use webrtc::media_stream::track_local::static_sample::TrackLocalStaticSample;
 use webrtc::media_stream::track_remote::TrackRemote;
+use webrtc::rtp_transceiver::RtpSender;
 use webrtc::peer_connection::{
     MediaEngine, PeerConnection, PeerConnectionBuilder, PeerConnectionEventHandler, RTCConfigurationBuilder,
     RTCIceCandidateType, RTCIceGatheringState, RTCIceServer, RTCPeerConnectionState, RTCSessionDescription,
@@ -147,12 +148,15 @@ fn ice_servers(config: &MediaConfig) -> Vec<RTCIceServer> {
         .collect()
 }
 
-/// Builds a peer connection for `offer_sdp` and answers it.
-pub async fn negotiate(config: &MediaConfig, offer_sdp: String) -> Result<Negotiated, PeerError> {
-    let offer = RTCSessionDescription::offer(offer_sdp).map_err(|e| PeerError::Offer(e.to_string()))?;
-    if !offer.sdp.contains("m=audio") {
-        return Err(PeerError::Offer("the offer has no audio section".into()));
-    }
+/// A peer connection with our codecs (Opus, VP8), ICE settings and event channels.
+struct Built {
+    connection: Arc<dyn PeerConnection>,
+    gathered: mpsc::Receiver<()>,
+    remote_tracks: mpsc::Receiver<Arc<dyn TrackRemote>>,
+    state: watch::Receiver<RTCPeerConnectionState>,
+}
+
+async fn build(config: &MediaConfig) -> Result<Built, PeerError> {
     let mut media = MediaEngine::default();
     media
         .register_codec(
@@ -177,7 +181,7 @@ pub async fn negotiate(config: &MediaConfig, offer_sdp: String) -> Result<Negoti
         let ips = config.public_ips.iter().map(IpAddr::to_string).collect();
         settings = settings.with_nat_1to1_ips(ips, RTCIceCandidateType::Host);
     }
-    let (gathered, mut gathered_rx) = mpsc::channel(1);
+    let (gathered_tx, gathered) = mpsc::channel(1);
     let (tracks, remote_tracks) = mpsc::channel(TRACK_QUEUE);
     let (state_tx, state) = watch::channel(RTCPeerConnectionState::New);
     let connection = PeerConnectionBuilder::new()
@@ -185,48 +189,118 @@ pub async fn negotiate(config: &MediaConfig, offer_sdp: String) -> Result<Negoti
         .with_media_engine(media)
         .with_setting_engine(settings.build())
         .with_interceptor_registry(registry)
-        .with_handler(Arc::new(Events { gathered, tracks, state: state_tx }))
+        .with_handler(Arc::new(Events { gathered: gathered_tx, tracks, state: state_tx }))
         .with_udp_addrs(vec![udp_bind_addr(config)?])
         .build()
         .await
         .map_err(transport)?;
-    let connection: Arc<dyn PeerConnection> = Arc::new(connection);
+    Ok(Built { connection: Arc::new(connection), gathered, remote_tracks, state })
+}
 
-    let audio_ssrc = rand::random::<u32>();
-    let audio = local_track(RtpCodecKind::Audio, opus(), audio_ssrc)?;
-    let audio_sender = connection.add_track(audio.clone() as Arc<dyn TrackLocal>).await.map_err(transport)?;
-    let video = local_track(RtpCodecKind::Video, vp8(), rand::random::<u32>())?;
-    connection.add_track(video.clone() as Arc<dyn TrackLocal>).await.map_err(transport)?;
+/// Our Opus track on `connection`: (track, its SSRC, its sender).
+async fn add_voice(
+    connection: &Arc<dyn PeerConnection>,
+) -> Result<(Arc<TrackLocalStaticSample>, u32, Arc<dyn RtpSender>), PeerError> {
+    let ssrc = rand::random::<u32>();
+    let track = local_track(RtpCodecKind::Audio, opus(), ssrc)?;
+    let sender = connection.add_track(track.clone() as Arc<dyn TrackLocal>).await.map_err(transport)?;
+    Ok((track, ssrc, sender))
+}
 
+/// The payload type negotiated for `sender`'s codec.
+async fn negotiated_payload_type(sender: &Arc<dyn RtpSender>) -> Result<PayloadType, PeerError> {
+    let parameters = sender.get_parameters().await.map_err(transport)?;
+    parameters
+        .rtp_parameters
+        .codecs
+        .first()
+        .map(|codec| codec.payload_type)
+        .ok_or_else(|| PeerError::Offer("the offer accepts no Opus audio".into()))
+}
+
+/// Our complete local description, once ICE gathering completes (or `GATHERING_TIMEOUT` passes).
+async fn gathered_description(built: &mut Built) -> Result<String, PeerError> {
+    let _ = tokio::time::timeout(GATHERING_TIMEOUT, built.gathered.recv()).await;
+    let description = built.connection.local_description().await.ok_or_else(|| transport("no local description"))?;
+    Ok(description.sdp)
+}
+
+/// Builds a peer connection for `offer_sdp` and answers it.
+pub async fn negotiate(config: &MediaConfig, offer_sdp: String) -> Result<Negotiated, PeerError> {
+    let offer = RTCSessionDescription::offer(offer_sdp).map_err(|e| PeerError::Offer(e.to_string()))?;
+    if !offer.sdp.contains("m=audio") {
+        return Err(PeerError::Offer("the offer has no audio section".into()));
+    }
+    let mut built = build(config).await?;
+    let connection = built.connection.clone();
     let answered = async {
+        let (audio, audio_ssrc, audio_sender) = add_voice(&connection).await?;
+        let video = local_track(RtpCodecKind::Video, vp8(), rand::random::<u32>())?;
+        connection.add_track(video.clone() as Arc<dyn TrackLocal>).await.map_err(transport)?;
         connection.set_remote_description(offer).await.map_err(|e| PeerError::Offer(e.to_string()))?;
         let answer = connection.create_answer(None).await.map_err(|e| PeerError::Offer(e.to_string()))?;
         connection.set_local_description(answer).await.map_err(transport)?;
-        let _ = tokio::time::timeout(GATHERING_TIMEOUT, gathered_rx.recv()).await;
-        let answer = connection.local_description().await.ok_or_else(|| transport("no local description"))?;
-        let parameters = audio_sender.get_parameters().await.map_err(transport)?;
-        let payload_type = parameters
-            .rtp_parameters
-            .codecs
-            .first()
-            .map(|codec| codec.payload_type)
-            .ok_or_else(|| PeerError::Offer("the offer accepts no Opus audio".into()))?;
-        Ok::<_, PeerError>((answer.sdp, payload_type))
+        let answer_sdp = gathered_description(&mut built).await?;
+        let audio_payload_type = negotiated_payload_type(&audio_sender).await?;
+        Ok::<_, PeerError>((answer_sdp, audio, audio_ssrc, audio_payload_type, video))
     };
     match answered.await {
-        Ok((answer_sdp, audio_payload_type)) => Ok(Negotiated {
+        Ok((answer_sdp, audio, audio_ssrc, audio_payload_type, video)) => Ok(Negotiated {
             connection,
             answer_sdp,
             audio,
             audio_ssrc,
             audio_payload_type,
             video,
-            remote_tracks,
-            state,
+            remote_tracks: built.remote_tracks,
+            state: built.state,
         }),
         Err(err) => {
             let _ = connection.close().await;
             Err(err)
         }
+    }
+}
+
+/// The other end of a call, as a browser would be: it offers Opus both ways and receives video. The
+/// benchmarks and tests drive calls with it where a browser would be too heavy.
+pub struct Offerer {
+    pub connection: Arc<dyn PeerConnection>,
+    pub offer_sdp: String,
+    /// The microphone track.
+    pub audio: Arc<TrackLocalStaticSample>,
+    pub audio_ssrc: u32,
+    audio_sender: Arc<dyn RtpSender>,
+    pub remote_tracks: mpsc::Receiver<Arc<dyn TrackRemote>>,
+    pub state: watch::Receiver<RTCPeerConnectionState>,
+}
+
+impl Offerer {
+    /// A connection with a sending microphone and a receive-only video transceiver, and its offer.
+    pub async fn new(config: &MediaConfig) -> Result<Offerer, PeerError> {
+        let mut built = build(config).await?;
+        let connection = built.connection.clone();
+        let (audio, audio_ssrc, audio_sender) = add_voice(&connection).await?;
+        let receive_only = RTCRtpTransceiverInit { direction: RTCRtpTransceiverDirection::Recvonly, ..Default::default() };
+        connection.add_transceiver_from_kind(RtpCodecKind::Video, Some(receive_only)).await.map_err(transport)?;
+        let offer = connection.create_offer(None).await.map_err(transport)?;
+        connection.set_local_description(offer).await.map_err(transport)?;
+        let offer_sdp = gathered_description(&mut built).await?;
+        Ok(Offerer {
+            connection,
+            offer_sdp,
+            audio,
+            audio_ssrc,
+            audio_sender,
+            remote_tracks: built.remote_tracks,
+            state: built.state,
+        })
+    }
+
+    /// Applies the answer; returns the payload type to send the microphone with.
+    pub async fn accept(&self, answer_sdp: String) -> Result<PayloadType, PeerError> {
+        let answer = RTCSessionDescription::answer(answer_sdp).map_err(|e| PeerError::Offer(e.to_string()))?;
+        self.connection.set_remote_description(answer).await.map_err(transport)?;
+        negotiated_payload_type(&self.audio_sender).await
     }
 }
