@@ -2,6 +2,7 @@
 
 use std::hint::black_box;
 
+use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
 use confab_engine::audio::opus_ingress::{FRAME_48K, OPUS_RATE, OpusIngress};
 use confab_engine::audio::resample::StreamResampler;
 use confab_engine::core::endpoint::{EndpointConfig, EndpointInput, Endpointer};
@@ -30,6 +31,12 @@ fn codec_and_resampling(c: &mut Criterion) {
     let mut resampler = StreamResampler::new(48_000, FRAME_48K).unwrap();
     c.bench_function("resample_20ms_48k_to_16k", |b| {
         b.iter(|| black_box(resampler.process(black_box(&pcm)).unwrap().len()))
+    });
+
+    let mut egress = OpusEgress::new().unwrap();
+    let voice = speechlike(FRAME_16K, 0.5);
+    c.bench_function("opus_egress_encode_20ms_16k_32kbps", |b| {
+        b.iter(|| black_box(egress.encode(black_box(&voice)).unwrap().len()))
     });
 
     let mut encoder = opus::Encoder::new(OPUS_RATE, opus::Channels::Mono, opus::Application::Voip).unwrap();

@@ -11,7 +11,6 @@
 //! `cargo bench -p confab-benches --bench webrtc [-- CALLS [SECONDS]]` (default 40 calls, 10 s). Under
 //! `cargo test` (no `--bench` argument) it runs a 2-call smoke case.
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -33,18 +32,8 @@ const CLIENT_THREADS: &str = "confab-client";
 const FRAME: Duration = Duration::from_millis(20);
 
 fn config() -> MediaConfig {
-    MediaConfig {
-        models_dir: std::env::temp_dir(),
-        max_calls: usize::MAX,
-        rtc_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        public_ips: vec![],
-        udp_ports: None,
-        ice_servers: vec![],
-        ice_username: None,
-        ice_credential: None,
-        no_media_timeout: Duration::from_secs(10),
-        recordings_dir: std::env::temp_dir(),
-    }
+    let scratch = std::env::temp_dir();
+    MediaConfig::new(std::net::IpAddr::from([127, 0, 0, 1]), scratch.clone(), scratch)
 }
 
 fn speechlike(n: usize, seed: f32) -> Vec<f32> {

@@ -92,7 +92,7 @@ struct MediaArgs {
     #[arg(long, env = "CONFAB_MODELS_DIR")]
     models_dir: Option<PathBuf>,
     /// Calls held at once by the embedded media worker.
-    #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = 8)]
+    #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = confab_api::media::DEFAULT_MAX_CALLS)]
     max_calls: usize,
     /// Address WebRTC binds and advertises; defaults to the IP of --addr (0.0.0.0: every interface).
     #[arg(long, env = "CONFAB_RTC_IP")]

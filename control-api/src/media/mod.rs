@@ -19,6 +19,8 @@ use crate::live::{self, LiveError};
 use crate::store::Db;
 use crate::store::conversations::{self, STATUS_ENDED};
 
+/// Default for `--max-calls`.
+pub const DEFAULT_MAX_CALLS: usize = 8;
 /// Default for `--no-media-timeout`: a participant whose audio stops this long has left.
 pub const DEFAULT_NO_MEDIA_TIMEOUT: Duration = Duration::from_secs(10);
 /// On shutdown, how long calls get to end cleanly (`call_ended` recorded) before the process exits.
@@ -43,6 +45,25 @@ pub struct MediaConfig {
     pub no_media_timeout: Duration,
     /// Where recordings are written (`<conversation id>.wav`).
     pub recordings_dir: PathBuf,
+}
+
+impl MediaConfig {
+    /// Settings on `rtc_ip` with `confab serve`'s defaults: 8 calls, any UDP port, no ICE servers, no
+    /// public address, the default no-media timeout.
+    pub fn new(rtc_ip: IpAddr, models_dir: PathBuf, recordings_dir: PathBuf) -> MediaConfig {
+        MediaConfig {
+            models_dir,
+            max_calls: DEFAULT_MAX_CALLS,
+            rtc_ip,
+            public_ips: vec![],
+            udp_ports: None,
+            ice_servers: vec![],
+            ice_username: None,
+            ice_credential: None,
+            no_media_timeout: DEFAULT_NO_MEDIA_TIMEOUT,
+            recordings_dir,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,152 @@
+//! Transport loss ends a call: a WebRTC client (our browser-like `Offerer`, over loopback UDP) joins a
+//! conversation through the real `confab serve`, sends Opus, then (1) falls silent with its connection
+//! still up, or (2) closes its peer connection. Either way the server reports `participant_left` with
+//! the participant's id, then `call_ended`, and the record is ENDED. Signalling errors are checked too:
+//! a second offer while a call runs (409) and an API key instead of the session token (401).
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use confab_api::media::MediaConfig;
+use confab_api::media::peer::Offerer;
+use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
+use confab_tests::receiver::Receiver;
+use confab_tests::server::{Server, api, create_key};
+use reqwest::Method;
+use rtc::media::Sample;
+use serde_json::{Value, json};
+use webrtc::peer_connection::RTCPeerConnectionState;
+
+const EVENTS: [&str; 2] = ["participant_left", "call_ended"];
+const NO_MEDIA_TIMEOUT_S: &str = "2";
+
+fn client_config() -> MediaConfig {
+    let scratch = std::env::temp_dir();
+    MediaConfig::new(std::net::IpAddr::from([127, 0, 0, 1]), scratch.clone(), scratch)
+}
+
+/// A joined call: the client's connection and the task sending its microphone (quiet noise).
+struct Joined {
+    offerer: Offerer,
+    microphone: tokio::task::JoinHandle<()>,
+}
+
+async fn offer(client: &reqwest::Client, base: &str, id: &str, token: &str, sdp: String) -> reqwest::Response {
+    client
+        .post(format!("{base}/v1/session/conversation/{id}/webrtc"))
+        .bearer_auth(token)
+        .header("content-type", "application/sdp")
+        .body(sdp)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn join(client: &reqwest::Client, base: &str, id: &str, token: &str) -> Joined {
+    let offerer = Offerer::new(&client_config()).await.unwrap();
+    let response = offer(client, base, id, token, offerer.offer_sdp.clone()).await;
+    assert_eq!(response.status(), 201);
+    assert_eq!(response.headers()["location"], format!("/v1/session/conversation/{id}/webrtc").as_str());
+    let payload_type = offerer.accept(response.text().await.unwrap()).await.unwrap();
+    let mut state = offerer.state.clone();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while *state.borrow_and_update() != RTCPeerConnectionState::Connected {
+            state.changed().await.unwrap();
+        }
+    })
+    .await
+    .expect("connected within 10 s");
+    let (audio, ssrc) = (offerer.audio.clone(), offerer.audio_ssrc);
+    let microphone = tokio::spawn(async move {
+        let mut encoder = OpusEgress::new().unwrap();
+        let noise: Vec<f32> = (0..FRAME_16K).map(|i| ((i * 7919) % 200) as f32 / 20_000.0 - 0.005).collect();
+        let packet = Bytes::copy_from_slice(encoder.encode(&noise).unwrap());
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            tick.tick().await;
+            let sample = Sample { data: packet.clone(), duration: Duration::from_millis(20), ..Sample::new(Instant::now()) };
+            let _ = audio.sample_writer(ssrc, payload_type).write_sample(&sample).await;
+        }
+    });
+    Joined { offerer, microphone }
+}
+
+async fn status(client: &reqwest::Client, base: &str, key: &str, id: &str) -> Value {
+    api(client, key, Method::GET, format!("{base}/v1/ext/conversation/{id}"), None).await["status"].clone()
+}
+
+async fn wait_for_status(client: &reqwest::Client, base: &str, key: &str, id: &str, expected: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while status(client, base, key, id).await != expected {
+        assert!(Instant::now() < deadline, "{id} never became {expected}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_or_vanished_participant_ends_the_call() {
+    let dir = std::env::temp_dir().join(format!("confab-transport-loss-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let key = create_key(&data);
+    let receiver = Receiver::start(vec![]).await;
+    let mut server = Server::start(&data, &["--allow-private-webhooks", "--no-media-timeout", NO_MEDIA_TIMEOUT_S]).await;
+    let (client, base) = (reqwest::Client::new(), server.base.clone());
+    let agent = json!({
+        "agent_name": "Listener",
+        "agent_system_prompt": "Listen.",
+        "avatars": [{ "avatar_key_id": "stock-amara", "config": {
+            "llm": { "provider": "local" }, "stt": { "provider": "local" }, "tts": { "provider": "local" } } }],
+        "callback_url": receiver.hook_url,
+        "callback_events": EVENTS
+    });
+    let agent = api(&client, &key, Method::POST, format!("{base}/v1/ext/agent"), Some(agent)).await;
+    let secret = agent["webhook_secret"].as_str().unwrap().to_string();
+    let conversation = |user_id: &str| {
+        let body = json!({ "agent_id": agent["id"], "user_name": "Ada", "user_id": user_id });
+        api(&client, &key, Method::POST, format!("{base}/v1/ext/conversation"), Some(body))
+    };
+
+    // 1. Silence with the connection up: after the no-media timeout, the participant has left.
+    let first = conversation("silent-1").await;
+    let id = first["id"].as_str().unwrap().to_string();
+    let token = first["join_link"].as_str().unwrap().split("#token=").nth(1).unwrap().to_string();
+    let unauthorized = offer(&client, &base, &id, &key, "v=0".into()).await;
+    assert_eq!(unauthorized.status(), 401, "signalling takes the session token, never the API key");
+    let joined = join(&client, &base, &id, &token).await;
+    wait_for_status(&client, &base, &key, &id, "IN_PROGRESS").await;
+    let busy = offer(&client, &base, &id, &token, Offerer::new(&client_config()).await.unwrap().offer_sdp).await;
+    assert_eq!(busy.status(), 409);
+    let fell_silent = Instant::now();
+    joined.microphone.abort();
+    receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
+    let waited = fell_silent.elapsed();
+    assert!(waited >= Duration::from_secs(2), "ended {waited:?} after the audio stopped, before the timeout");
+    assert_eq!(receiver.event_names(&secret, &id), ["participant_left", "call_ended"]);
+    let left = &receiver.events(&secret, &id)[0];
+    assert_eq!(left["event"]["payload"]["id"], "silent-1");
+    assert_eq!(status(&client, &base, &key, &id).await, "ENDED");
+    assert_eq!(joined.offerer.connection.close().await.ok(), Some(()));
+
+    // 2. The client closes its peer connection: the server sees it close and ends the call.
+    let second = conversation("gone-2").await;
+    let id = second["id"].as_str().unwrap().to_string();
+    let token = second["join_link"].as_str().unwrap().split("#token=").nth(1).unwrap().to_string();
+    let joined = join(&client, &base, &id, &token).await;
+    wait_for_status(&client, &base, &key, &id, "IN_PROGRESS").await;
+    joined.offerer.connection.close().await.unwrap();
+    receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
+    let names = receiver.event_names(&secret, &id);
+    assert_eq!(names, ["participant_left", "call_ended"]);
+    assert_eq!(receiver.events(&secret, &id)[0]["event"]["payload"]["id"], "gone-2");
+    assert_eq!(status(&client, &base, &key, &id).await, "ENDED");
+    joined.microphone.abort();
+
+    // An ended conversation takes no new call.
+    let again = offer(&client, &base, &id, &token, Offerer::new(&client_config()).await.unwrap().offer_sdp).await;
+    assert_eq!(again.status(), 409);
+
+    assert!(server.terminate().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
