@@ -217,7 +217,9 @@ impl MediaWorker {
             calls
                 .values_mut()
                 .filter_map(|entry| {
-                    entry.hang_up.as_ref().map(|hang_up| hang_up.notify_one());
+                    if let Some(hang_up) = &entry.hang_up {
+                        hang_up.notify_one();
+                    }
                     entry.done.take()
                 })
                 .collect()

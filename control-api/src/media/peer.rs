@@ -143,7 +143,6 @@ fn ice_servers(config: &MediaConfig) -> Vec<RTCIceServer> {
             urls: vec![url.clone()],
             username: config.ice_username.clone().unwrap_or_default(),
             credential: config.ice_credential.clone().unwrap_or_default(),
-            ..Default::default()
         })
         .collect()
 }
@@ -160,13 +159,13 @@ async fn build(config: &MediaConfig) -> Result<Built, PeerError> {
     let mut media = MediaEngine::default();
     media
         .register_codec(
-            RTCRtpCodecParameters { rtp_codec: opus(), payload_type: OPUS_PAYLOAD_TYPE, ..Default::default() },
+            RTCRtpCodecParameters { rtp_codec: opus(), payload_type: OPUS_PAYLOAD_TYPE },
             RtpCodecKind::Audio,
         )
         .map_err(transport)?;
     media
         .register_codec(
-            RTCRtpCodecParameters { rtp_codec: vp8(), payload_type: VP8_PAYLOAD_TYPE, ..Default::default() },
+            RTCRtpCodecParameters { rtp_codec: vp8(), payload_type: VP8_PAYLOAD_TYPE },
             RtpCodecKind::Video,
         )
         .map_err(transport)?;
