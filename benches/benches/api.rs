@@ -15,7 +15,12 @@ fn api(c: &mut Criterion) {
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display());
     let (router, key, agent_id) = runtime.block_on(async {
         let db = Db::connect(&url).await.unwrap();
-        let state = AppState::new(db.clone(), AppConfig { public_url: "http://bench".into(), recordings_dir: "recordings".into() }).await.unwrap();
+        let state = AppState::new(
+            db.clone(),
+            AppConfig { public_url: "http://bench".into(), recordings_dir: "recordings".into() },
+        )
+        .await
+        .unwrap();
         let (_, key) = auth::create_key(&db, "bench").await.unwrap();
         let router = app(state);
         let mut agent_id = String::new();

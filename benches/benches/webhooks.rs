@@ -45,7 +45,12 @@ fn main() {
 
         let dir = tempfile::tempdir().unwrap();
         let db = Db::connect(&format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display())).await.unwrap();
-        let state = AppState::new(db.clone(), AppConfig { public_url: "http://bench".into(), recordings_dir: "recordings".into() }).await.unwrap();
+        let state = AppState::new(
+            db.clone(),
+            AppConfig { public_url: "http://bench".into(), recordings_dir: "recordings".into() },
+        )
+        .await
+        .unwrap();
         let (_, key) = auth::create_key(&db, "bench").await.unwrap();
         let router = app(state);
         let agent = create(

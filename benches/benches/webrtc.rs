@@ -78,7 +78,11 @@ fn open_call(server: &Runtime, client: &Runtime, microphone: Arc<Vec<Bytes>>) ->
     // Server: the agent's voice out, the participant's voice in.
     let (voice, output) = rtrb::RingBuffer::new(16_000);
     let (input, mut engine_input) = rtrb::RingBuffer::<f32>::new(16_000);
-    let track = VoiceTrack { track: negotiated.audio.clone(), ssrc: negotiated.audio_ssrc, payload_type: negotiated.audio_payload_type };
+    let track = VoiceTrack {
+        track: negotiated.audio.clone(),
+        ssrc: negotiated.audio_ssrc,
+        payload_type: negotiated.audio_payload_type,
+    };
     server.spawn(send_voice(output, track, RecordingSlot::default()));
     let received = Arc::new(AtomicU64::new(0));
     let mut remote_tracks = std::mem::replace(&mut negotiated.remote_tracks, mpsc::channel(1).1);
@@ -209,7 +213,10 @@ fn main() {
     let client = runtime(CLIENT_THREADS);
     let mut encoder = OpusEgress::new().unwrap();
     let microphone: Arc<Vec<Bytes>> = Arc::new(
-        speechlike(FRAME_16K * 50, 1.0).chunks(FRAME_16K).map(|f| Bytes::copy_from_slice(encoder.encode(f).unwrap())).collect(),
+        speechlike(FRAME_16K * 50, 1.0)
+            .chunks(FRAME_16K)
+            .map(|f| Bytes::copy_from_slice(encoder.encode(f).unwrap()))
+            .collect(),
     );
 
     let rss_before = rss_bytes();

@@ -94,13 +94,8 @@ pub async fn start(
             }
         })
         .expect("spawning a bridge thread");
-    let finished = tokio::spawn(conversation_events::consume(
-        db.clone(),
-        conversation_id.to_string(),
-        rx,
-        webhooks,
-        on_call_end,
-    ));
+    let finished =
+        tokio::spawn(conversation_events::consume(db.clone(), conversation_id.to_string(), rx, webhooks, on_call_end));
     Ok(LiveConversation {
         conversation_id: conversation_id.to_string(),
         session_id: session.id,

@@ -233,7 +233,9 @@ async fn start_media(
     let models_dir = args.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
     let mut runtime_config = confab_engine::runtime::RuntimeConfig::new(models_dir.clone(), args.max_calls);
     runtime_config.io = Some(tokio::runtime::Handle::current());
-    let runtime = match tokio::task::spawn_blocking(move || confab_engine::runtime::Runtime::start(runtime_config)).await {
+    let runtime = match tokio::task::spawn_blocking(move || confab_engine::runtime::Runtime::start(runtime_config))
+        .await
+    {
         Ok(Ok(runtime)) => runtime,
         Ok(Err(err)) => {
             tracing::warn!(error = %err, "live calls are off: the media engine cannot start (run `confab models fetch`)");

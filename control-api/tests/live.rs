@@ -88,7 +88,12 @@ async fn a_live_conversation_is_recorded_and_reported() {
 
     let dir = tempfile::tempdir().unwrap();
     let db = Db::connect(&format!("sqlite://{}?mode=rwc", dir.path().join("live.db").display())).await.unwrap();
-    let state = AppState::new(db.clone(), AppConfig { public_url: "http://confab.test".into(), recordings_dir: "recordings".into() }).await.unwrap();
+    let state = AppState::new(
+        db.clone(),
+        AppConfig { public_url: "http://confab.test".into(), recordings_dir: "recordings".into() },
+    )
+    .await
+    .unwrap();
     let (_, key) = auth::create_key(&db, "live").await.unwrap();
     let router = app(state);
     let agent = call(

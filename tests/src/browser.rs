@@ -133,7 +133,8 @@ impl Browser {
             tokio_tungstenite::connect_async(endpoint.as_str()).await.ok().map(|(socket, _)| socket)
         })
         .await;
-        let mut browser = Browser { child, socket, protocol: Protocol::Bidi { context: String::new() }, next_id: 1, profile };
+        let mut browser =
+            Browser { child, socket, protocol: Protocol::Bidi { context: String::new() }, next_id: 1, profile };
         browser.command("session.new", json!({ "capabilities": {} })).await;
         let tree = browser.command("browsingContext.getTree", json!({})).await;
         let context = tree["contexts"][0]["context"].as_str().expect("a browsing context").to_string();

@@ -44,8 +44,12 @@ impl Receiver {
                     let store = store.clone();
                     async move {
                         let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-                        let delivery =
-                            Delivery { id: h("webhook-id"), timestamp: h("webhook-timestamp"), signature: h("webhook-signature"), body };
+                        let delivery = Delivery {
+                            id: h("webhook-id"),
+                            timestamp: h("webhook-timestamp"),
+                            signature: h("webhook-signature"),
+                            body,
+                        };
                         store.lock().unwrap().push(delivery);
                         "ok"
                     }

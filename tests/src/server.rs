@@ -81,7 +81,13 @@ pub fn create_key(data: &Path) -> String {
 }
 
 /// One control-plane request with the API key; asserts success and returns the JSON body.
-pub async fn api(client: &reqwest::Client, key: &str, method: reqwest::Method, url: String, body: Option<Value>) -> Value {
+pub async fn api(
+    client: &reqwest::Client,
+    key: &str,
+    method: reqwest::Method,
+    url: String,
+    body: Option<Value>,
+) -> Value {
     let mut request = client.request(method, url).header("x-api-key", key);
     if let Some(body) = body {
         request = request.json(&body);

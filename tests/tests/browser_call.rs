@@ -59,7 +59,8 @@ impl Setup {
     async fn conversation(&self, user_name: &str, user_id: &str) -> (String, String) {
         let body = json!({ "agent_id": self.agent_id, "user_name": user_name, "user_id": user_id });
         let conversation =
-            api(&self.client, &self.key, Method::POST, format!("{}/v1/ext/conversation", self.server.base), Some(body)).await;
+            api(&self.client, &self.key, Method::POST, format!("{}/v1/ext/conversation", self.server.base), Some(body))
+                .await;
         let id = conversation["id"].as_str().unwrap().to_string();
         let join_link = conversation["join_link"].as_str().unwrap().to_string();
         assert!(join_link.starts_with(&format!("{}/join/{id}#token=", self.server.base)), "{join_link}");
@@ -78,7 +79,11 @@ impl Setup {
             if detail["status"] == status {
                 return;
             }
-            assert!(std::time::Instant::now() < deadline, "{id} is {}, not {status}, after {timeout:?}", detail["status"]);
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{id} is {}, not {status}, after {timeout:?}",
+                detail["status"]
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -131,7 +136,11 @@ async fn talk_in_chromium() {
     assert!(heard >= 25, "the page received {heard} audio packets from the agent");
     // The page shows the live transcript.
     browser
-        .wait_for("document.querySelectorAll('#transcript li.assistant').length > 0", &json!(true), Duration::from_secs(10))
+        .wait_for(
+            "document.querySelectorAll('#transcript li.assistant').length > 0",
+            &json!(true),
+            Duration::from_secs(10),
+        )
         .await;
     browser.eval("document.getElementById('hangup').click()").await;
     browser.wait_for("document.body.dataset.state", &json!("ended"), Duration::from_secs(10)).await;
@@ -154,7 +163,8 @@ async fn talk_in_chromium() {
 
     let detail = setup.detail(&id).await;
     assert_eq!(detail["status"], "ENDED");
-    let roles: Vec<&str> = detail["transcript"].as_array().unwrap().iter().map(|e| e["role"].as_str().unwrap()).collect();
+    let roles: Vec<&str> =
+        detail["transcript"].as_array().unwrap().iter().map(|e| e["role"].as_str().unwrap()).collect();
     assert!(roles.starts_with(&["user", "assistant"]), "{roles:?}");
     assert_eq!(detail["is_recorded"], true);
     let recording_url = detail["recording_url"].as_str().unwrap().to_string();
@@ -241,7 +251,8 @@ async fn talk_in_firefox() {
     receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
     let detail = setup.detail(&id).await;
     assert_eq!(detail["status"], "ENDED");
-    let roles: Vec<&str> = detail["transcript"].as_array().unwrap().iter().map(|e| e["role"].as_str().unwrap()).collect();
+    let roles: Vec<&str> =
+        detail["transcript"].as_array().unwrap().iter().map(|e| e["role"].as_str().unwrap()).collect();
     assert!(roles.starts_with(&["user", "assistant"]), "{roles:?}");
     assert!(setup.server.terminate().success());
     let _ = std::fs::remove_dir_all(&dir);

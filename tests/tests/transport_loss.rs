@@ -64,7 +64,8 @@ async fn join(client: &reqwest::Client, base: &str, id: &str, token: &str) -> Jo
         let mut tick = tokio::time::interval(Duration::from_millis(20));
         loop {
             tick.tick().await;
-            let sample = Sample { data: packet.clone(), duration: Duration::from_millis(20), ..Sample::new(Instant::now()) };
+            let sample =
+                Sample { data: packet.clone(), duration: Duration::from_millis(20), ..Sample::new(Instant::now()) };
             let _ = audio.sample_writer(ssrc, payload_type).write_sample(&sample).await;
         }
     });
@@ -91,7 +92,8 @@ async fn a_silent_or_vanished_participant_ends_the_call() {
     std::fs::create_dir_all(&data).unwrap();
     let key = create_key(&data);
     let receiver = Receiver::start(vec![]).await;
-    let mut server = Server::start(&data, &["--allow-private-webhooks", "--no-media-timeout", NO_MEDIA_TIMEOUT_S]).await;
+    let mut server =
+        Server::start(&data, &["--allow-private-webhooks", "--no-media-timeout", NO_MEDIA_TIMEOUT_S]).await;
     let (client, base) = (reqwest::Client::new(), server.base.clone());
     let agent = json!({
         "agent_name": "Listener",

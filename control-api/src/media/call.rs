@@ -231,7 +231,11 @@ pub async fn send_voice(mut output: rtrb::Consumer<f32>, voice: VoiceTrack, reco
             chunk.commit_all();
             recording.push_agent(&frame);
             let Ok(packet) = encoder.encode(&frame) else { continue };
-            let sample = Sample { data: Bytes::copy_from_slice(packet), duration: FRAME_DURATION, ..Sample::new(Instant::now()) };
+            let sample = Sample {
+                data: Bytes::copy_from_slice(packet),
+                duration: FRAME_DURATION,
+                ..Sample::new(Instant::now())
+            };
             // Before the connection is up, writes fail: that audio is simply not heard.
             let _ = voice.track.sample_writer(voice.ssrc, voice.payload_type).write_sample(&sample).await;
         }

@@ -8,21 +8,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rtc::ice::mdns::MulticastDnsMode;
-use rtc::rtp_transceiver::{PayloadType, RTCRtpTransceiverDirection, RTCRtpTransceiverInit};
 use rtc::rtp_transceiver::rtp_sender::{
     RTCRtpCodec, RTCRtpCodecParameters, RTCRtpCodingParameters, RTCRtpEncodingParameters, RtpCodecKind,
 };
+use rtc::rtp_transceiver::{PayloadType, RTCRtpTransceiverDirection, RTCRtpTransceiverInit};
 use tokio::sync::{mpsc, watch};
 use webrtc::media_stream::MediaStreamTrack;
 use webrtc::media_stream::track_local::TrackLocal;
 use webrtc::media_stream::track_local::static_sample::TrackLocalStaticSample;
 use webrtc::media_stream::track_remote::TrackRemote;
-use webrtc::rtp_transceiver::RtpSender;
 use webrtc::peer_connection::{
     MediaEngine, PeerConnection, PeerConnectionBuilder, PeerConnectionEventHandler, RTCConfigurationBuilder,
-    RTCIceCandidateType, RTCIceGatheringState, RTCIceServer, RTCPeerConnectionState, RTCSessionDescription,
-    Registry, SettingEngineBuilder, register_default_interceptors,
+    RTCIceCandidateType, RTCIceGatheringState, RTCIceServer, RTCPeerConnectionState, RTCSessionDescription, Registry,
+    SettingEngineBuilder, register_default_interceptors,
 };
+use webrtc::rtp_transceiver::RtpSender;
 
 use super::MediaConfig;
 
@@ -164,10 +164,7 @@ async fn build(config: &MediaConfig) -> Result<Built, PeerError> {
         )
         .map_err(transport)?;
     media
-        .register_codec(
-            RTCRtpCodecParameters { rtp_codec: vp8(), payload_type: VP8_PAYLOAD_TYPE },
-            RtpCodecKind::Video,
-        )
+        .register_codec(RTCRtpCodecParameters { rtp_codec: vp8(), payload_type: VP8_PAYLOAD_TYPE }, RtpCodecKind::Video)
         .map_err(transport)?;
     let registry = register_default_interceptors(Registry::new(), &mut media).map_err(transport)?;
     // No mDNS: a browser's `.local` candidates only resolve on its own LAN, the browser's connectivity
@@ -280,7 +277,8 @@ impl Offerer {
         let mut built = build(config).await?;
         let connection = built.connection.clone();
         let (audio, audio_ssrc, audio_sender) = add_voice(&connection).await?;
-        let receive_only = RTCRtpTransceiverInit { direction: RTCRtpTransceiverDirection::Recvonly, ..Default::default() };
+        let receive_only =
+            RTCRtpTransceiverInit { direction: RTCRtpTransceiverDirection::Recvonly, ..Default::default() };
         connection.add_transceiver_from_kind(RtpCodecKind::Video, Some(receive_only)).await.map_err(transport)?;
         let offer = connection.create_offer(None).await.map_err(transport)?;
         connection.set_local_description(offer).await.map_err(transport)?;

@@ -58,7 +58,9 @@ pub struct ConversationQuery {
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(create_conversation, list_conversations)).routes(routes!(get_conversation))
+    OpenApiRouter::new()
+        .routes(routes!(create_conversation, list_conversations))
+        .routes(routes!(get_conversation))
         .routes(routes!(get_recording))
 }
 

@@ -53,7 +53,11 @@ async fn join_call(
         other => ApiError::internal("Cannot start the call")(other),
     })?;
     let location = format!("/v1/session/conversation/{id}/webrtc");
-    Ok((StatusCode::CREATED, [(header::CONTENT_TYPE, "application/sdp".to_string()), (header::LOCATION, location)], answer)
+    Ok((
+        StatusCode::CREATED,
+        [(header::CONTENT_TYPE, "application/sdp".to_string()), (header::LOCATION, location)],
+        answer,
+    )
         .into_response())
 }
 

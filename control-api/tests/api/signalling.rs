@@ -44,7 +44,8 @@ async fn signalling_needs_the_session_token_and_a_media_worker(app: TestApp) {
     assert_eq!(response.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(response.json()["error"].as_str().unwrap().starts_with("Media worker unavailable"));
 
-    let hang_up = Request::delete(&path).header("authorization", format!("Bearer {token}")).body(Body::empty()).unwrap();
+    let hang_up =
+        Request::delete(&path).header("authorization", format!("Bearer {token}")).body(Body::empty()).unwrap();
     let response = app.send(hang_up).await;
     assert_eq!(response.status, StatusCode::NOT_FOUND);
     assert_eq!(response.json(), json!({ "error": "No call in progress" }));

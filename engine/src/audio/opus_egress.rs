@@ -37,7 +37,8 @@ impl OpusEgress {
         if frame.len() != FRAME_16K {
             return Err(AudioError::OpusEncode(format!("an Opus frame is {FRAME_16K} samples, not {}", frame.len())));
         }
-        let n = self.encoder.encode_float(frame, &mut self.packet).map_err(|e| AudioError::OpusEncode(e.to_string()))?;
+        let n =
+            self.encoder.encode_float(frame, &mut self.packet).map_err(|e| AudioError::OpusEncode(e.to_string()))?;
         Ok(&self.packet[..n])
     }
 }
@@ -52,7 +53,8 @@ mod tests {
     fn the_agent_voice_round_trips_through_opus() {
         let mut egress = OpusEgress::new().unwrap();
         let mut ingress = OpusIngress::new().unwrap();
-        let tone: Vec<f32> = (0..16_000).map(|i| 0.3 * (2.0 * std::f32::consts::PI * 440.0 * i as f32 / 16_000.0).sin()).collect();
+        let tone: Vec<f32> =
+            (0..16_000).map(|i| 0.3 * (2.0 * std::f32::consts::PI * 440.0 * i as f32 / 16_000.0).sin()).collect();
         let mut decoded = Vec::new();
         for frame in tone.chunks(FRAME_16K) {
             let packet = egress.encode(frame).unwrap().to_vec();
