@@ -38,7 +38,7 @@ pub enum LiveError {
 /// The transport's side of a live conversation.
 pub struct LiveConversation {
     pub conversation_id: String,
-    pub session_id: usize,
+    pub session_id: confab_engine::runtime::SessionId,
     /// The conversation's `user_id` (the participant named by `participant_left`).
     pub user_id: String,
     /// The agent's `record` flag: the transport records the call.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
-use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters};
+use confab_engine::runtime::{INPUT_RING_SAMPLES, Runtime, RuntimeConfig, RuntimeCounters};
 use confab_engine::time::MediaTime;
 
 #[test]
@@ -59,4 +59,49 @@ fn sessions_get_their_own_events_in_real_time() {
     }
     assert!(RuntimeCounters::get(&runtime.counters.vad_batches) > 0);
     assert_eq!(RuntimeCounters::get(&runtime.counters.vad_queue_full), 0);
+}
+
+/// Slots are reused: three times as many sessions as the runtime holds, opened and closed one after the
+/// other, each hears its user and ends with `call_ended` (the ninth call once deafened every call).
+#[test]
+fn every_session_hears_its_user_after_the_slots_have_been_reused() {
+    const MAX_SESSIONS: usize = 3;
+    let mut config = RuntimeConfig::new(confab_models::default_models_dir(), MAX_SESSIONS);
+    config.media_threads = 2;
+    let mut runtime = Runtime::start(config).expect("models are fetched");
+    let mut audio = vec![0.0; 4_800];
+    audio.extend(speak("Hello there"));
+    let mut seen = Vec::new();
+    for call in 0..3 * MAX_SESSIONS {
+        let mut session = runtime.open_session(ConversationConfig::default(), None).expect("a free slot");
+        assert!(!seen.contains(&session.id), "call {call}: {} was used before", session.id);
+        seen.push(session.id);
+        // Feed the audio as fast as the 1 s input ring takes it until the user is heard.
+        let mut fed = 0;
+        let heard = loop {
+            while fed < audio.len() && session.input.push(audio[fed]).is_ok() {
+                fed += 1;
+            }
+            match session.events.recv_timeout(Duration::from_millis(20)) {
+                Ok(event) if event.kind.name() == "user.started_speaking" => break true,
+                Ok(_) => {}
+                Err(_) if fed == audio.len() && session.input.slots() == INPUT_RING_SAMPLES => {
+                    // The media thread has taken every sample: the VAD's last answers are on their way.
+                    let next = session.events.recv_timeout(Duration::from_secs(10));
+                    break next.is_ok_and(|e| e.kind.name() == "user.started_speaking");
+                }
+                Err(_) => {}
+            }
+        };
+        assert!(heard, "call {call} (session {}) did not hear its user", session.id);
+        runtime.close_session(session.id);
+        let names: Vec<&str> = session.events.iter().map(|e| e.kind.name()).collect();
+        assert_eq!(names.last(), Some(&"call_ended"), "call {call}: {names:?}");
+        while runtime.active_sessions() > 0 {
+            std::thread::sleep(Duration::from_millis(5)); // the media thread drops the ended session
+        }
+    }
+    assert_eq!(seen.iter().map(|id| id.slot).max(), Some(MAX_SESSIONS as u32 - 1), "slots are reused: {seen:?}");
+    assert_eq!(RuntimeCounters::get(&runtime.counters.panics), 0);
+    assert!(runtime.is_healthy());
 }

@@ -112,6 +112,11 @@ impl Receiver {
         }
     }
 
+    /// Every delivery as received, in order: (`webhook-id`, body), signatures unchecked.
+    pub fn deliveries(&self) -> Vec<(String, String)> {
+        self.seen.lock().unwrap().iter().map(|d| (d.id.clone(), d.body.clone())).collect()
+    }
+
     /// True when every delivery carried its own `webhook-id`.
     pub fn ids_are_distinct(&self) -> bool {
         let seen = self.seen.lock().unwrap();

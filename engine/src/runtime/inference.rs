@@ -1,6 +1,10 @@
 //! Inference threads: the VAD thread runs windows from every media thread in batches; the turn-model
 //! thread answers end-of-turn questions one by one. They are separate so a slow turn-model call (tens
 //! of milliseconds) never delays the VAD windows every session needs every 32 ms.
+//!
+//! Per-session model state lives in arrays indexed by session slot; a window from a new tenant of a
+//! slot (a newer generation) starts from a fresh state. A panic during inference is contained: the
+//! sessions of the failed batch (or turn question) get `InferenceResult::Failed` and their calls end.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -10,19 +14,21 @@ use confab_models::silero::{SileroState, SileroVad, WINDOW};
 use confab_models::smart_turn::{DONE_THRESHOLD, SmartTurn};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, select};
 
+use super::contain::contain;
+use super::slots::SessionId;
 use super::{MAX_VAD_BATCH, RuntimeConfig, RuntimeCounters};
 use crate::time::MediaTime;
 
 /// One VAD window of one session, carried inline (no allocation).
 pub struct VadJob {
     pub thread: usize,
-    pub session: usize,
+    pub session: SessionId,
     pub start: MediaTime,
     pub window: [f32; WINDOW],
 }
 
 pub struct VadResult {
-    pub session: usize,
+    pub session: SessionId,
     pub start: MediaTime,
     pub probability: f32,
 }
@@ -30,14 +36,31 @@ pub struct VadResult {
 /// The turn model's question: the user's audio up to the end of their speech.
 pub struct TurnJob {
     pub thread: usize,
-    pub session: usize,
+    pub session: SessionId,
     pub last_speech: MediaTime,
     pub audio: Vec<f32>,
 }
 
 pub enum InferenceResult {
     Vad(VadResult),
-    Turn { session: usize, last_speech: MediaTime, user_done: bool },
+    Turn {
+        session: SessionId,
+        last_speech: MediaTime,
+        user_done: bool,
+    },
+    /// Inference panicked on this session's input: its call is ended.
+    Failed {
+        session: SessionId,
+    },
+}
+
+impl InferenceResult {
+    pub fn session(&self) -> SessionId {
+        match self {
+            InferenceResult::Vad(result) => result.session,
+            InferenceResult::Turn { session, .. } | InferenceResult::Failed { session } => *session,
+        }
+    }
 }
 
 /// Loads the models and starts the VAD thread and the turn-model thread.
@@ -51,9 +74,11 @@ pub fn spawn(
 ) -> Result<Vec<JoinHandle<()>>, confab_models::ModelError> {
     let vad = SileroVad::load(&config.models_dir, MAX_VAD_BATCH, config.inference_intra_threads)?;
     let mut turn = SmartTurn::load(&config.models_dir, config.inference_intra_threads)?;
+    let turn_counters = counters.clone();
     let mut worker = VadWorker {
         vad,
         states: vec![SileroState::default(); config.max_sessions],
+        tenants: vec![0; config.max_sessions],
         results: results.clone(),
         counters,
         batch: Vec::with_capacity(MAX_VAD_BATCH),
@@ -72,7 +97,7 @@ pub fn spawn(
             loop {
                 select! {
                     recv(turn_jobs) -> job => match job {
-                        Ok(job) => run_turn(&mut turn, &results, job),
+                        Ok(job) => run_turn(&mut turn, &results, &turn_counters, job),
                         Err(_) => return,
                     },
                     recv(shutdown) -> _ => return,
@@ -83,27 +108,36 @@ pub fn spawn(
     Ok(vec![vad_thread, turn_thread])
 }
 
-fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], job: TurnJob) {
-    let user_done = match turn.predict(&job.audio) {
-        Ok(probability) => probability > DONE_THRESHOLD,
-        Err(err) => {
-            tracing::error!(error = %err, "turn model failed; the user counts as done");
-            true
+fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], counters: &RuntimeCounters, job: TurnJob) {
+    let session = job.session;
+    let result = match contain(counters, "the turn model", || turn.predict(&job.audio)) {
+        Some(prediction) => {
+            let user_done = match prediction {
+                Ok(probability) => probability > DONE_THRESHOLD,
+                Err(err) => {
+                    tracing::error!(error = %err, "turn model failed; the user counts as done");
+                    true
+                }
+            };
+            InferenceResult::Turn { session, last_speech: job.last_speech, user_done }
         }
+        None => InferenceResult::Failed { session },
     };
-    let result = InferenceResult::Turn { session: job.session, last_speech: job.last_speech, user_done };
     let _ = results[job.thread].send(result);
 }
 
 struct VadWorker {
     vad: SileroVad,
+    /// The model's recurrent state per slot.
     states: Vec<SileroState>,
+    /// The generation whose state `states[slot]` holds.
+    tenants: Vec<u32>,
     results: Vec<Sender<InferenceResult>>,
     counters: Arc<RuntimeCounters>,
     batch: Vec<VadJob>,
     batch_states: Vec<SileroState>,
     probabilities: Vec<f32>,
-    /// Sessions already in the batch being gathered (a session's windows must run in order).
+    /// Slots already in the batch being gathered (a session's windows must run in order).
     in_batch: Vec<bool>,
 }
 
@@ -124,7 +158,7 @@ impl VadWorker {
             self.add(first);
             while self.batch.len() < MAX_VAD_BATCH {
                 match jobs.try_recv() {
-                    Ok(job) if self.in_batch[job.session] => {
+                    Ok(job) if self.in_batch[job.session.slot()] => {
                         held = Some(job); // the session's next window waits for the next batch
                         break;
                     }
@@ -137,25 +171,50 @@ impl VadWorker {
     }
 
     fn add(&mut self, job: VadJob) {
-        self.in_batch[job.session] = true;
-        self.batch_states.push(self.states[job.session].clone());
+        let slot = job.session.slot();
+        if self.tenants[slot] != job.session.generation {
+            // A new session in this slot: it starts from silence, not from its predecessor's state.
+            self.tenants[slot] = job.session.generation;
+            self.states[slot] = SileroState::default();
+        }
+        self.in_batch[slot] = true;
+        self.batch_states.push(self.states[slot].clone());
         self.batch.push(job);
     }
 
     fn run_batch(&mut self) {
         let n = self.batch.len();
-        let windows: Vec<&[f32]> = self.batch.iter().map(|job| &job.window[..]).collect();
-        let mut states: Vec<&mut SileroState> = self.batch_states.iter_mut().collect();
-        if let Err(err) = self.vad.infer(&windows, &mut states, &mut self.probabilities[..n]) {
-            tracing::error!(error = %err, "VAD inference failed; the windows count as silence");
-            self.probabilities[..n].fill(0.0);
-        }
+        let (vad, batch, batch_states, probabilities) =
+            (&mut self.vad, &self.batch, &mut self.batch_states, &mut self.probabilities[..n]);
+        let inferred = contain(&self.counters, "VAD inference", || {
+            let windows: Vec<&[f32]> = batch.iter().map(|job| &job.window[..]).collect();
+            let mut states: Vec<&mut SileroState> = batch_states.iter_mut().collect();
+            vad.infer(&windows, &mut states, probabilities)
+        });
         self.counters.vad_batches.fetch_add(1, Ordering::Relaxed);
+        match inferred {
+            Some(Ok(())) => {}
+            Some(Err(err)) => {
+                tracing::error!(error = %err, "VAD inference failed; the windows count as silence");
+                self.probabilities[..n].fill(0.0);
+            }
+            None => {
+                for job in self.batch.drain(..) {
+                    let slot = job.session.slot();
+                    self.in_batch[slot] = false;
+                    self.tenants[slot] = 0; // whatever comes next from this slot starts afresh
+                    let _ = self.results[job.thread].send(InferenceResult::Failed { session: job.session });
+                }
+                self.batch_states.clear();
+                return;
+            }
+        }
         for ((job, state), probability) in
             self.batch.drain(..).zip(self.batch_states.drain(..)).zip(&self.probabilities)
         {
-            self.states[job.session] = state;
-            self.in_batch[job.session] = false;
+            let slot = job.session.slot();
+            self.states[slot] = state;
+            self.in_batch[slot] = false;
             let result = VadResult { session: job.session, start: job.start, probability: *probability };
             let _ = self.results[job.thread].send(InferenceResult::Vad(result));
         }

@@ -1,6 +1,10 @@
 //! A media thread: every 20 ms it takes one frame of each session's input, renders one frame of the
 //! agent's audio, and moves VAD windows and turn-model requests to the inference thread and their
 //! results back into the sessions' conversations.
+//!
+//! Sessions are found by slot in O(1). Each session's work runs contained: a panic ends that call
+//! (`call_ended`), is logged and counted, and the thread goes on with the others. If the inference
+//! threads are gone, every call on the thread is ended rather than left deaf.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -12,7 +16,9 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use super::RuntimeCounters;
 use super::agent::{AgentJob, AgentLink, AgentResult};
+use super::contain::contain;
 use super::inference::{InferenceResult, TurnJob, VadJob};
+use super::slots::{SessionId, SlotGuard};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::conversation::{Conversation, ConversationConfig, ConversationOutput};
 use crate::events::{ConversationEvent, EventKind};
@@ -27,22 +33,16 @@ const HISTORY: usize = 16_000 * 20;
 pub enum Command {
     Open(Box<MediaSession>),
     /// A hang-up: the call ends cleanly.
-    Close(usize),
+    Close(SessionId),
     /// The participant is gone: `participant_left` (with their id), then the call ends.
-    Leave(usize, String),
+    Leave(SessionId, String),
 }
 
-/// One taken session slot; released when the session is dropped (its call over).
-pub struct SlotGuard(pub Arc<std::sync::atomic::AtomicUsize>);
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
+/// No session in this slot on this thread.
+const VACANT: u32 = u32::MAX;
 
 pub struct MediaSession {
-    id: usize,
+    id: SessionId,
     conversation: Conversation,
     input: rtrb::Consumer<f32>,
     output: rtrb::Producer<f32>,
@@ -60,7 +60,7 @@ pub struct MediaSession {
 
 impl MediaSession {
     pub fn new(
-        id: usize,
+        id: SessionId,
         config: ConversationConfig,
         input: rtrb::Consumer<f32>,
         output: rtrb::Producer<f32>,
@@ -94,6 +94,10 @@ pub struct MediaThread {
     counters: Arc<RuntimeCounters>,
     shutdown: Receiver<()>,
     sessions: Vec<MediaSession>,
+    /// Index in `sessions` of the session in each slot, or `VACANT`.
+    positions: Vec<u32>,
+    /// Set when the inference threads are gone: no session here can hear any more.
+    inference_lost: bool,
 }
 
 impl MediaThread {
@@ -105,6 +109,7 @@ impl MediaThread {
         turn_jobs: Sender<TurnJob>,
         counters: Arc<RuntimeCounters>,
         shutdown: Receiver<()>,
+        max_sessions: usize,
     ) -> MediaThread {
         MediaThread {
             index,
@@ -114,7 +119,9 @@ impl MediaThread {
             turn_jobs,
             counters,
             shutdown,
-            sessions: Vec::with_capacity(1024),
+            sessions: Vec::with_capacity(max_sessions),
+            positions: vec![VACANT; max_sessions],
+            inference_lost: false,
         }
     }
 
@@ -128,19 +135,45 @@ impl MediaThread {
             let started = Instant::now();
             while let Ok(command) = self.commands.try_recv() {
                 match command {
-                    Command::Open(session) => self.sessions.push(*session),
+                    Command::Open(session) => self.open(*session),
                     Command::Close(id) => self.end_session(id, None),
                     Command::Leave(id, participant) => self.end_session(id, Some(participant)),
                 }
             }
-            while let Ok(result) = self.results.try_recv() {
-                self.apply(result);
+            loop {
+                match self.results.try_recv() {
+                    Ok(result) => self.apply(result),
+                    Err(crossbeam_channel::TryRecvError::Empty) => break,
+                    Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                        self.inference_lost = true;
+                        break;
+                    }
+                }
             }
-            for index in 0..self.sessions.len() {
-                self.take_agent_results(index);
-                self.tick_session(index, &mut frame);
+            if self.inference_lost && !self.sessions.is_empty() {
+                tracing::error!(
+                    thread = self.index,
+                    calls = self.sessions.len(),
+                    "the inference threads are gone; ending every call on this media thread"
+                );
+                while !self.sessions.is_empty() {
+                    self.fail_session(0);
+                }
             }
-            self.sessions.retain(|s| !s.conversation.is_ended());
+            let mut index = 0;
+            while index < self.sessions.len() {
+                let ticked = contain(&self.counters.clone(), "a session's media tick", || {
+                    self.take_agent_results(index);
+                    self.tick_session(index, &mut frame);
+                });
+                if ticked.is_none() {
+                    self.fail_session(index);
+                } else if self.sessions[index].conversation.is_ended() {
+                    self.remove(index);
+                } else {
+                    index += 1;
+                }
+            }
             let took = started.elapsed();
             self.counters.ticks.fetch_add(1, Ordering::Relaxed);
             self.counters.max_tick_micros.fetch_max(took.as_micros() as u64, Ordering::Relaxed);
@@ -157,40 +190,97 @@ impl MediaThread {
         }
     }
 
+    fn open(&mut self, session: MediaSession) {
+        let slot = session.id.slot();
+        if self.positions[slot] != VACANT {
+            // The runtime hands a slot out only once its session is dropped; never reached.
+            tracing::error!(session = %session.id, "a session slot was taken twice; the older call is ended");
+            let index = self.positions[slot] as usize;
+            self.fail_session(index);
+        }
+        self.positions[slot] = self.sessions.len() as u32;
+        self.sessions.push(session);
+    }
+
+    /// The index in `sessions` of this session, if it is still here.
+    fn find(&self, id: SessionId) -> Option<usize> {
+        let index = *self.positions.get(id.slot())?;
+        (index != VACANT && self.sessions[index as usize].id == id).then_some(index as usize)
+    }
+
+    /// Drops the session at `index` (its slot is freed with it).
+    fn remove(&mut self, index: usize) {
+        let removed = self.sessions.swap_remove(index);
+        self.positions[removed.id.slot()] = VACANT;
+        if let Some(moved) = self.sessions.get(index) {
+            self.positions[moved.id.slot()] = index as u32;
+        }
+    }
+
+    /// A session whose work panicked: its call ends (`call_ended`) as cleanly as its state allows, and it
+    /// is dropped.
+    fn fail_session(&mut self, index: usize) {
+        let counters = self.counters.clone();
+        let ended = contain(&counters, "ending a failed session", || {
+            let s = &mut self.sessions[index];
+            let now = s.now;
+            s.conversation.end_call(now);
+            self.handle_outputs(index);
+        });
+        let s = &self.sessions[index];
+        if ended.is_none() {
+            // The conversation itself is broken: say the call ended without it.
+            let event = ConversationEvent { media_time: s.now.as_duration(), kind: EventKind::CallEnded };
+            let _ = s.events.try_send(event);
+        }
+        tracing::warn!(session = %s.id, "call ended after a failure in the engine");
+        self.remove(index);
+    }
+
     /// Ends a session's call now (`call_ended`, after `participant_left` when the participant left) and
     /// drops the session.
-    fn end_session(&mut self, id: usize, participant_left: Option<String>) {
-        if let Some(index) = self.sessions.iter().position(|s| s.id == id) {
-            let now = self.sessions[index].now;
+    fn end_session(&mut self, id: SessionId, participant_left: Option<String>) {
+        let Some(index) = self.find(id) else { return };
+        let counters = self.counters.clone();
+        let ended = contain(&counters, "ending a session", || {
+            let s = &mut self.sessions[index];
+            let now = s.now;
             match participant_left {
-                Some(participant) => self.sessions[index].conversation.participant_left(now, participant),
-                None => self.sessions[index].conversation.end_call(now),
+                Some(participant) => s.conversation.participant_left(now, participant),
+                None => s.conversation.end_call(now),
             }
             self.handle_outputs(index);
-            self.sessions.swap_remove(index);
+        });
+        match ended {
+            Some(()) => self.remove(index),
+            None => self.fail_session(index),
         }
     }
 
     fn apply(&mut self, result: InferenceResult) {
-        let session = match &result {
-            InferenceResult::Vad(r) => r.session,
-            InferenceResult::Turn { session, .. } => *session,
+        let Some(index) = self.find(result.session()) else {
+            return; // the session has ended (a late result for an earlier tenant of the slot)
         };
-        let Some(index) = self.sessions.iter().position(|s| s.id == session) else {
-            return;
-        };
-        let s = &mut self.sessions[index];
-        match result {
-            InferenceResult::Vad(r) => {
-                let end = r.start + MediaTime(WINDOW as u64);
-                s.conversation.vad_window(r.start, end, r.probability);
+        let counters = self.counters.clone();
+        let applied = contain(&counters, "a session's inference result", || {
+            let s = &mut self.sessions[index];
+            match result {
+                InferenceResult::Vad(r) => {
+                    let end = r.start + MediaTime(WINDOW as u64);
+                    s.conversation.vad_window(r.start, end, r.probability);
+                }
+                InferenceResult::Turn { last_speech, user_done, .. } => {
+                    let now = s.now;
+                    s.conversation.turn_prediction(last_speech, user_done, now);
+                }
+                InferenceResult::Failed { .. } => return false,
             }
-            InferenceResult::Turn { last_speech, user_done, .. } => {
-                let now = s.now;
-                s.conversation.turn_prediction(last_speech, user_done, now);
-            }
+            self.handle_outputs(index);
+            true
+        });
+        if applied != Some(true) {
+            self.fail_session(index);
         }
-        self.handle_outputs(index);
     }
 
     fn tick_session(&mut self, index: usize, frame: &mut [f32; FRAME]) {
@@ -235,18 +325,20 @@ impl MediaThread {
                     }
                     VadDecision::InferAsSilence => {
                         // Keep the model's state following the audio, but this window is silence.
-                        let _ = self.vad_jobs.try_send(VadJob {
-                            thread: self.index,
-                            session: s.id,
-                            start,
-                            window: [0.0; WINDOW],
-                        });
+                        let job = VadJob { thread: self.index, session: s.id, start, window: [0.0; WINDOW] };
+                        if let Err(TrySendError::Disconnected(_)) = self.vad_jobs.try_send(job) {
+                            self.inference_lost = true;
+                        }
                         s.conversation.vad_window(start, end, 0.0);
                     }
                     VadDecision::Infer => {
                         let job = VadJob { thread: self.index, session: s.id, start, window: s.window };
-                        if let Err(TrySendError::Full(_)) = self.vad_jobs.try_send(job) {
-                            self.counters.vad_queue_full.fetch_add(1, Ordering::Relaxed);
+                        match self.vad_jobs.try_send(job) {
+                            Ok(()) => {}
+                            Err(TrySendError::Full(_)) => {
+                                self.counters.vad_queue_full.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(TrySendError::Disconnected(_)) => self.inference_lost = true,
                         }
                     }
                 }

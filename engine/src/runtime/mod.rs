@@ -2,16 +2,24 @@
 //! ends on a 20 ms tick; a VAD thread that runs windows batched across every session with a window
 //! ready; and a turn-model thread.
 //!
+//! Sessions live in reusable slots (`slots`): a `SessionId` is a slot and a generation, per-session
+//! tables are arrays indexed by slot. A panic in any session's work or any inference call is contained
+//! (`contain`): logged, counted in `RuntimeCounters::panics`, and the affected calls end with `call_ended`.
+//!
 //! On media threads: no allocation per frame, no locks, no logging per frame. Every queue is bounded;
 //! each capacity below says what happens when it is full. tokio is not used here.
 
 pub mod agent;
+mod contain;
 mod inference;
 mod media;
+mod slots;
+
+pub use slots::SessionId;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
@@ -74,6 +82,10 @@ pub struct RuntimeCounters {
     pub agent_jobs_dropped: AtomicU64,
     /// Longest tick, in microseconds.
     pub max_tick_micros: AtomicU64,
+    /// Panics caught in the engine's threads (each ended the calls it touched).
+    pub panics: AtomicU64,
+    /// Sessions refused because an engine thread had died.
+    pub sessions_refused_dead_thread: AtomicU64,
 }
 
 impl RuntimeCounters {
@@ -84,7 +96,7 @@ impl RuntimeCounters {
 
 /// The caller's side of one session.
 pub struct SessionHandle {
-    pub id: usize,
+    pub id: SessionId,
     /// Push the user's audio here (16 kHz mono).
     pub input: rtrb::Producer<f32>,
     /// The agent's audio comes out here (16 kHz mono), one 20 ms frame per tick.
@@ -97,10 +109,7 @@ pub struct Runtime {
     media: Vec<JoinHandle<()>>,
     inference: Vec<JoinHandle<()>>,
     shutdown: Sender<()>,
-    next_session: usize,
-    max_sessions: usize,
-    /// Sessions open now (taken slots).
-    active: Arc<AtomicUsize>,
+    slots: slots::SlotPool,
     io: Option<tokio::runtime::Handle>,
     pub counters: Arc<RuntimeCounters>,
 }
@@ -134,6 +143,7 @@ impl Runtime {
                 turn_jobs.clone(),
                 counters.clone(),
                 shutdown_rx.clone(),
+                config.max_sessions,
             );
             media.push(
                 std::thread::Builder::new()
@@ -147,9 +157,7 @@ impl Runtime {
             media,
             inference,
             shutdown,
-            next_session: 0,
-            max_sessions: config.max_sessions,
-            active: Arc::new(AtomicUsize::new(0)),
+            slots: slots::SlotPool::new(config.max_sessions),
             io: config.io.clone(),
             counters,
         })
@@ -157,21 +165,33 @@ impl Runtime {
 
     /// Sessions open now.
     pub fn active_sessions(&self) -> usize {
-        self.active.load(Ordering::Acquire)
+        self.slots.taken()
     }
 
-    /// Opens a session on the next media thread (round robin). None when every slot is taken.
+    /// Sessions the runtime can hold at once.
+    pub fn max_sessions(&self) -> usize {
+        self.slots.capacity()
+    }
+
+    /// False once an engine thread has died: no new session could hear or speak.
+    pub fn is_healthy(&self) -> bool {
+        !self.media.iter().chain(&self.inference).any(JoinHandle::is_finished)
+    }
+
+    /// Opens a session in a free slot, on the media thread that slot belongs to. None when every slot is
+    /// taken, or when an engine thread has died (logged and counted).
     /// `responder`, when given, answers the user (its calls run on `RuntimeConfig::io`).
     pub fn open_session(&mut self, config: ConversationConfig, responder: Option<Responder>) -> Option<SessionHandle> {
-        let max = self.max_sessions;
-        self.active.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).ok()?;
-        let slot = media::SlotGuard(self.active.clone());
-        let id = self.next_session;
-        self.next_session += 1;
+        if !self.is_healthy() {
+            self.counters.sessions_refused_dead_thread.fetch_add(1, Ordering::Relaxed);
+            tracing::error!("an engine thread has died; the session is refused");
+            return None;
+        }
+        let (id, slot) = self.slots.take()?;
         let (input, input_rx) = rtrb::RingBuffer::new(INPUT_RING_SAMPLES);
         let (output_tx, output) = rtrb::RingBuffer::new(OUTPUT_RING_SAMPLES);
         let (events_tx, events) = bounded(EVENT_QUEUE);
-        let thread = id % self.commands.len();
+        let thread = self.thread_of(id);
         let agent = match (responder, &self.io) {
             (Some(responder), Some(io)) => Some(agent::spawn(io, responder)),
             _ => None,
@@ -182,15 +202,20 @@ impl Runtime {
     }
 
     /// Hangs up: the call ends cleanly (`call_ended`).
-    pub fn close_session(&mut self, id: usize) {
-        let thread = id % self.commands.len();
+    pub fn close_session(&mut self, id: SessionId) {
+        let thread = self.thread_of(id);
         let _ = self.commands[thread].send(media::Command::Close(id));
     }
 
     /// The participant is gone (transport closed or silent): `participant_left`, then `call_ended`.
-    pub fn participant_left(&mut self, id: usize, participant: &str) {
-        let thread = id % self.commands.len();
+    pub fn participant_left(&mut self, id: SessionId, participant: &str) {
+        let thread = self.thread_of(id);
         let _ = self.commands[thread].send(media::Command::Leave(id, participant.to_string()));
+    }
+
+    /// A slot always lives on the same media thread, so its tenants' windows reach the VAD in order.
+    fn thread_of(&self, id: SessionId) -> usize {
+        id.slot() % self.commands.len()
     }
 }
 
