@@ -25,6 +25,17 @@ pub struct ConversationConfig {
     pub max_call_duration: Option<MediaTime>,
 }
 
+/// Audio handed to speech-to-text starts this long before the turn's detected start: a soft first
+/// consonant ("wh", "h", "f") can score below the VAD's thresholds, or arrive just after a network
+/// hiccup, and a word cut at its onset is misheard ("What is…" became "But is…" in a loaded browser
+/// call). Speech-to-text takes the leading silence in its stride.
+pub const STT_PRE_ROLL: MediaTime = MediaTime::from_millis(300);
+
+/// Where the audio for speech-to-text of a turn whose speech began at `from` starts.
+pub fn transcription_start(from: MediaTime) -> MediaTime {
+    from.saturating_sub(STT_PRE_ROLL)
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConversationOutput {
     Event(ConversationEvent),
@@ -35,7 +46,8 @@ pub enum ConversationOutput {
         from: MediaTime,
         last_speech: MediaTime,
     },
-    /// Transcribe the user's turn, audio `[from, to)`; the turn was committed at `at`.
+    /// Transcribe the user's turn, audio `[from, to)` (read from `transcription_start(from)`); the turn
+    /// was committed at `at`.
     Transcribe {
         turn: TurnId,
         from: MediaTime,

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::agent_spec::{AgentSpec, AgentSpecError};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::audio::{AudioError, wav};
-use crate::conversation::{Conversation, ConversationConfig, ConversationOutput};
+use crate::conversation::{Conversation, ConversationConfig, ConversationOutput, transcription_start};
 use crate::core::TurnId;
 use crate::core::playout::PlayoutSegment;
 use crate::events::{ConversationEvent, EventKind};
@@ -157,13 +157,13 @@ impl Simulation<'_> {
                     self.conversation.turn_prediction(last_speech, probability > DONE_THRESHOLD, observed);
                     // Speech-to-text starts now, during the endpointing delay, not at the commit.
                     if let Some(responder) = self.responder.as_deref_mut() {
-                        let start = (from.samples() as usize).min(end);
+                        let start = (transcription_start(from).samples() as usize).min(end);
                         self.io.block_on(responder.prepare_transcript(from, last_speech, &self.audio[start..end]));
                     }
                 }
                 ConversationOutput::Transcribe { turn, from, to, at } => {
                     let (start, end) = (
-                        (from.samples() as usize).min(self.audio.len()),
+                        (transcription_start(from).samples() as usize).min(self.audio.len()),
                         (to.samples() as usize).min(self.audio.len()),
                     );
                     let text = match self.responder.as_deref_mut() {

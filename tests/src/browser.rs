@@ -1,6 +1,6 @@
 //! Real browsers for end-to-end tests, headless, driven from Rust: Debian's Chromium over the Chrome
 //! DevTools Protocol (its microphone a WAV file, TESTING.md), and Firefox ESR over WebDriver BiDi (its
-//! microphone Firefox's fake device). Both answer the same two questions: evaluate script in the page,
+//! microphone Firefox's fake device, a 1 kHz tone the page should replace before it is sent). Both answer the same two questions: evaluate script in the page,
 //! and wait until an expression has a value.
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! namespace, the agent on the local models and a webhook receiver started here checking every signed
 //! event. In Debian's Chromium (its microphone a spoken WAV) the record ends ENDED with its transcript
 //! and recording, and a second call that loses its browser ends with `participant_left`. In Firefox ESR
-//! (its fake microphone replaced in the page by the same spoken WAV) the agent answers and is heard.
+//! (its microphone, in the page, the same spoken WAV through Web Audio: never its fake tone) the agent answers and is heard.
 
 use std::time::Duration;
 
@@ -122,7 +122,8 @@ async fn talk_in_chromium() {
 
     // One question, then silence long enough for the answer (the fake microphone loops the file).
     let microphone = dir.join("question.wav");
-    spoken_wav(&microphone, "What is the capital of France?", 1.0, 25.0);
+    // The tail outlasts the slowest answer seen on a loaded machine, so the looping file never asks twice.
+    spoken_wav(&microphone, "What is the capital of France?", 1.0, 60.0);
     let mut browser = Browser::chromium(&join_link, &microphone, &dir.join("chromium.log")).await;
     browser.wait_for("document.body.dataset.state", &json!("ready"), Duration::from_secs(15)).await;
     assert_eq!(browser.eval("document.getElementById('title').textContent").await, json!("Geographer"));
@@ -207,23 +208,26 @@ fn a_person_talks_to_the_agent_in_firefox() {
     }
 }
 
-/// Replaces the page's microphone (Firefox's fake device plays a tone) with a spoken WAV, looped, through
-/// Web Audio: Firefox's own Opus encoder and WebRTC stack still carry it.
-fn speak_into_the_page(wav_url: &str) -> String {
+/// Makes the page's microphone a spoken WAV, through Web Audio, before the page asks for it: Firefox's
+/// own Opus encoder and WebRTC stack still carry it. The microphone is silent until `speak()` starts
+/// the WAV (once the call is live). Firefox's fake device is never used, because it is a 1 kHz tone:
+/// its automatic gain control raises the tone within a second or two until the VAD takes it for speech,
+/// so a page that sent it first (and swapped in the WAV later) had a "turn" of tone committed before
+/// the question whenever the machine was slow to swap.
+fn microphone_from_wav(wav_url: &str) -> String {
     format!(
-        "(async () => {{ const ctx = new AudioContext(); \
+        "(() => {{ navigator.mediaDevices.getUserMedia = async () => {{ const ctx = new AudioContext(); \
          const buffer = await ctx.decodeAudioData(await (await fetch('{wav_url}')).arrayBuffer()); \
-         const source = ctx.createBufferSource(); source.buffer = buffer; source.loop = true; \
-         const sink = ctx.createMediaStreamDestination(); source.connect(sink); source.start(); await ctx.resume(); \
-         const sender = pc.getSenders().find((s) => s.track && s.track.kind === 'audio'); \
-         await sender.replaceTrack(sink.stream.getAudioTracks()[0]); return ctx.state; }})()"
+         const source = ctx.createBufferSource(); source.buffer = buffer; \
+         const sink = ctx.createMediaStreamDestination(); source.connect(sink); await ctx.resume(); \
+         window.speak = () => {{ source.start(); return ctx.state; }}; return sink.stream; }}; return true; }})()"
     )
 }
 
 async fn talk_in_firefox() {
     let dir = scratch("firefox-call");
     let question = dir.join("question.wav");
-    spoken_wav(&question, "What is the capital of France?", 1.0, 25.0);
+    spoken_wav(&question, "What is the capital of France?", 1.0, 60.0);
     let receiver = Receiver::start(vec![("question.wav".into(), std::fs::read(&question).unwrap())]).await;
     let mut setup = Setup::start(&dir.join("data"), &receiver, false).await;
     let secret = setup.secret.clone();
@@ -231,12 +235,13 @@ async fn talk_in_firefox() {
 
     let mut browser = Browser::firefox(&join_link, &dir.join("firefox.log")).await;
     browser.wait_for("document.body.dataset.state", &json!("ready"), Duration::from_secs(15)).await;
+    let wav_url = format!("{}/question.wav", receiver.files_url);
+    assert_eq!(browser.eval(&microphone_from_wav(&wav_url)).await, json!(true));
     browser.eval("document.getElementById('join').click()").await;
     browser.wait_for("document.body.dataset.state", &json!("live"), Duration::from_secs(20)).await;
-    // Firefox's audio reached the engine.
+    // Firefox's audio (silence so far) reached the engine: the question can be asked.
     setup.wait_for_status(&id, "IN_PROGRESS", Duration::from_secs(5)).await;
-    let wav_url = format!("{}/question.wav", receiver.files_url);
-    assert_eq!(browser.eval(&speak_into_the_page(&wav_url)).await, json!("running"));
+    assert_eq!(browser.eval("window.speak()").await, json!("running"));
 
     receiver.wait_for_event(&secret, &id, "agent.stopped_speaking", Duration::from_secs(90)).await;
     let heard = browser.eval(AGENT_PACKETS_HEARD).await.as_u64().unwrap();

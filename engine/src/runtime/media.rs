@@ -20,7 +20,7 @@ use super::contain::contain;
 use super::inference::{InferenceResult, TurnJob, VadJob};
 use super::slots::{SessionId, SlotGuard};
 use crate::audio::level::{SilenceGate, VadDecision};
-use crate::conversation::{Conversation, ConversationConfig, ConversationOutput};
+use crate::conversation::{Conversation, ConversationConfig, ConversationOutput, transcription_start};
 use crate::events::{ConversationEvent, EventKind};
 use crate::time::MediaTime;
 
@@ -394,7 +394,7 @@ impl MediaThread {
                 ConversationOutput::PredictTurn { from, last_speech, .. } => {
                     if let Some(agent) = &s.agent {
                         // Speech-to-text starts now, during the endpointing delay, not at the commit.
-                        let audio = MediaThread::user_audio(s, from, last_speech);
+                        let audio = MediaThread::user_audio(s, transcription_start(from), last_speech);
                         agent.offer(AgentJob::Prepare { from, to: last_speech, audio });
                     }
                     let take = ((s.now.samples().saturating_sub(last_speech.samples())) as usize).min(s.history.len());
@@ -407,7 +407,7 @@ impl MediaThread {
                 }
                 ConversationOutput::Transcribe { turn, from, to, at } => match &s.agent {
                     Some(agent) => {
-                        let audio = MediaThread::user_audio(s, from, to);
+                        let audio = MediaThread::user_audio(s, transcription_start(from), to);
                         if !agent.offer(AgentJob::Transcribe { turn, from, to, audio }) {
                             self.counters.agent_jobs_dropped.fetch_add(1, Ordering::Relaxed);
                             s.conversation.transcript(turn, String::new(), at);
