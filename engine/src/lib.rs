@@ -6,6 +6,7 @@
 
 pub mod agent_spec;
 pub mod audio;
+pub mod avatar;
 pub mod conversation;
 pub mod core;
 pub mod events;

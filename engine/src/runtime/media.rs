@@ -101,6 +101,7 @@ pub struct MediaThread {
 }
 
 impl MediaThread {
+    #[allow(clippy::too_many_arguments)] // one per queue the thread is wired to
     pub fn new(
         index: usize,
         commands: Receiver<Command>,

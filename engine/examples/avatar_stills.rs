@@ -1,0 +1,57 @@
+//! Writes stills of every stock face mid-word, and at rest, as PNG files for reviewers:
+//! `cargo run -p confab-engine --example avatar_stills -- docs/avatars`. The audio is real speech from
+//! espeak-ng; each still is the frame the renderer draws for the 40 ms of audio at that moment.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use confab_engine::MediaTime;
+use confab_engine::audio::wav;
+use confab_engine::avatar::stock::{STOCK, stock_face};
+use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES, RgbImage};
+
+fn main() {
+    let dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "docs/avatars".into()));
+    std::fs::create_dir_all(&dir).expect("the output directory");
+    let speech_path = std::env::temp_dir().join(format!("confab-stills-{}.wav", std::process::id()));
+    let status = Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "150", "-w"])
+        .arg(&speech_path)
+        .arg("Hello, I am your assistant. How can I help?")
+        .status()
+        .expect("espeak-ng is installed (scripts/setup.sh)");
+    assert!(status.success());
+    let speech = wav::read_mono_16k(&speech_path).expect("espeak-ng's WAV");
+    let _ = std::fs::remove_file(&speech_path);
+    let frame = FRAME_SAMPLES as usize;
+    for (id, _) in STOCK {
+        let (portrait, rig) = stock_face(id, 512).expect("a stock face");
+        write_png(&dir.join(format!("{id}-rest.png")), &portrait);
+        let mut renderer = AvatarRenderer::new(portrait, rig, 1);
+        // The three most open frames of the sentence, each after the frames that lead to it.
+        let mut shapes: Vec<(usize, f32)> = Vec::new();
+        for (index, audio) in speech.chunks(frame).enumerate() {
+            let (_, shape) = renderer.render(MediaTime((index * frame) as u64), audio);
+            shapes.push((index, shape.open));
+        }
+        shapes.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (rank, &(wanted, open)) in shapes.iter().step_by(7).take(3).enumerate() {
+            let mut renderer = AvatarRenderer::new(stock_face(id, 512).unwrap().0, stock_face(id, 512).unwrap().1, 1);
+            let mut last = None;
+            for (index, audio) in speech.chunks(frame).enumerate().take(wanted + 1) {
+                last = Some(renderer.render(MediaTime((index * frame) as u64), audio).0.clone());
+            }
+            let path = dir.join(format!("{id}-word{}.png", rank + 1));
+            write_png(&path, &last.expect("a frame"));
+            println!("{} (frame {wanted}, open {open:.2})", path.display());
+        }
+    }
+}
+
+fn write_png(path: &std::path::Path, image: &RgbImage) {
+    let file = std::io::BufWriter::new(std::fs::File::create(path).expect("the PNG file"));
+    let mut encoder = png::Encoder::new(file, image.width as u32, image.height as u32);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.write_header().and_then(|mut w| w.write_image_data(&image.rgb)).expect("PNG written");
+}

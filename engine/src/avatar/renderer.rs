@@ -1,0 +1,245 @@
+//! The avatar renderer: one frame of the agent's face per 40 ms of the agent's audio, drawn from the
+//! portrait by warping the lower-face mesh to the mouth shape that audio calls for, opening the inner
+//! mouth (interior and upper teeth) where the lips part, and closing the eyes in blinks at natural,
+//! random intervals on media time. Only the face's regions are redrawn each frame (the anchor ring's
+//! box and the eyes); the rest of the frame is the portrait, copied once. Nothing allocates per frame.
+
+use super::image::{RgbImage, bounds, fill_polygon, warp_triangle};
+use super::mouth::{MouthDriver, MouthShape};
+use super::rig::{FaceMesh, FaceRig, Point, RINGS, SEGMENTS};
+use crate::time::MediaTime;
+
+/// Video frames per second.
+pub const FPS: u64 = 25;
+/// One video frame in 16 kHz media time (40 ms).
+pub const FRAME_SAMPLES: u64 = 16_000 / FPS;
+
+/// A blink: closing, closed, opening (media time).
+const BLINK_CLOSE: MediaTime = MediaTime::from_millis(70);
+const BLINK_HOLD: MediaTime = MediaTime::from_millis(30);
+const BLINK_OPEN: MediaTime = MediaTime::from_millis(80);
+/// Time between blinks: uniform in this range (people blink every 2–6 s while talking).
+const BLINK_GAP_MS: (u64, u64) = (2_000, 6_000);
+
+pub struct AvatarRenderer {
+    portrait: RgbImage,
+    rig: FaceRig,
+    mesh: FaceMesh,
+    deformed: Vec<Point>,
+    inner_lips: Vec<Point>,
+    frame: RgbImage,
+    mouth: MouthDriver,
+    /// The box the mesh can touch (the anchor ring's, which never moves).
+    face_box: (usize, usize, usize, usize),
+    eye_boxes: [(usize, usize, usize, usize); 2],
+    next_blink: MediaTime,
+    random: u64,
+}
+
+impl AvatarRenderer {
+    /// A renderer for `portrait` animated by `rig`; `seed` varies the blink times between sessions.
+    pub fn new(portrait: RgbImage, rig: FaceRig, seed: u64) -> AvatarRenderer {
+        let mesh = rig.mesh();
+        let (width, height) = (portrait.width, portrait.height);
+        let face_box = bounds(mesh.rest[(RINGS - 1) * SEGMENTS..].iter().copied(), width, height);
+        let eye_boxes = rig.eyes.map(|eye| {
+            let (x, y) = eye.center;
+            let corners = [
+                (x - eye.half_width - 2.0, y - eye.half_height - 2.0),
+                (x + eye.half_width + 2.0, y + eye.half_height + 3.0),
+            ];
+            bounds(corners, width, height)
+        });
+        let mut renderer = AvatarRenderer {
+            deformed: mesh.rest.clone(),
+            inner_lips: Vec::with_capacity(SEGMENTS),
+            frame: portrait.clone(),
+            portrait,
+            rig,
+            mesh,
+            mouth: MouthDriver::default(),
+            face_box,
+            eye_boxes,
+            next_blink: MediaTime::ZERO,
+            random: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        };
+        renderer.next_blink = renderer.blink_gap();
+        renderer
+    }
+
+    pub fn width(&self) -> usize {
+        self.frame.width
+    }
+
+    pub fn height(&self) -> usize {
+        self.frame.height
+    }
+
+    /// The frame shown from `at` for 40 ms, whose sound is `audio` (the agent's 16 kHz samples sent with
+    /// it). Returns the frame and the mouth shape drawn.
+    pub fn render(&mut self, at: MediaTime, audio: &[f32]) -> (&RgbImage, MouthShape) {
+        let shape = self.mouth.next(audio, 16_000);
+        self.frame.copy_rect(&self.portrait, self.face_box);
+        if !shape.is_closed() {
+            self.draw_mouth(shape);
+        }
+        for index in 0..2 {
+            self.frame.copy_rect(&self.portrait, self.eye_boxes[index]);
+        }
+        let closed = self.eyelids(at);
+        if closed > 0.0 {
+            for index in 0..2 {
+                self.draw_eyelid(index, closed);
+            }
+        }
+        (&self.frame, shape)
+    }
+
+    fn draw_mouth(&mut self, shape: MouthShape) {
+        self.rig.deform(&self.mesh, shape.open, shape.spread, &mut self.deformed);
+        // The inside of the mouth, where the inner lip line has parted: dark, upper teeth at the top.
+        self.inner_lips.clear();
+        self.inner_lips.extend_from_slice(&self.deformed[..SEGMENTS]);
+        let (cx, _) = self.rig.mouth_center;
+        let top = self.inner_lips.iter().map(|p| p.1).fold(f32::MAX, f32::min);
+        let bottom = self.inner_lips.iter().map(|p| p.1).fold(f32::MIN, f32::max);
+        let teeth_bottom = top + (bottom - top).min(self.rig.lip_height * 1.6) * 0.45;
+        let teeth_half_width = self.rig.mouth_half_width * 0.62;
+        let (interior, teeth) = (self.rig.mouth_interior, self.rig.teeth);
+        fill_polygon(&mut self.frame, &self.inner_lips, |x, y| {
+            let (x, y) = (x as f32 + 0.5, y as f32 + 0.5);
+            if y < teeth_bottom && (x - cx).abs() < teeth_half_width {
+                teeth
+            } else {
+                // Darker towards the back of the mouth (the middle, low).
+                let depth = 1.0 - 0.35 * ((y - top) / (bottom - top + 1.0)).clamp(0.0, 1.0);
+                interior.map(|c| (f32::from(c) * depth) as u8)
+            }
+        });
+        for triangle in &self.mesh.triangles {
+            let [a, b, c] = triangle.map(usize::from);
+            let src = [self.mesh.rest[a], self.mesh.rest[b], self.mesh.rest[c]];
+            let dst = [self.deformed[a], self.deformed[b], self.deformed[c]];
+            warp_triangle(&self.portrait, src, &mut self.frame, dst);
+        }
+    }
+
+    /// How closed the eyes are at `at` (0 open … 1 shut); schedules the next blink after each one.
+    fn eyelids(&mut self, at: MediaTime) -> f32 {
+        if at < self.next_blink {
+            return 0.0;
+        }
+        let into = at - self.next_blink;
+        let ms = |t: MediaTime| t.as_secs_f64() as f32 * 1_000.0;
+        if into < BLINK_CLOSE {
+            ms(into) / ms(BLINK_CLOSE)
+        } else if into < BLINK_CLOSE + BLINK_HOLD {
+            1.0
+        } else if into < BLINK_CLOSE + BLINK_HOLD + BLINK_OPEN {
+            1.0 - ms(into - BLINK_CLOSE - BLINK_HOLD) / ms(BLINK_OPEN)
+        } else {
+            self.next_blink = at + self.blink_gap();
+            0.0
+        }
+    }
+
+    fn draw_eyelid(&mut self, index: usize, closed: f32) {
+        let eye = self.rig.eyes[index];
+        let (cx, cy) = eye.center;
+        let (left, top, right, bottom) = self.eye_boxes[index];
+        for y in top..bottom {
+            for x in left..right {
+                let (px, py) = (x as f32 + 0.5, y as f32 + 0.5);
+                let dx = (px - cx) / (eye.half_width + 1.0);
+                if dx.abs() > 1.0 {
+                    continue;
+                }
+                // The lid's edge is an arc sweeping down from the top of the eye to the bottom.
+                let arc = (1.0 - dx * dx).sqrt();
+                let eye_top = cy - (eye.half_height + 1.0) * arc;
+                let edge = eye_top + 2.0 * (eye.half_height + 1.0) * arc * closed;
+                let i = (y * self.frame.width + x) * 3;
+                if py >= eye_top && py < edge - 1.2 {
+                    self.frame.rgb[i..i + 3].copy_from_slice(&eye.lid);
+                } else if py >= eye_top && py < edge + 0.8 {
+                    self.frame.rgb[i..i + 3].copy_from_slice(&eye.lash);
+                }
+            }
+        }
+    }
+
+    /// The wait until the next blink (xorshift; deterministic for a seed).
+    fn blink_gap(&mut self) -> MediaTime {
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        let (low, high) = BLINK_GAP_MS;
+        MediaTime::from_millis(low + self.random % (high - low))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::avatar::rig::EyeRig;
+
+    fn portrait() -> (RgbImage, FaceRig) {
+        let mut image = RgbImage::new(128, 128);
+        for (i, px) in image.rgb.chunks_mut(3).enumerate() {
+            px.copy_from_slice(&[200, 150 + (i % 7) as u8, 120]);
+        }
+        let eye = EyeRig {
+            center: (48.0, 50.0),
+            half_width: 8.0,
+            half_height: 4.0,
+            lid: [190, 140, 110],
+            lash: [30, 20, 20],
+        };
+        let rig = FaceRig {
+            mouth_center: (64.0, 90.0),
+            mouth_half_width: 12.0,
+            lip_height: 3.0,
+            chin: (64.0, 112.0),
+            jaw_half_width: 34.0,
+            nose_tip: (64.0, 72.0),
+            eyes: [eye, EyeRig { center: (80.0, 50.0), ..eye }],
+            mouth_interior: [70, 20, 30],
+            teeth: [245, 245, 240],
+        };
+        (image, rig)
+    }
+
+    fn voice() -> Vec<f32> {
+        (0..640).map(|i| 0.3 * (i as f32 * 0.12).sin()).collect()
+    }
+
+    #[test]
+    fn silence_shows_the_portrait_and_speech_opens_the_mouth() {
+        let (image, rig) = portrait();
+        let mut renderer = AvatarRenderer::new(image.clone(), rig, 7);
+        let (frame, shape) = renderer.render(MediaTime::ZERO, &[0.0; 640]);
+        assert!(shape.is_closed());
+        assert_eq!(frame, &image, "a closed mouth with open eyes is the portrait itself");
+        let (frame, shape) = renderer.render(MediaTime(640), &voice());
+        assert!(shape.open > 0.3);
+        let inside = frame.pixel(64, 93);
+        assert!(inside.iter().map(|&c| u32::from(c)).sum::<u32>() < 130, "dark inside the open mouth: {inside:?}");
+        let (frame, _) = renderer.render(MediaTime(1_280), &[0.0; 640]);
+        assert_eq!(frame, &image, "closed again on the first silent frame");
+    }
+
+    #[test]
+    fn the_eyes_blink_within_six_seconds_and_open_again() {
+        let (image, rig) = portrait();
+        let mut renderer = AvatarRenderer::new(image, rig, 3);
+        let lid = renderer.rig.eyes[0].lid;
+        let mut shut = 0;
+        for frame in 0..(7 * FPS) {
+            let (image, _) = renderer.render(MediaTime(frame * FRAME_SAMPLES), &[0.0; 640]);
+            if image.pixel(48, 50) == lid || image.pixel(48, 50) == renderer.rig.eyes[0].lash {
+                shut += 1;
+            }
+        }
+        assert!((1..=8).contains(&shut), "a blink or two, a few frames each: {shut} frames");
+    }
+}

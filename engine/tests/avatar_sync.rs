@@ -1,0 +1,72 @@
+//! Lip sync, exactly, on media time, on real speech (espeak-ng): each 40 ms video frame is drawn from
+//! the audio sent with it, so the first open-mouth frame is the frame holding the first voiced sample,
+//! every silent frame shows the portrait's closed mouth, and an interruption (the agent's audio cut to
+//! silence) closes the mouth on the frame where the audio stops.
+
+mod common;
+
+use common::speak;
+
+use confab_engine::MediaTime;
+use confab_engine::avatar::mouth::SILENCE_DBFS;
+use confab_engine::avatar::stock::stock_face;
+use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES};
+
+const FRAME: usize = FRAME_SAMPLES as usize;
+
+/// The audio of each video frame, in order.
+fn frames(audio: &[f32]) -> impl Iterator<Item = &[f32]> {
+    audio.chunks(FRAME)
+}
+
+fn is_silent(frame: &[f32]) -> bool {
+    let rms = (frame.iter().map(|s| s * s).sum::<f32>() / frame.len() as f32).sqrt();
+    20.0 * rms.max(1e-9).log10() < SILENCE_DBFS
+}
+
+/// (mouth open per frame, frame differs from the portrait) for `audio`.
+fn render(audio: &[f32]) -> Vec<(bool, bool)> {
+    let (portrait, rig) = stock_face("stock-sofia", 512).unwrap();
+    let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1);
+    frames(audio)
+        .enumerate()
+        .map(|(index, frame)| {
+            let (image, shape) = renderer.render(MediaTime(index as u64 * FRAME_SAMPLES), frame);
+            // Only the mouth region is compared: blinks change the eyes.
+            let (cx, cy) = rig.mouth_center;
+            let region_differs = (cy as usize - 20..cy as usize + 40)
+                .any(|y| (cx as usize - 40..cx as usize + 40).any(|x| image.pixel(x, y) != portrait.pixel(x, y)));
+            (!shape.is_closed(), region_differs)
+        })
+        .collect()
+}
+
+#[test]
+fn the_mouth_opens_on_the_frame_of_the_first_voiced_sample_and_is_closed_in_silence() {
+    let mut audio = vec![0.0; 16_000 / 2 + 123]; // speech starts mid-frame
+    audio.extend(speak("Hello, how are you today?"));
+    audio.extend(vec![0.0; 16_000]);
+    let rendered = render(&audio);
+    let first_voiced_frame = frames(&audio).position(|f| !is_silent(f)).unwrap();
+    let first_open = rendered.iter().position(|(open, _)| *open).unwrap();
+    assert_eq!(first_open, first_voiced_frame, "the first open-mouth frame is the first voiced frame");
+    for (index, (frame, (open, differs))) in frames(&audio).zip(&rendered).enumerate() {
+        assert_eq!(*open, !is_silent(frame), "frame {index}: open exactly when its audio is voiced");
+        assert_eq!(*open, *differs, "frame {index}: a closed mouth is the portrait's, an open one is drawn");
+    }
+    let open_frames = rendered.iter().filter(|(open, _)| *open).count();
+    assert!(open_frames > 20, "the mouth moves through the sentence: {open_frames} open frames");
+}
+
+#[test]
+fn an_interruption_closes_the_mouth_on_the_frame_the_audio_stops() {
+    let speech = speak("I was saying something rather long when you interrupted me");
+    let cut = 16_000 + FRAME * 7; // the playout is flushed here, on a frame boundary
+    assert!(!is_silent(&speech[cut - FRAME..cut]), "speaking up to the cut");
+    let mut audio = speech[..cut].to_vec();
+    audio.extend(vec![0.0; 16_000]);
+    let rendered = render(&audio);
+    let cut_frame = cut / FRAME;
+    assert!(rendered[cut_frame - 1].0, "speaking on the frame before");
+    assert!(rendered[cut_frame..].iter().all(|(open, differs)| !open && !differs), "closed from the cut on");
+}
