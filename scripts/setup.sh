@@ -15,6 +15,8 @@ need chromium chromium      # the join page's end-to-end tests (real browsers, f
 need firefox-esr firefox-esr
 need ip iproute2            # loopback-only network namespaces for WebRTC tests
 need unshare util-linux
+need ffprobe ffmpeg         # checks the avatar's WebM files in the tests
+pkg-config --exists vpx 2>/dev/null || apt_packages+=(libvpx-dev)  # VP8 for the avatar's video
 
 if ((${#apt_packages[@]})); then
   echo "setup: installing ${apt_packages[*]}" >&2

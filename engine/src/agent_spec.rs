@@ -22,6 +22,9 @@ pub struct AgentSpec {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct AvatarSpec {
+    /// The face: a stock avatar id (`stock-amara` …) or a custom avatar's id.
+    #[serde(default)]
+    pub avatar_key_id: String,
     #[serde(default)]
     pub config: PipelineSpec,
 }

@@ -23,6 +23,7 @@ use crate::core::playout::PlayoutSegment;
 use crate::events::{ConversationEvent, EventKind};
 use crate::responder::Responder;
 use crate::time::MediaTime;
+use crate::video::recording::{DEFAULT_FACE, RecordingError, write_conversation_webm};
 
 /// Samples per 20 ms frame at 16 kHz: the pace of the media loop.
 pub const FRAME: usize = 320;
@@ -43,6 +44,8 @@ pub enum SimulateError {
     Model(#[from] confab_models::ModelError),
     #[error(transparent)]
     Provider(#[from] crate::providers::ProviderError),
+    #[error("cannot write avatar.webm: {0}")]
+    Video(#[from] RecordingError),
 }
 
 pub struct SimulateOptions {
@@ -348,6 +351,8 @@ pub fn run(options: &SimulateOptions, out: &mut dyn Write) -> Result<SimulationR
         std::fs::write(&transcript_path, text)
             .map_err(|source| SimulateError::Write { path: transcript_path.display().to_string(), source })?;
         wav::write_mono_16k(&dir.join("agent.wav"), &record.agent_audio)?;
+        let face = spec.avatars.first().map_or(DEFAULT_FACE, |avatar| avatar.avatar_key_id.as_str());
+        write_conversation_webm(&dir.join("avatar.webm"), face, &record.agent_audio, &audio)?;
     }
     Ok(record)
 }

@@ -1,5 +1,5 @@
 //! `confab simulate` as a user runs it: a spoken WAV in, JSON event lines out, transcript.json and
-//! agent.wav written; bad inputs give a clear error and a non-zero exit.
+//! agent.wav and avatar.webm (the face speaking, VP8 + Opus, checked with ffprobe) written; bad inputs give a clear error and a non-zero exit.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -61,7 +61,39 @@ fn simulate_prints_event_lines_and_writes_files() {
     assert!(transcript[0]["message_timestamp"].is_number());
     let agent = hound::WavReader::open(out.join("agent.wav")).unwrap();
     assert_eq!((agent.spec().sample_rate, agent.spec().channels, agent.spec().bits_per_sample), (16_000, 1, 16));
+    // The face speaking the conversation: VP8 at 25 fps and Opus, one frame per 40 ms of agent audio.
+    let frames = (agent.duration() as usize).div_ceil(640);
+    let streams = ffprobe_streams(&out.join("avatar.webm"));
+    assert_eq!(streams.len(), 2, "{streams:?}");
+    let (video, audio) = (&streams[0], &streams[1]);
+    assert_eq!(
+        (video["codec_name"].as_str(), video["width"].as_u64(), video["height"].as_u64()),
+        (Some("vp8"), Some(512), Some(512))
+    );
+    assert_eq!(audio["codec_name"], "opus");
+    assert_eq!(video["nb_read_packets"], frames.to_string(), "{video}");
+    assert_eq!(audio["nb_read_packets"], (2 * frames).to_string(), "{audio}");
+    let decoded = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(out.join("avatar.webm"))
+        .args(["-f", "null", "-"])
+        .output()
+        .expect("ffmpeg is installed (scripts/setup.sh)");
+    assert!(decoded.status.success() && decoded.stderr.is_empty(), "{}", String::from_utf8_lossy(&decoded.stderr));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The streams of a media file as ffprobe reads them, with packets counted.
+fn ffprobe_streams(path: &std::path::Path) -> Vec<Value> {
+    let output = Command::new("ffprobe")
+        .args(["-v", "error", "-count_packets", "-of", "json", "-show_entries"])
+        .arg("stream=codec_name,codec_type,width,height,nb_read_packets")
+        .arg(path)
+        .output()
+        .expect("ffprobe is installed (scripts/setup.sh)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let probed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    probed["streams"].as_array().unwrap().clone()
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The agent's face: a portrait with its rig (`rig`), animated by the agent's outgoing audio
 //! (`mouth`), drawn on the CPU one frame per 40 ms of audio (`renderer`, over the raster operations of
 //! `image`). The stock faces are drawn here too (`stock`): illustrated, never the likeness of a real
-//! person. No HTTP, no SQL, no codec: video encoding and transport sit above this module.
+//! person. No HTTP, no SQL, no codec: encoding is `crate::video`, transport sits above both.
 
 pub mod image;
 pub mod mouth;

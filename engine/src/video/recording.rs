@@ -1,0 +1,83 @@
+//! A conversation as a WebM file: the agent's face, rendered from the agent's audio on the media clock,
+//! as VP8 at 25 fps, and both voices mixed as Opus (20 ms packets). Video frame `n` is drawn from the
+//! audio of `[40n, 40n + 40) ms`, the same samples its two audio packets carry, so the file is in sync
+//! by construction. Used by `confab simulate --out DIR` (`DIR/avatar.webm`).
+
+use std::path::Path;
+
+use crate::audio::AudioError;
+use crate::audio::opus_egress::{FRAME_16K, OpusEgress};
+use crate::avatar::stock::stock_face;
+use crate::avatar::{AvatarRenderer, FRAME_SAMPLES};
+use crate::time::MediaTime;
+
+use super::vp8::{Vp8Config, Vp8Encoder, Vp8Error};
+use super::webm::{WebmError, WebmWriter};
+
+/// The face used when an agent's avatar has no drawn face here (custom avatars are not rigged yet).
+pub const DEFAULT_FACE: &str = "stock-amara";
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error(transparent)]
+    Video(#[from] Vp8Error),
+    #[error(transparent)]
+    Container(#[from] WebmError),
+    #[error(transparent)]
+    Audio(#[from] AudioError),
+}
+
+/// What was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordingSummary {
+    pub video_frames: usize,
+    pub audio_packets: usize,
+    pub keyframes: usize,
+}
+
+/// Writes `path`: the face `face_id` (a stock id; others fall back to `DEFAULT_FACE`) speaking
+/// `agent_audio`, with `user_audio` mixed in (both 16 kHz mono, same clock, the longer sets the length).
+pub fn write_conversation_webm(
+    path: &Path,
+    face_id: &str,
+    agent_audio: &[f32],
+    user_audio: &[f32],
+) -> Result<RecordingSummary, RecordingError> {
+    let config = Vp8Config::default();
+    let (portrait, rig) = stock_face(face_id, config.width)
+        .or_else(|| stock_face(DEFAULT_FACE, config.width))
+        .expect("the default face is drawn here");
+    let mut renderer = AvatarRenderer::new(portrait, rig, 1);
+    let mut encoder = Vp8Encoder::new(config)?;
+    let mut opus = OpusEgress::new()?;
+    let mut webm = WebmWriter::create(path, config.width, config.height, 16_000)?;
+    let frame = FRAME_SAMPLES as usize;
+    let length = agent_audio.len().max(user_audio.len());
+    let frames = length.div_ceil(frame);
+    let sample = |audio: &[f32], i: usize| audio.get(i).copied().unwrap_or(0.0);
+    let (mut agent, mut mixed) = (vec![0.0f32; frame], vec![0.0f32; FRAME_16K]);
+    let mut summary = RecordingSummary { video_frames: 0, audio_packets: 0, keyframes: 0 };
+    for index in 0..frames {
+        let start = index * frame;
+        for (offset, value) in agent.iter_mut().enumerate() {
+            *value = sample(agent_audio, start + offset);
+        }
+        let (image, _) = renderer.render(MediaTime(start as u64), &agent);
+        encoder.picture().convert(image);
+        let encoded = encoder.encode()?;
+        let at_ns = |samples: usize| samples as u64 * 1_000_000_000 / 16_000;
+        webm.add_video(at_ns(start), encoded.data, encoded.keyframe)?;
+        summary.video_frames += 1;
+        summary.keyframes += usize::from(encoded.keyframe);
+        for packet_start in (start..start + frame).step_by(FRAME_16K) {
+            for (offset, value) in mixed.iter_mut().enumerate() {
+                let i = packet_start + offset;
+                *value = (sample(agent_audio, i) + sample(user_audio, i)).clamp(-1.0, 1.0);
+            }
+            webm.add_audio(at_ns(packet_start), opus.encode(&mixed)?)?;
+            summary.audio_packets += 1;
+        }
+    }
+    webm.finish()?;
+    Ok(summary)
+}
