@@ -83,7 +83,7 @@ fn open_call(server: &Runtime, client: &Runtime, microphone: Arc<Vec<Bytes>>) ->
         ssrc: negotiated.audio_ssrc,
         payload_type: negotiated.audio_payload_type,
     };
-    server.spawn(send_voice(output, track, RecordingSlot::default()));
+    server.spawn(send_voice(output, track, RecordingSlot::default(), None));
     let received = Arc::new(AtomicU64::new(0));
     let mut remote_tracks = std::mem::replace(&mut negotiated.remote_tracks, mpsc::channel(1).1);
     server.spawn(async move {

@@ -43,6 +43,8 @@ pub struct LiveConversation {
     pub user_id: String,
     /// The agent's `record` flag: the transport records the call.
     pub record: bool,
+    /// The face the agent speaks with (`avatars[0].avatar_key_id`).
+    pub face: String,
     /// The user's audio, 16 kHz mono.
     pub input: rtrb::Producer<f32>,
     /// The agent's audio, 16 kHz mono.
@@ -101,6 +103,7 @@ pub async fn start(
         session_id: session.id,
         user_id: conversation.user_id.clone(),
         record,
+        face: agent["avatars"][0]["avatar_key_id"].as_str().unwrap_or_default().to_string(),
         input: session.input,
         output: session.output,
         finished,

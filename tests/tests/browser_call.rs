@@ -1,8 +1,8 @@
 //! A person talks to an agent through `join_link` in a real browser, inside a loopback-only network
 //! namespace, the agent on the local models and a webhook receiver started here checking every signed
-//! event. In Debian's Chromium (its microphone a spoken WAV) the record ends ENDED with its transcript
-//! and recording, and a second call that loses its browser ends with `participant_left`. In Firefox ESR
-//! (its microphone, in the page, the same spoken WAV through Web Audio: never its fake tone) the agent answers and is heard.
+//! event. In Debian's Chromium (its microphone a spoken WAV) the agent's face plays, and the record ends ENDED
+//! with its transcript and recording, and a second call that loses its browser ends with `participant_left`. In Firefox ESR
+//! (its microphone, in the page, the same spoken WAV through Web Audio: never its fake tone) the agent answers, is heard and seen.
 
 use std::time::Duration;
 
@@ -94,6 +94,11 @@ const AGENT_PACKETS_HEARD: &str = "(async () => { let n = 0; if (!pc) return 0; 
     (await pc.getStats()).forEach((r) => { if (r.type === 'inbound-rtp' && r.kind === 'audio') n = r.packetsReceived; }); \
     return n; })()";
 
+/// Video frames the page has decoded from the agent's face (WebRTC statistics).
+const FACE_FRAMES_DECODED: &str = "(async () => { let n = 0; if (!pc) return 0; \
+    (await pc.getStats()).forEach((r) => { if (r.type === 'inbound-rtp' && r.kind === 'video') n = r.framesDecoded; }); \
+    return n; })()";
+
 /// A scratch directory for one test: `<tmp>/confab-<name>-<pid>`.
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("confab-{name}-{}", std::process::id()));
@@ -135,6 +140,13 @@ async fn talk_in_chromium() {
     receiver.wait_for_event(&secret, &id, "agent.stopped_speaking", Duration::from_secs(90)).await;
     let heard = browser.eval(AGENT_PACKETS_HEARD).await.as_u64().unwrap();
     assert!(heard >= 25, "the page received {heard} audio packets from the agent");
+    // The page shows the agent's face: 512×512 VP8, frames decoded and still coming.
+    browser.wait_for("document.getElementById('avatar').videoWidth", &json!(512), Duration::from_secs(10)).await;
+    let decoded = browser.eval(FACE_FRAMES_DECODED).await.as_u64().unwrap();
+    assert!(decoded >= 25, "the page decoded {decoded} frames of the face");
+    browser
+        .wait_for(&format!("{FACE_FRAMES_DECODED}.then((n) => n > {decoded})"), &json!(true), Duration::from_secs(5))
+        .await;
     // The page shows the live transcript.
     browser
         .wait_for(
@@ -246,6 +258,9 @@ async fn talk_in_firefox() {
     receiver.wait_for_event(&secret, &id, "agent.stopped_speaking", Duration::from_secs(90)).await;
     let heard = browser.eval(AGENT_PACKETS_HEARD).await.as_u64().unwrap();
     assert!(heard >= 25, "Firefox received {heard} audio packets from the agent");
+    browser.wait_for("document.getElementById('avatar').videoWidth", &json!(512), Duration::from_secs(10)).await;
+    let decoded = browser.eval(FACE_FRAMES_DECODED).await.as_u64().unwrap();
+    assert!(decoded >= 25, "Firefox decoded {decoded} frames of the face");
     let got = receiver.events(&secret, &id);
     let committed = got.iter().find(|e| e["event"]["name"] == "utterance_committed").expect("a committed utterance");
     let words = committed["event"]["payload"]["text"].as_str().unwrap_or_default().to_lowercase();

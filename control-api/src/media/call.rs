@@ -1,5 +1,6 @@
 //! One call over WebRTC: the browser's Opus is decoded into the engine's input ring; the engine's output
-//! is encoded to Opus and sent on the audio track; a supervisor ends the call when the participant hangs
+//! is encoded to Opus and sent on the audio track, and drawn as the agent's face on the video track
+//! (`face`; a keyframe as soon as the connection is up); a supervisor ends the call when the participant hangs
 //! up, the peer connection closes or fails, or their audio stops for the no-media timeout
 //! (`participant_left`, then `call_ended`). The record goes IN_PROGRESS with the first audio packet.
 
@@ -20,6 +21,7 @@ use webrtc::media_stream::track_remote::{TrackRemote, TrackRemoteEvent};
 use webrtc::peer_connection::RTCPeerConnectionState;
 
 use super::MediaWorker;
+use super::face::{self, FaceFeed, VideoTrack};
 use super::peer::Negotiated;
 use super::recorder::Recorder;
 use crate::conversation_events::{self, CallEndHook};
@@ -116,9 +118,23 @@ pub async fn run(
     recording: RecordingSlot,
     hang_up: Arc<Notify>,
 ) {
-    let LiveConversation { conversation_id, session_id, user_id, input, output, finished, .. } = live;
-    let Negotiated { connection, audio, audio_ssrc, audio_payload_type, mut remote_tracks, mut state, video, .. } =
-        negotiated;
+    let LiveConversation { conversation_id, session_id, user_id, face: face_id, input, output, finished, .. } = live;
+    let Negotiated {
+        connection,
+        audio,
+        audio_ssrc,
+        audio_payload_type,
+        mut remote_tracks,
+        mut state,
+        video,
+        video_ssrc,
+        video_payload_type,
+        ..
+    } = negotiated;
+    let face = video_payload_type.and_then(|payload_type| {
+        let track = VideoTrack { track: video.clone(), ssrc: video_ssrc, payload_type };
+        face::start(&face_id, track, u64::from(video_ssrc))
+    });
     let shared = Arc::new(MediaClock::default());
 
     // The browser's microphone into the engine; the record goes IN_PROGRESS with its first packet.
@@ -154,7 +170,9 @@ pub async fn run(
         output,
         VoiceTrack { track: audio, ssrc: audio_ssrc, payload_type: audio_payload_type },
         recording.clone(),
+        face.clone(),
     ));
+    let mut face_keyframe_sent = false;
 
     // The supervisor: ends the call on hang-up, a lost connection or silence.
     let no_media_timeout = worker.config.no_media_timeout;
@@ -171,6 +189,11 @@ pub async fn run(
             }
             _ = ticker.tick() => {
                 let current = *state.borrow_and_update();
+                if current == RTCPeerConnectionState::Connected && !face_keyframe_sent {
+                    // Frames written before the connection was up were lost: start the picture afresh.
+                    face.iter().for_each(FaceFeed::request_keyframe);
+                    face_keyframe_sent = true;
+                }
                 disconnected_since = match current {
                     RTCPeerConnectionState::Disconnected => disconnected_since.or(Some(Instant::now())),
                     _ => None,
@@ -199,6 +222,10 @@ pub async fn run(
     receiving.abort();
     marking.abort();
     let _ = sending.await;
+    if let Some(dropped) = face.as_ref().map(FaceFeed::dropped).filter(|&n| n > 0) {
+        tracing::warn!(%conversation_id, dropped, "the face fell behind its voice");
+    }
+    drop(face);
     drop(video);
     if let Err(err) = connection.close().await {
         tracing::debug!(%conversation_id, error = %err, "closing the peer connection");
@@ -215,8 +242,14 @@ pub struct VoiceTrack {
 }
 
 /// Sends the engine's voice: every `SEND_INTERVAL`, each complete 20 ms frame in `output` is recorded,
-/// encoded to Opus and written to the track. Returns when the engine abandons `output` (and it is drained).
-pub async fn send_voice(mut output: rtrb::Consumer<f32>, voice: VoiceTrack, recording: RecordingSlot) {
+/// encoded to Opus and written to the track, and offered to the `face` that draws from it. Returns when
+/// the engine abandons `output` (and it is drained).
+pub async fn send_voice(
+    mut output: rtrb::Consumer<f32>,
+    voice: VoiceTrack,
+    recording: RecordingSlot,
+    face: Option<FaceFeed>,
+) {
     let Ok(mut encoder) = OpusEgress::new() else { return };
     let mut frame = [0.0f32; FRAME_16K];
     let mut tick = tokio::time::interval(SEND_INTERVAL);
@@ -230,6 +263,9 @@ pub async fn send_voice(mut output: rtrb::Consumer<f32>, voice: VoiceTrack, reco
             frame[first.len()..].copy_from_slice(second);
             chunk.commit_all();
             recording.push_agent(&frame);
+            if let Some(face) = &face {
+                face.offer(&frame);
+            }
             let Ok(packet) = encoder.encode(&frame) else { continue };
             let sample = Sample {
                 data: Bytes::copy_from_slice(packet),

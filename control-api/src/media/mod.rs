@@ -3,6 +3,7 @@
 //! `peer` negotiates a call's peer connection, `call` runs it, `recorder` writes its recording.
 
 pub mod call;
+pub mod face;
 pub mod peer;
 pub mod recorder;
 

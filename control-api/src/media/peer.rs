@@ -1,6 +1,6 @@
 //! One peer connection, negotiated WHIP-style: the browser's offer in, our complete answer out (ICE
 //! candidates gathered before answering, no trickle). We send Opus audio (the agent's voice) and a VP8
-//! video track (the avatar's frames; empty until the avatar renderer lands, but negotiated now), and
+//! video track (the avatar's frames, from `face`), and
 //! receive the browser's Opus microphone.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -53,8 +53,11 @@ pub struct Negotiated {
     pub audio: Arc<TrackLocalStaticSample>,
     pub audio_ssrc: u32,
     pub audio_payload_type: PayloadType,
-    /// The avatar's track (kept so it stays negotiated; frames arrive with the avatar renderer).
+    /// The avatar's VP8 track.
     pub video: Arc<TrackLocalStaticSample>,
+    pub video_ssrc: u32,
+    /// None when the offer takes no video: the call is voice only.
+    pub video_payload_type: Option<PayloadType>,
     /// The browser's tracks, as they open.
     pub remote_tracks: mpsc::Receiver<Arc<dyn TrackRemote>>,
     /// The connection's state, as it changes.
@@ -203,15 +206,10 @@ async fn add_voice(
     Ok((track, ssrc, sender))
 }
 
-/// The payload type negotiated for `sender`'s codec.
-async fn negotiated_payload_type(sender: &Arc<dyn RtpSender>) -> Result<PayloadType, PeerError> {
+/// The payload type negotiated for `sender`'s codec, if any.
+async fn negotiated_payload_type(sender: &Arc<dyn RtpSender>) -> Result<Option<PayloadType>, PeerError> {
     let parameters = sender.get_parameters().await.map_err(transport)?;
-    parameters
-        .rtp_parameters
-        .codecs
-        .first()
-        .map(|codec| codec.payload_type)
-        .ok_or_else(|| PeerError::Offer("the offer accepts no Opus audio".into()))
+    Ok(parameters.rtp_parameters.codecs.first().map(|codec| codec.payload_type))
 }
 
 /// Our complete local description, once ICE gathering completes (or `GATHERING_TIMEOUT` passes).
@@ -231,26 +229,34 @@ pub async fn negotiate(config: &MediaConfig, offer_sdp: String) -> Result<Negoti
     let connection = built.connection.clone();
     let answered = async {
         let (audio, audio_ssrc, audio_sender) = add_voice(&connection).await?;
-        let video = local_track(RtpCodecKind::Video, vp8(), rand::random::<u32>())?;
-        connection.add_track(video.clone() as Arc<dyn TrackLocal>).await.map_err(transport)?;
+        let video_ssrc = rand::random::<u32>();
+        let video = local_track(RtpCodecKind::Video, vp8(), video_ssrc)?;
+        let video_sender = connection.add_track(video.clone() as Arc<dyn TrackLocal>).await.map_err(transport)?;
         connection.set_remote_description(offer).await.map_err(|e| PeerError::Offer(e.to_string()))?;
         let answer = connection.create_answer(None).await.map_err(|e| PeerError::Offer(e.to_string()))?;
         connection.set_local_description(answer).await.map_err(transport)?;
         let answer_sdp = gathered_description(&mut built).await?;
-        let audio_payload_type = negotiated_payload_type(&audio_sender).await?;
-        Ok::<_, PeerError>((answer_sdp, audio, audio_ssrc, audio_payload_type, video))
+        let audio_payload_type = negotiated_payload_type(&audio_sender)
+            .await?
+            .ok_or_else(|| PeerError::Offer("the offer accepts no Opus audio".into()))?;
+        let video_payload_type = negotiated_payload_type(&video_sender).await?;
+        Ok::<_, PeerError>((answer_sdp, audio, audio_ssrc, audio_payload_type, (video, video_ssrc, video_payload_type)))
     };
     match answered.await {
-        Ok((answer_sdp, audio, audio_ssrc, audio_payload_type, video)) => Ok(Negotiated {
-            connection,
-            answer_sdp,
-            audio,
-            audio_ssrc,
-            audio_payload_type,
-            video,
-            remote_tracks: built.remote_tracks,
-            state: built.state,
-        }),
+        Ok((answer_sdp, audio, audio_ssrc, audio_payload_type, (video, video_ssrc, video_payload_type))) => {
+            Ok(Negotiated {
+                connection,
+                answer_sdp,
+                audio,
+                audio_ssrc,
+                audio_payload_type,
+                video,
+                video_ssrc,
+                video_payload_type,
+                remote_tracks: built.remote_tracks,
+                state: built.state,
+            })
+        }
         Err(err) => {
             let _ = connection.close().await;
             Err(err)
@@ -298,6 +304,8 @@ impl Offerer {
     pub async fn accept(&self, answer_sdp: String) -> Result<PayloadType, PeerError> {
         let answer = RTCSessionDescription::answer(answer_sdp).map_err(|e| PeerError::Offer(e.to_string()))?;
         self.connection.set_remote_description(answer).await.map_err(transport)?;
-        negotiated_payload_type(&self.audio_sender).await
+        negotiated_payload_type(&self.audio_sender)
+            .await?
+            .ok_or_else(|| PeerError::Offer("the answer accepts no Opus audio".into()))
     }
 }

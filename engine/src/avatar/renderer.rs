@@ -67,6 +67,12 @@ impl AvatarRenderer {
         renderer
     }
 
+    /// The only regions `render` ever changes (the face's anchor box and the two eyes), as
+    /// (left, top, right, bottom): everything else is the portrait in every frame.
+    pub fn dirty_regions(&self) -> [(usize, usize, usize, usize); 3] {
+        [self.face_box, self.eye_boxes[0], self.eye_boxes[1]]
+    }
+
     pub fn width(&self) -> usize {
         self.frame.width
     }

@@ -62,8 +62,13 @@ pub fn write_conversation_webm(
         for (offset, value) in agent.iter_mut().enumerate() {
             *value = sample(agent_audio, start + offset);
         }
+        let regions = renderer.dirty_regions();
         let (image, _) = renderer.render(MediaTime(start as u64), &agent);
-        encoder.picture().convert(image);
+        if index == 0 {
+            encoder.picture().convert(image);
+        } else {
+            regions.into_iter().for_each(|region| encoder.picture().convert_region(image, region));
+        }
         let encoded = encoder.encode()?;
         let at_ns = |samples: usize| samples as u64 * 1_000_000_000 / 16_000;
         webm.add_video(at_ns(start), encoded.data, encoded.keyframe)?;

@@ -1,0 +1,73 @@
+//! The avatar's cost per video frame at 512×512, 25 fps, on real speech (espeak-ng): the renderer
+//! (mouth warp, inner mouth, blinks), RGB→I420, VP8 encoding (libvpx, real time, cpu-used −6), and the
+//! three together. Streams per core = 40 ms / (render + convert + encode), from the measured mean.
+//!
+//! `cargo bench -p confab-benches --bench avatar -- --warm-up-time 2 --measurement-time 5`
+
+use std::process::Command;
+
+use confab_engine::MediaTime;
+use confab_engine::audio::wav;
+use confab_engine::avatar::stock::stock_face;
+use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES};
+use confab_engine::video::vp8::{Vp8Config, Vp8Encoder};
+use confab_engine::video::yuv::I420;
+use criterion::{Criterion, criterion_group, criterion_main};
+
+fn speech() -> Vec<f32> {
+    let path = std::env::temp_dir().join(format!("confab-avatar-bench-{}.wav", std::process::id()));
+    let status = Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "160", "-w"])
+        .arg(&path)
+        .arg("Hello there, I can help you book a table for dinner tonight at seven.")
+        .status()
+        .expect("espeak-ng");
+    assert!(status.success());
+    let audio = wav::read_mono_16k(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    audio
+}
+
+fn avatar(c: &mut Criterion) {
+    let audio = speech();
+    let frames: Vec<&[f32]> = audio.chunks_exact(FRAME_SAMPLES as usize).collect();
+    let (portrait, rig) = stock_face("stock-sofia", 512).unwrap();
+    let mut group = c.benchmark_group("avatar 512x512");
+
+    let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1);
+    let mut index = 0usize;
+    group.bench_function("render (speaking)", |b| {
+        b.iter(|| {
+            let at = MediaTime((index * FRAME_SAMPLES as usize) as u64);
+            let (frame, _) = renderer.render(at, frames[index % frames.len()]);
+            index += 1;
+            frame.rgb[0]
+        })
+    });
+
+    let mut picture = I420::new(512, 512);
+    group.bench_function("RGB to I420, whole frame", |b| b.iter(|| picture.convert(&portrait)));
+    let regions = renderer.dirty_regions();
+    group.bench_function("RGB to I420, redrawn regions", |b| {
+        b.iter(|| regions.iter().for_each(|&region| picture.convert_region(&portrait, region)))
+    });
+
+    let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1);
+    let mut encoder = Vp8Encoder::new(Vp8Config::default()).unwrap();
+    encoder.picture().convert(&portrait);
+    let mut index = 0usize;
+    group.bench_function("render + I420 + VP8 encode", |b| {
+        b.iter(|| {
+            let at = MediaTime((index * FRAME_SAMPLES as usize) as u64);
+            let regions = renderer.dirty_regions();
+            let (frame, _) = renderer.render(at, frames[index % frames.len()]);
+            regions.iter().for_each(|&region| encoder.picture().convert_region(frame, region));
+            index += 1;
+            encoder.encode().unwrap().data.len()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, avatar);
+criterion_main!(benches);

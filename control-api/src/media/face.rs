@@ -1,0 +1,139 @@
+//! The agent's face on a live call. A thread per call (`confab-face`) takes the agent's audio exactly as
+//! the voice sender sends it, 20 ms at a time, and for every 40 ms renders the avatar's frame from those
+//! samples (`confab_engine::avatar`), converts the redrawn regions to I420 and encodes VP8; a task writes
+//! each frame to the video track (RTP timestamps advance 40 ms a frame). The face is therefore clocked by
+//! the voice sender: no separate timer, and the frame carries the audio it was drawn from.
+//!
+//! Queues: audio to the face thread, 16 frames (320 ms); full means the thread is behind: the audio frame
+//! is dropped for the face (not for the voice) and counted (`FaceFeed::dropped`), and the face runs 20 ms
+//! ahead of its voice from then on. Encoded frames to the writer, 8; full: the face thread waits.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use confab_engine::MediaTime;
+use confab_engine::audio::opus_egress::FRAME_16K;
+use confab_engine::avatar::stock::stock_face;
+use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES};
+use confab_engine::video::recording::DEFAULT_FACE;
+use confab_engine::video::vp8::{Vp8Config, Vp8Encoder};
+use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
+use rtc::media::Sample;
+use rtc::rtp_transceiver::PayloadType;
+use tokio::sync::mpsc;
+use webrtc::media_stream::track_local::static_sample::TrackLocalStaticSample;
+
+const AUDIO_QUEUE: usize = 16;
+const ENCODED_QUEUE: usize = 8;
+const FRAME_DURATION: Duration = Duration::from_millis(40);
+
+#[allow(clippy::large_enum_variant)] // inline on purpose: the queue's slots are allocated once, no box per frame
+enum FaceInput {
+    Audio([f32; FRAME_16K]),
+    Keyframe,
+}
+
+/// The voice sender's end: offer each 20 ms of the agent's audio as it is sent.
+#[derive(Clone)]
+pub struct FaceFeed {
+    input: Sender<FaceInput>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl FaceFeed {
+    /// The face draws from this audio (never waits; a full queue drops the frame and counts it).
+    pub fn offer(&self, frame: &[f32]) {
+        let mut audio = [0.0; FRAME_16K];
+        audio.copy_from_slice(&frame[..FRAME_16K]);
+        if let Err(TrySendError::Full(_)) = self.input.try_send(FaceInput::Audio(audio)) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The next frame is a keyframe (the connection came up, or the viewer asked for one).
+    pub fn request_keyframe(&self) {
+        let _ = self.input.try_send(FaceInput::Keyframe);
+    }
+
+    /// Audio frames the face thread could not keep up with.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// Where the frames go: our VP8 track and what it was negotiated with.
+pub struct VideoTrack {
+    pub track: Arc<TrackLocalStaticSample>,
+    pub ssrc: u32,
+    pub payload_type: PayloadType,
+}
+
+/// Starts the face for `face_id` (a stock face; others are drawn as `DEFAULT_FACE` until custom avatars
+/// are rigged). Returns the feed; the thread and the writer end when every feed is dropped.
+pub fn start(face_id: &str, video: VideoTrack, seed: u64) -> Option<FaceFeed> {
+    let config = Vp8Config::default();
+    let (portrait, rig) = stock_face(face_id, config.width).or_else(|| stock_face(DEFAULT_FACE, config.width))?;
+    let mut encoder = match Vp8Encoder::new(config) {
+        Ok(encoder) => encoder,
+        Err(err) => {
+            tracing::error!(error = %err, "the VP8 encoder cannot start; the call has no face");
+            return None;
+        }
+    };
+    encoder.picture().convert(&portrait);
+    let renderer = AvatarRenderer::new(portrait, rig, seed);
+    let (input, audio) = bounded(AUDIO_QUEUE);
+    let (encoded_tx, encoded) = mpsc::channel(ENCODED_QUEUE);
+    std::thread::Builder::new()
+        .name("confab-face".into())
+        .spawn(move || run(renderer, encoder, audio, encoded_tx))
+        .ok()?;
+    tokio::spawn(write_frames(encoded, video));
+    Some(FaceFeed { input, dropped: Arc::default() })
+}
+
+fn run(
+    mut renderer: AvatarRenderer,
+    mut encoder: Vp8Encoder,
+    input: Receiver<FaceInput>,
+    encoded: mpsc::Sender<(Bytes, bool)>,
+) {
+    let frame = FRAME_SAMPLES as usize;
+    let mut audio = vec![0.0f32; frame];
+    let (mut filled, mut drawn) = (0usize, 0u64);
+    for message in input.iter() {
+        match message {
+            FaceInput::Keyframe => encoder.request_keyframe(),
+            FaceInput::Audio(samples) => {
+                audio[filled..filled + FRAME_16K].copy_from_slice(&samples);
+                filled += FRAME_16K;
+                if filled < frame {
+                    continue;
+                }
+                filled = 0;
+                let regions = renderer.dirty_regions();
+                let (image, _) = renderer.render(MediaTime(drawn * FRAME_SAMPLES), &audio);
+                regions.into_iter().for_each(|region| encoder.picture().convert_region(image, region));
+                drawn += 1;
+                match encoder.encode() {
+                    Ok(frame) => {
+                        if encoded.blocking_send((Bytes::copy_from_slice(frame.data), frame.keyframe)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(err) => tracing::warn!(error = %err, "a video frame failed to encode"),
+                }
+            }
+        }
+    }
+}
+
+async fn write_frames(mut encoded: mpsc::Receiver<(Bytes, bool)>, video: VideoTrack) {
+    while let Some((data, _keyframe)) = encoded.recv().await {
+        let sample = Sample { data, duration: FRAME_DURATION, ..Sample::new(Instant::now()) };
+        // Before the connection is up, writes fail: the keyframe sent on connection makes up for it.
+        let _ = video.track.sample_writer(video.ssrc, video.payload_type).write_sample(&sample).await;
+    }
+}
