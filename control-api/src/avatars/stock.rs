@@ -1,4 +1,5 @@
-//! The stock avatars: a fixed set with procedurally drawn display pictures, rendered once at start.
+//! The stock avatars: a fixed set of illustrated faces (drawn by the engine, never a real person's
+//! likeness), their display pictures rendered once, on first use.
 
 use std::sync::OnceLock;
 
@@ -8,7 +9,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::portrait::{HairStyle, PortraitStyle, png_data_uri};
+use super::portrait::png_data_uri;
 use crate::AppState;
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -20,72 +21,13 @@ pub struct StockAvatar {
     pub display_picture: String,
 }
 
-const CATALOGUE: [(&str, &str, &str, PortraitStyle); 5] = [
-    (
-        "stock-amara",
-        "Amara",
-        "female",
-        PortraitStyle {
-            background: [96, 146, 204],
-            skin: [141, 85, 54],
-            hair: [28, 22, 20],
-            shirt: [222, 120, 60],
-            hair_style: HairStyle::Curly,
-            glasses: false,
-        },
-    ),
-    (
-        "stock-kenji",
-        "Kenji",
-        "male",
-        PortraitStyle {
-            background: [120, 190, 150],
-            skin: [236, 196, 160],
-            hair: [20, 20, 24],
-            shirt: [52, 70, 120],
-            hair_style: HairStyle::Short,
-            glasses: true,
-        },
-    ),
-    (
-        "stock-sofia",
-        "Sofia",
-        "female",
-        PortraitStyle {
-            background: [230, 180, 120],
-            skin: [224, 172, 135],
-            hair: [110, 62, 30],
-            shirt: [70, 130, 110],
-            hair_style: HairStyle::Long,
-            glasses: false,
-        },
-    ),
-    (
-        "stock-malik",
-        "Malik",
-        "male",
-        PortraitStyle {
-            background: [170, 140, 200],
-            skin: [92, 58, 40],
-            hair: [16, 14, 14],
-            shirt: [200, 200, 205],
-            hair_style: HairStyle::Short,
-            glasses: false,
-        },
-    ),
-    (
-        "stock-ingrid",
-        "Ingrid",
-        "female",
-        PortraitStyle {
-            background: [200, 110, 120],
-            skin: [246, 214, 190],
-            hair: [226, 196, 120],
-            shirt: [40, 40, 60],
-            hair_style: HairStyle::Bun,
-            glasses: true,
-        },
-    ),
+/// (avatar_key_id, name, gender); each face is drawn by the engine (`confab_engine::avatar::stock`).
+const CATALOGUE: [(&str, &str, &str); 5] = [
+    ("stock-amara", "Amara", "female"),
+    ("stock-kenji", "Kenji", "male"),
+    ("stock-sofia", "Sofia", "female"),
+    ("stock-malik", "Malik", "male"),
+    ("stock-ingrid", "Ingrid", "female"),
 ];
 
 /// The stock avatars, rendered on first use.
@@ -94,11 +36,11 @@ pub fn stock_avatars() -> &'static [StockAvatar] {
     AVATARS.get_or_init(|| {
         CATALOGUE
             .iter()
-            .map(|(key, name, gender, style)| StockAvatar {
+            .map(|(key, name, gender)| StockAvatar {
                 avatar_key_id: key.to_string(),
                 avatar_name: name.to_string(),
                 gender: gender.to_string(),
-                display_picture: png_data_uri(style),
+                display_picture: png_data_uri(key).expect("the engine draws every stock face"),
             })
             .collect()
     })

@@ -53,7 +53,7 @@ async fn stock_avatars_have_real_pictures(app: TestApp) {
             .unwrap();
         let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
         let reader = decoder.read_info().unwrap();
-        assert_eq!((reader.info().width, reader.info().height), (128, 128));
+        assert_eq!((reader.info().width, reader.info().height), (256, 256));
         assert!(!avatar["avatar_name"].as_str().unwrap().is_empty());
         assert!(["male", "female"].contains(&avatar["gender"].as_str().unwrap()));
     }
