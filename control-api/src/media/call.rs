@@ -222,8 +222,9 @@ pub async fn run(
     receiving.abort();
     marking.abort();
     let _ = sending.await;
-    if let Some(dropped) = face.as_ref().map(FaceFeed::dropped).filter(|&n| n > 0) {
-        tracing::warn!(%conversation_id, dropped, "the face fell behind its voice");
+    if let Some(face) = &face {
+        let (dropped, keyframe_requests) = (face.dropped(), face.keyframe_requests());
+        tracing::info!(%conversation_id, dropped, keyframe_requests, "the face's call is over");
     }
     drop(face);
     drop(video);

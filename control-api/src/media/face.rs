@@ -1,7 +1,8 @@
 //! The agent's face on a live call. A thread per call (`confab-face`) takes the agent's audio exactly as
 //! the voice sender sends it, 20 ms at a time, and for every 40 ms renders the avatar's frame from those
 //! samples (`confab_engine::avatar`), converts the redrawn regions to I420 and encodes VP8; a task writes
-//! each frame to the video track (RTP timestamps advance 40 ms a frame). The face is therefore clocked by
+//! each frame to the video track (RTP timestamps advance 40 ms a frame); the browser's keyframe requests
+//! (PLI/FIR, forwarded by `keyframe_requests`) make the next frame a keyframe. The face is therefore clocked by
 //! the voice sender: no separate timer, and the frame carries the audio it was drawn from.
 //!
 //! Queues: audio to the face thread, 16 frames (320 ms); full means the thread is behind: the audio frame
@@ -24,6 +25,9 @@ use rtc::media::Sample;
 use rtc::rtp_transceiver::PayloadType;
 use tokio::sync::mpsc;
 use webrtc::media_stream::track_local::static_sample::TrackLocalStaticSample;
+use webrtc::media_stream::track_local::{TrackLocal, TrackLocalEvent};
+
+use super::keyframe_requests::is_keyframe_request;
 
 const AUDIO_QUEUE: usize = 16;
 const ENCODED_QUEUE: usize = 8;
@@ -40,6 +44,7 @@ enum FaceInput {
 pub struct FaceFeed {
     input: Sender<FaceInput>,
     dropped: Arc<AtomicU64>,
+    keyframe_requests: Arc<AtomicU64>,
 }
 
 impl FaceFeed {
@@ -55,6 +60,11 @@ impl FaceFeed {
     /// The next frame is a keyframe (the connection came up, or the viewer asked for one).
     pub fn request_keyframe(&self) {
         let _ = self.input.try_send(FaceInput::Keyframe);
+    }
+
+    /// Keyframe requests (PLI/FIR) the browser sent.
+    pub fn keyframe_requests(&self) -> u64 {
+        self.keyframe_requests.load(Ordering::Relaxed)
     }
 
     /// Audio frames the face thread could not keep up with.
@@ -90,8 +100,22 @@ pub fn start(face_id: &str, video: VideoTrack, seed: u64) -> Option<FaceFeed> {
         .name("confab-face".into())
         .spawn(move || run(renderer, encoder, audio, encoded_tx))
         .ok()?;
+    let feed = FaceFeed { input, dropped: Arc::default(), keyframe_requests: Arc::default() };
+    tokio::spawn(forward_keyframe_requests(video.track.clone(), feed.clone()));
     tokio::spawn(write_frames(encoded, video));
-    Some(FaceFeed { input, dropped: Arc::default() })
+    Some(feed)
+}
+
+/// Each PLI/FIR the browser sends about the face (see `keyframe_requests`) makes the next frame a
+/// keyframe. Ends when the track is unbound.
+async fn forward_keyframe_requests(track: Arc<TrackLocalStaticSample>, feed: FaceFeed) {
+    while let Some(event) = track.poll().await {
+        let TrackLocalEvent::OnRtcpPacket(packets) = event else { continue };
+        if packets.iter().any(|packet| is_keyframe_request(packet.as_ref())) {
+            feed.keyframe_requests.fetch_add(1, Ordering::Relaxed);
+            feed.request_keyframe();
+        }
+    }
 }
 
 fn run(

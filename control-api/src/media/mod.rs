@@ -4,6 +4,7 @@
 
 pub mod call;
 pub mod face;
+pub mod keyframe_requests;
 pub mod peer;
 pub mod recorder;
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rtc::ice::mdns::MulticastDnsMode;
+use rtc::interceptor::Slot;
 use rtc::rtp_transceiver::rtp_sender::{
     RTCRtpCodec, RTCRtpCodecParameters, RTCRtpCodingParameters, RTCRtpEncodingParameters, RtpCodecKind,
 };
@@ -25,6 +26,7 @@ use webrtc::peer_connection::{
 use webrtc::rtp_transceiver::RtpSender;
 
 use super::MediaConfig;
+use super::keyframe_requests::{self, KeyframeRequests};
 
 /// Opus, as browsers offer it (RFC 7587: always 48 kHz, two channels in SDP).
 pub const OPUS_PAYLOAD_TYPE: u8 = 111;
@@ -169,7 +171,9 @@ async fn build(config: &MediaConfig) -> Result<Built, PeerError> {
     media
         .register_codec(RTCRtpCodecParameters { rtp_codec: vp8(), payload_type: VP8_PAYLOAD_TYPE }, RtpCodecKind::Video)
         .map_err(transport)?;
-    let registry = register_default_interceptors(Registry::new(), &mut media).map_err(transport)?;
+    let registry = register_default_interceptors(Registry::new(), &mut media)
+        .map_err(transport)?
+        .with(Slot::from(keyframe_requests::SLOT), KeyframeRequests::default());
     // No mDNS: a browser's `.local` candidates only resolve on its own LAN, the browser's connectivity
     // checks teach us its address anyway (peer-reflexive), and joining the multicast group fails on hosts
     // and namespaces without multicast.
