@@ -97,3 +97,28 @@ pub fn spoken_wav(path: &Path, text: &str, before: f32, after: f32) {
     writer.finalize().unwrap();
     let _ = std::fs::remove_file(speech);
 }
+
+/// The streams of a media file as ffprobe reads them, with packets counted (`nb_read_packets`).
+pub fn ffprobe_streams(path: &Path) -> Vec<Value> {
+    let output = Command::new("ffprobe")
+        .args(["-v", "error", "-count_packets", "-of", "json", "-show_entries"])
+        .arg("stream=codec_name,codec_type,width,height,nb_read_packets")
+        .arg(path)
+        .output()
+        .expect("ffprobe is installed (scripts/setup.sh)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let probed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    probed["streams"].as_array().unwrap().clone()
+}
+
+/// The loudest sample of a media file's audio, decoded by ffmpeg (16-bit).
+pub fn peak_of_audio(path: &Path) -> u16 {
+    let output = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(path)
+        .args(["-vn", "-f", "s16le", "-ac", "1", "-"])
+        .output()
+        .expect("ffmpeg is installed (scripts/setup.sh)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    output.stdout.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]]).unsigned_abs()).max().unwrap_or(0)
+}

@@ -10,7 +10,7 @@ use confab_tests::browser::Browser;
 use confab_tests::netns::enter_loopback_only;
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key};
-use confab_tests::spoken_wav;
+use confab_tests::{ffprobe_streams, peak_of_audio, spoken_wav};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -210,13 +210,20 @@ async fn talk_in_chromium() {
     let recording_url = detail["recording_url"].as_str().unwrap().to_string();
     assert_eq!(recording_url, format!("{}/v1/ext/conversation/{id}/recording", setup.server.base));
     assert_eq!(setup.client.get(&recording_url).send().await.unwrap().status(), 401, "API-key holders only");
-    let wav = setup.client.get(&recording_url).header("x-api-key", &setup.key).send().await.unwrap();
-    assert_eq!(wav.status(), 200);
-    let bytes = wav.bytes().await.unwrap();
-    let reader = hound::WavReader::new(std::io::Cursor::new(bytes.to_vec())).unwrap();
-    let seconds = reader.duration() as f32 / reader.spec().sample_rate as f32;
-    assert!(seconds > 3.0, "the recording holds {seconds} s");
-    let loudest = reader.into_samples::<i16>().map(|s| s.unwrap().unsigned_abs()).max().unwrap();
+    let recording = setup.client.get(&recording_url).header("x-api-key", &setup.key).send().await.unwrap();
+    assert_eq!(recording.status(), 200);
+    assert_eq!(recording.headers()["content-type"], "video/webm");
+    let webm = dir.join("recording.webm");
+    std::fs::write(&webm, recording.bytes().await.unwrap()).unwrap();
+    // The agent's face and both voices: VP8 at 25 fps beside 20 ms Opus packets, the same length.
+    let streams = ffprobe_streams(&webm);
+    let codecs: Vec<&str> = streams.iter().map(|s| s["codec_name"].as_str().unwrap()).collect();
+    assert_eq!(codecs, ["vp8", "opus"], "{streams:?}");
+    let count = |s: &Value| s["nb_read_packets"].as_str().unwrap().parse::<u64>().unwrap();
+    let (frames, packets) = (count(&streams[0]), count(&streams[1]));
+    assert!(packets > 150, "the recording holds {packets} audio packets (3 s at least)");
+    assert!(frames.abs_diff(packets / 2) <= 2, "{frames} video frames for {packets} audio packets");
+    let loudest = peak_of_audio(&webm);
     assert!(loudest > 3_000, "the recording is silent (peak {loudest})");
 
     // A second call whose browser vanishes: the participant left, the call ended.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use confab_tests::{agent_audio, confab_bin, rms_between, simulate};
+use confab_tests::{agent_audio, confab_bin, ffprobe_streams, rms_between, simulate};
 use serde_json::Value;
 
 fn workdir(name: &str) -> PathBuf {
@@ -81,19 +81,6 @@ fn simulate_prints_event_lines_and_writes_files() {
         .expect("ffmpeg is installed (scripts/setup.sh)");
     assert!(decoded.status.success() && decoded.stderr.is_empty(), "{}", String::from_utf8_lossy(&decoded.stderr));
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// The streams of a media file as ffprobe reads them, with packets counted.
-fn ffprobe_streams(path: &std::path::Path) -> Vec<Value> {
-    let output = Command::new("ffprobe")
-        .args(["-v", "error", "-count_packets", "-of", "json", "-show_entries"])
-        .arg("stream=codec_name,codec_type,width,height,nb_read_packets")
-        .arg(path)
-        .output()
-        .expect("ffprobe is installed (scripts/setup.sh)");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let probed: Value = serde_json::from_slice(&output.stdout).unwrap();
-    probed["streams"].as_array().unwrap().clone()
 }
 
 #[test]

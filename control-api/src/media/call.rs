@@ -38,8 +38,9 @@ const FRAME_DURATION: Duration = Duration::from_millis(20);
 pub struct RecordingSlot(Arc<Mutex<Option<Recorder>>>);
 
 impl RecordingSlot {
-    pub fn start(&self, path: &Path) {
-        match Recorder::create(path) {
+    /// Starts recording to `path`; `video` = the face's (width, height) when the call sends one.
+    pub fn start(&self, path: &Path, video: Option<(u32, u32)>) {
+        match Recorder::create(path, video) {
             Ok(recorder) => *self.lock() = Some(recorder),
             Err(err) => tracing::error!(path = %path.display(), error = %err, "cannot record the call"),
         }
@@ -59,6 +60,17 @@ impl RecordingSlot {
         let mut slot = self.lock();
         if let Some(recorder) = slot.as_mut()
             && let Err(err) = recorder.push_agent(frame)
+        {
+            tracing::error!(error = %err, "the recording failed; it stops here");
+            *slot = None;
+        }
+    }
+
+    /// Video frame `index` of the face (the face thread calls this as it encodes).
+    pub fn push_video(&self, index: u64, frame: &[u8], keyframe: bool) {
+        let mut slot = self.lock();
+        if let Some(recorder) = slot.as_mut()
+            && let Err(err) = recorder.push_video(index, frame, keyframe)
         {
             tracing::error!(error = %err, "the recording failed; it stops here");
             *slot = None;
@@ -133,7 +145,7 @@ pub async fn run(
     } = negotiated;
     let face = video_payload_type.and_then(|payload_type| {
         let track = VideoTrack { track: video.clone(), ssrc: video_ssrc, payload_type };
-        face::start(&face_id, track, u64::from(video_ssrc))
+        face::start(&face_id, track, u64::from(video_ssrc), recording.clone())
     });
     let shared = Arc::new(MediaClock::default());
 

@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 use webrtc::media_stream::track_local::static_sample::TrackLocalStaticSample;
 use webrtc::media_stream::track_local::{TrackLocal, TrackLocalEvent};
 
+use super::call::RecordingSlot;
 use super::keyframe_requests::is_keyframe_request;
 
 const AUDIO_QUEUE: usize = 16;
@@ -82,7 +83,8 @@ pub struct VideoTrack {
 
 /// Starts the face for `face_id` (a stock face; others are drawn as `DEFAULT_FACE` until custom avatars
 /// are rigged). Returns the feed; the thread and the writer end when every feed is dropped.
-pub fn start(face_id: &str, video: VideoTrack, seed: u64) -> Option<FaceFeed> {
+/// Each encoded frame is also handed to `recording` (a no-op when the call is not recorded).
+pub fn start(face_id: &str, video: VideoTrack, seed: u64, recording: RecordingSlot) -> Option<FaceFeed> {
     let config = Vp8Config::default();
     let (portrait, rig) = stock_face(face_id, config.width).or_else(|| stock_face(DEFAULT_FACE, config.width))?;
     let mut encoder = match Vp8Encoder::new(config) {
@@ -98,7 +100,7 @@ pub fn start(face_id: &str, video: VideoTrack, seed: u64) -> Option<FaceFeed> {
     let (encoded_tx, encoded) = mpsc::channel(ENCODED_QUEUE);
     std::thread::Builder::new()
         .name("confab-face".into())
-        .spawn(move || run(renderer, encoder, audio, encoded_tx))
+        .spawn(move || run(renderer, encoder, audio, encoded_tx, recording))
         .ok()?;
     let feed = FaceFeed { input, dropped: Arc::default(), keyframe_requests: Arc::default() };
     tokio::spawn(forward_keyframe_requests(video.track.clone(), feed.clone()));
@@ -123,6 +125,7 @@ fn run(
     mut encoder: Vp8Encoder,
     input: Receiver<FaceInput>,
     encoded: mpsc::Sender<(Bytes, bool)>,
+    recording: RecordingSlot,
 ) {
     let frame = FRAME_SAMPLES as usize;
     let mut audio = vec![0.0f32; frame];
@@ -140,9 +143,11 @@ fn run(
                 let regions = renderer.dirty_regions();
                 let (image, _) = renderer.render(MediaTime(drawn * FRAME_SAMPLES), &audio);
                 regions.into_iter().for_each(|region| encoder.picture().convert_region(image, region));
+                let index = drawn;
                 drawn += 1;
                 match encoder.encode() {
                     Ok(frame) => {
+                        recording.push_video(index, frame.data, frame.keyframe);
                         if encoded.blocking_send((Bytes::copy_from_slice(frame.data), frame.keyframe)).is_err() {
                             return;
                         }

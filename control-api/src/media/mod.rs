@@ -45,7 +45,7 @@ pub struct MediaConfig {
     pub ice_credential: Option<String>,
     /// A participant whose audio stops this long (or never starts) has left.
     pub no_media_timeout: Duration,
-    /// Where recordings are written (`<conversation id>.wav`).
+    /// Where recordings are written (`<conversation id>.webm`).
     pub recordings_dir: PathBuf,
 }
 
@@ -192,7 +192,11 @@ impl MediaWorker {
             }
         };
         if live.record {
-            recording.start(&self.recording_path(conversation_id));
+            let face = negotiated.video_payload_type.map(|_| {
+                let size = confab_engine::video::vp8::Vp8Config::default();
+                (size.width, size.height)
+            });
+            recording.start(&self.recording_path(conversation_id), face);
         }
         let answer = negotiated.answer_sdp.clone();
         let hang_up = Arc::new(Notify::new());
@@ -245,7 +249,15 @@ impl MediaWorker {
     }
 }
 
-/// `<dir>/<conversation id>.wav`.
+/// `<dir>/<conversation id>.webm` (recordings made before the face existed are `.wav`: see
+/// `recorded_file`).
 pub fn recording_path(dir: &std::path::Path, conversation_id: &str) -> PathBuf {
-    dir.join(format!("{conversation_id}.wav"))
+    dir.join(format!("{conversation_id}.webm"))
+}
+
+/// The recording of `conversation_id` on disk and its media type: the WebM, or an older WAV.
+pub fn recorded_file(dir: &std::path::Path, conversation_id: &str) -> Option<(PathBuf, &'static str)> {
+    let webm = recording_path(dir, conversation_id);
+    let wav = dir.join(format!("{conversation_id}.wav"));
+    [(webm, "video/webm"), (wav, "audio/wav")].into_iter().find(|(path, _)| path.exists())
 }

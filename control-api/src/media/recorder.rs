@@ -1,42 +1,69 @@
-//! A call's recording: both sides mixed into one 16 kHz mono 16-bit WAV file. The agent's frames set the
-//! pace (one every 20 ms while the call lasts); the user's audio waits in a short queue and is mixed into
-//! the agent frame that follows it, so the two sides stay aligned to within a frame or two of network
-//! jitter. The file is finished (its header completed) when the call ends.
+//! A call's recording: a WebM file of the agent's face (VP8, when the call has one) and both voices
+//! mixed (Opus, 20 ms packets, 16 kHz mono input). The agent's frames set the pace (one every 20 ms
+//! while the call lasts); the user's audio waits in a short queue and is mixed into the agent frame that
+//! follows it, so the two sides stay aligned to within a frame or two of network jitter. Video frame `n`
+//! (from the face thread, drawn from agent frames `2n` and `2n + 1`) is stamped `40n` ms; audio packets
+//! wait (at most `AUDIO_WAITING`) for the video frame of their time so that the file's timestamps only
+//! increase; a video frame later than the audio already written is dropped. The file is finished (cues
+//! and duration written) when the call ends.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use confab_engine::audio::pcm::to_i16;
+use confab_engine::audio::AudioError;
+use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
+use confab_engine::video::webm::{WebmError, WebmWriter};
 
-/// The recording's sample rate (the engine's).
+/// The recording's audio input rate (the engine's).
 pub const RECORDING_RATE: u32 = 16_000;
 /// User audio waiting for the agent's next frame (1 s). Full: the oldest is dropped (a stalled agent side).
 const USER_BACKLOG: usize = 16_000;
+/// Audio packets waiting for their video frame (1 s). Full: the oldest is written, and a video frame
+/// older than it will be dropped.
+const AUDIO_WAITING: usize = 50;
+const AUDIO_PACKET_NS: u64 = 20_000_000;
+const VIDEO_FRAME_NS: u64 = 40_000_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error(transparent)]
+    Container(#[from] WebmError),
+    #[error(transparent)]
+    Audio(#[from] AudioError),
+    #[error("cannot create the recordings directory: {0}")]
+    Directory(#[from] std::io::Error),
+}
 
 pub struct Recorder {
     path: PathBuf,
-    writer: hound::WavWriter<BufWriter<File>>,
+    webm: WebmWriter,
+    opus: OpusEgress,
+    has_video: bool,
     user: VecDeque<f32>,
+    mixed: [f32; FRAME_16K],
+    agent_frames: u64,
+    waiting: VecDeque<(u64, Vec<u8>)>,
+    written_until: u64,
+    pub dropped_video_frames: u64,
 }
 
 impl Recorder {
-    /// Creates the file (and its directory).
-    pub fn create(path: &Path) -> Result<Recorder, hound::Error> {
+    /// Creates the file (and its directory); `video` = the face's (width, height) when the call has one.
+    pub fn create(path: &Path, video: Option<(u32, u32)>) -> Result<Recorder, RecordingError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let spec = hound::WavSpec {
-            channels: 1,
-            sample_rate: RECORDING_RATE,
-            bits_per_sample: 16,
-            sample_format: hound::SampleFormat::Int,
-        };
         Ok(Recorder {
             path: path.to_path_buf(),
-            writer: hound::WavWriter::create(path, spec)?,
+            webm: WebmWriter::create(path, video, RECORDING_RATE)?,
+            opus: OpusEgress::new()?,
+            has_video: video.is_some(),
             user: VecDeque::with_capacity(USER_BACKLOG),
+            mixed: [0.0; FRAME_16K],
+            agent_frames: 0,
+            waiting: VecDeque::with_capacity(AUDIO_WAITING),
+            written_until: 0,
+            dropped_video_frames: 0,
         })
     }
 
@@ -47,18 +74,53 @@ impl Recorder {
         self.user.extend(samples.iter().skip(samples.len().saturating_sub(USER_BACKLOG)));
     }
 
-    /// One frame of the agent's audio, mixed with the user's audio that arrived before it.
-    pub fn push_agent(&mut self, frame: &[f32]) -> Result<(), hound::Error> {
-        for &agent in frame {
-            let user = self.user.pop_front().unwrap_or(0.0);
-            self.writer.write_sample(to_i16(agent + user))?;
+    /// One 20 ms frame of the agent's audio, mixed with the user's audio that arrived before it.
+    pub fn push_agent(&mut self, frame: &[f32]) -> Result<(), RecordingError> {
+        for (mixed, &agent) in self.mixed.iter_mut().zip(frame) {
+            *mixed = (agent + self.user.pop_front().unwrap_or(0.0)).clamp(-1.0, 1.0);
+        }
+        let at = self.agent_frames * AUDIO_PACKET_NS;
+        self.agent_frames += 1;
+        let packet = self.opus.encode(&self.mixed)?.to_vec();
+        if !self.has_video {
+            return self.write_audio(at, &packet);
+        }
+        self.waiting.push_back((at, packet));
+        while self.waiting.len() > AUDIO_WAITING {
+            let (at, packet) = self.waiting.pop_front().expect("more than the limit waits");
+            self.write_audio(at, &packet)?;
         }
         Ok(())
     }
 
+    /// Video frame `index` of the face (40 ms each, from the start of the agent's audio).
+    pub fn push_video(&mut self, index: u64, frame: &[u8], keyframe: bool) -> Result<(), RecordingError> {
+        let at = index * VIDEO_FRAME_NS;
+        if at < self.written_until || !self.has_video {
+            self.dropped_video_frames += 1;
+            return Ok(());
+        }
+        while self.waiting.front().is_some_and(|(audio_at, _)| *audio_at <= at) {
+            let (audio_at, packet) = self.waiting.pop_front().expect("checked");
+            self.write_audio(audio_at, &packet)?;
+        }
+        self.webm.add_video(at, frame, keyframe)?;
+        self.written_until = at;
+        Ok(())
+    }
+
+    fn write_audio(&mut self, at: u64, packet: &[u8]) -> Result<(), RecordingError> {
+        self.webm.add_audio(at, packet)?;
+        self.written_until = self.written_until.max(at);
+        Ok(())
+    }
+
     /// Completes the file; returns its path.
-    pub fn finish(self) -> Result<PathBuf, hound::Error> {
-        self.writer.finalize()?;
+    pub fn finish(mut self) -> Result<PathBuf, RecordingError> {
+        while let Some((at, packet)) = self.waiting.pop_front() {
+            self.write_audio(at, &packet)?;
+        }
+        self.webm.finish()?;
         Ok(self.path)
     }
 }
@@ -67,28 +129,58 @@ impl Recorder {
 mod tests {
     use super::*;
 
+    fn probe(path: &Path) -> String {
+        let output = std::process::Command::new("ffprobe")
+            .args(["-v", "error", "-count_packets", "-of", "csv=p=0", "-show_entries"])
+            .arg("stream=codec_name,nb_read_packets")
+            .arg(path)
+            .output()
+            .expect("ffprobe is installed (scripts/setup.sh)");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    }
+
     #[test]
-    fn both_sides_are_mixed_in_order() {
+    fn audio_only_calls_record_both_sides_as_opus() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("calls").join("c.wav");
-        let mut recorder = Recorder::create(&path).unwrap();
+        let path = dir.path().join("calls").join("c.webm");
+        let mut recorder = Recorder::create(&path, None).unwrap();
         recorder.push_user(&[0.25; 480]);
-        recorder.push_agent(&[0.5; 320]).unwrap();
-        recorder.push_agent(&[0.0; 320]).unwrap();
+        for _ in 0..10 {
+            recorder.push_agent(&[0.1; 320]).unwrap();
+        }
         assert_eq!(recorder.finish().unwrap(), path);
-        let mut reader = hound::WavReader::open(&path).unwrap();
-        assert_eq!(reader.spec().sample_rate, RECORDING_RATE);
-        let samples: Vec<i16> = reader.samples::<i16>().map(Result::unwrap).collect();
-        assert_eq!(samples.len(), 640);
-        assert_eq!(samples[0], to_i16(0.75));
-        assert_eq!(samples[400], to_i16(0.25));
-        assert_eq!(samples[500], 0);
+        assert_eq!(probe(&path).trim(), "opus,10");
+    }
+
+    #[test]
+    fn face_frames_interleave_with_the_voices_and_late_ones_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.webm");
+        let mut recorder = Recorder::create(&path, Some((64, 64))).unwrap();
+        let mut encoder = confab_engine::video::vp8::Vp8Encoder::new(confab_engine::video::vp8::Vp8Config {
+            width: 64,
+            height: 64,
+            ..Default::default()
+        })
+        .unwrap();
+        for index in 0..10u64 {
+            recorder.push_agent(&[0.1; 320]).unwrap();
+            recorder.push_agent(&[0.1; 320]).unwrap();
+            let frame = encoder.encode().unwrap();
+            recorder.push_video(index, frame.data, frame.keyframe).unwrap();
+        }
+        let frame = encoder.encode().unwrap();
+        recorder.push_video(3, frame.data, frame.keyframe).unwrap(); // late: its time is written
+        assert_eq!(recorder.dropped_video_frames, 1);
+        recorder.finish().unwrap();
+        assert_eq!(probe(&path).trim().lines().collect::<Vec<_>>(), ["vp8,10", "opus,20"]);
     }
 
     #[test]
     fn a_stalled_agent_side_keeps_only_the_last_second_of_the_user() {
         let dir = tempfile::tempdir().unwrap();
-        let mut recorder = Recorder::create(&dir.path().join("c.wav")).unwrap();
+        let mut recorder = Recorder::create(&dir.path().join("c.webm"), None).unwrap();
         recorder.push_user(&vec![0.1; USER_BACKLOG]);
         recorder.push_user(&[0.2; 100]);
         assert_eq!(recorder.user.len(), USER_BACKLOG);

@@ -221,27 +221,30 @@ pub async fn read_detail(state: &AppState, id: &str) -> ApiResult<ConversationDe
 
 pub const NO_RECORDING: &str = "Recording not found";
 
-/// The call's recording (16 kHz mono WAV, both sides mixed), for API-key holders only.
+/// The call's recording (WebM: the agent's face as VP8 and both voices mixed as Opus; calls recorded
+/// before the face existed: 16 kHz mono WAV), for API-key holders only.
 #[utoipa::path(get, path = "/v1/ext/conversation/{id}/recording", tag = "conversations",
-    responses((status = 200, description = "audio/wav", content_type = "audio/wav"), (status = 401),
+    responses((status = 200, description = "video/webm (older recordings: audio/wav)", content_type = "video/webm"), (status = 401),
         (status = 404, description = "No such conversation, or it was not recorded")))]
 async fn get_recording(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
     use axum::http::header;
     use axum::response::IntoResponse;
     let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
     let conversation = conversations::get(&state.db, &id).await?.ok_or(ApiError::NotFound(NOT_FOUND))?;
-    let path = crate::media::recording_path(&state.config.recordings_dir, &id);
     if !conversation.is_recorded {
         return Err(ApiError::NotFound(NO_RECORDING));
     }
+    let (path, media_type) =
+        crate::media::recorded_file(&state.config.recordings_dir, &id).ok_or(ApiError::NotFound(NO_RECORDING))?;
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("bin").to_string();
     let file = tokio::fs::File::open(&path).await.map_err(|_| ApiError::NotFound(NO_RECORDING))?;
     let length = file.metadata().await.map(|m| m.len()).unwrap_or(0);
     let body = axum::body::Body::from_stream(tokio_util::io::ReaderStream::new(file));
     Ok((
         [
-            (header::CONTENT_TYPE, "audio/wav".to_string()),
+            (header::CONTENT_TYPE, media_type.to_string()),
             (header::CONTENT_LENGTH, length.to_string()),
-            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{id}.wav\"")),
+            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{id}.{extension}\"")),
         ],
         body,
     )

@@ -50,7 +50,7 @@ pub fn write_conversation_webm(
     let mut renderer = AvatarRenderer::new(portrait, rig, 1);
     let mut encoder = Vp8Encoder::new(config)?;
     let mut opus = OpusEgress::new()?;
-    let mut webm = WebmWriter::create(path, config.width, config.height, 16_000)?;
+    let mut webm = WebmWriter::create(path, Some((config.width, config.height)), 16_000)?;
     let frame = FRAME_SAMPLES as usize;
     let length = agent_audio.len().max(user_audio.len());
     let frames = length.div_ceil(frame);

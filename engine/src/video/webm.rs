@@ -33,20 +33,26 @@ pub fn opus_head(input_rate: u32, pre_skip: u16) -> [u8; 19] {
 
 pub struct WebmWriter {
     segment: Segment<BufWriter<File>>,
-    video: VideoTrack,
+    video: Option<VideoTrack>,
     audio: AudioTrack,
 }
 
 impl WebmWriter {
-    /// A new file at `path` with a `width × height` VP8 track and a mono Opus track.
-    pub fn create(path: &Path, width: u32, height: u32, opus_input_rate: u32) -> Result<WebmWriter, WebmError> {
+    /// A new file at `path` with a VP8 track of `video` = (width, height), if given, and a mono Opus track.
+    pub fn create(path: &Path, video: Option<(u32, u32)>, opus_input_rate: u32) -> Result<WebmWriter, WebmError> {
         let file =
             File::create(path).map_err(|source| WebmError::Create { path: path.display().to_string(), source })?;
         let mux = |what| move |error| WebmError::Mux { what, error };
         let builder = SegmentBuilder::new(Writer::new(BufWriter::new(file))).map_err(mux("the segment"))?;
         let builder = builder.set_writing_app("confab").map_err(mux("the writing app"))?;
-        let (builder, video) =
-            builder.add_video_track(width, height, VideoCodecId::VP8, None).map_err(mux("the video track"))?;
+        let (builder, video) = match video {
+            Some((width, height)) => {
+                let (builder, track) =
+                    builder.add_video_track(width, height, VideoCodecId::VP8, None).map_err(mux("the video track"))?;
+                (builder, Some(track))
+            }
+            None => (builder, None),
+        };
         let (builder, audio) =
             builder.add_audio_track(48_000, 1, AudioCodecId::Opus, None).map_err(mux("the audio track"))?;
         let builder =
@@ -55,8 +61,9 @@ impl WebmWriter {
     }
 
     pub fn add_video(&mut self, timestamp_ns: u64, frame: &[u8], keyframe: bool) -> Result<(), WebmError> {
+        let video = self.video.ok_or(WebmError::Mux { what: "a video frame", error: webm::mux::Error::BadParam })?;
         self.segment
-            .add_frame(self.video, frame, timestamp_ns, keyframe)
+            .add_frame(video, frame, timestamp_ns, keyframe)
             .map_err(|error| WebmError::Mux { what: "a video frame", error })
     }
 
