@@ -10,7 +10,8 @@ use confab_engine::MediaTime;
 use confab_engine::audio::wav;
 use confab_engine::avatar::stock::stock_face;
 use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES};
-use confab_engine::video::vp8::{Vp8Config, Vp8Encoder};
+use confab_engine::video::face_encoder::FaceEncoder;
+use confab_engine::video::vp8::Vp8Config;
 use confab_engine::video::yuv::I420;
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -52,18 +53,13 @@ fn avatar(c: &mut Criterion) {
         b.iter(|| regions.iter().for_each(|&region| picture.convert_region(&portrait, region)))
     });
 
-    let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1);
-    let mut encoder = Vp8Encoder::new(Vp8Config::default()).unwrap();
-    encoder.picture().convert(&portrait);
+    let mut face = FaceEncoder::new("stock-sofia", Vp8Config::default(), 1).unwrap();
     let mut index = 0usize;
     group.bench_function("render + I420 + VP8 encode", |b| {
         b.iter(|| {
-            let at = MediaTime((index * FRAME_SAMPLES as usize) as u64);
-            let regions = renderer.dirty_regions();
-            let (frame, _) = renderer.render(at, frames[index % frames.len()]);
-            regions.iter().for_each(|&region| encoder.picture().convert_region(frame, region));
+            let (frame, _) = face.encode(frames[index % frames.len()]).unwrap();
             index += 1;
-            encoder.encode().unwrap().data.len()
+            frame.data.len()
         })
     });
     group.finish();

@@ -14,12 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use confab_engine::MediaTime;
 use confab_engine::audio::opus_egress::FRAME_16K;
-use confab_engine::avatar::stock::stock_face;
-use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES};
-use confab_engine::video::recording::DEFAULT_FACE;
-use confab_engine::video::vp8::{Vp8Config, Vp8Encoder};
+use confab_engine::avatar::FRAME_SAMPLES;
+use confab_engine::video::face_encoder::FaceEncoder;
+use confab_engine::video::vp8::Vp8Config;
 use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
 use rtc::media::Sample;
 use rtc::rtp_transceiver::PayloadType;
@@ -85,22 +83,18 @@ pub struct VideoTrack {
 /// are rigged). Returns the feed; the thread and the writer end when every feed is dropped.
 /// Each encoded frame is also handed to `recording` (a no-op when the call is not recorded).
 pub fn start(face_id: &str, video: VideoTrack, seed: u64, recording: RecordingSlot) -> Option<FaceFeed> {
-    let config = Vp8Config::default();
-    let (portrait, rig) = stock_face(face_id, config.width).or_else(|| stock_face(DEFAULT_FACE, config.width))?;
-    let mut encoder = match Vp8Encoder::new(config) {
-        Ok(encoder) => encoder,
+    let face = match FaceEncoder::new(face_id, Vp8Config::default(), seed) {
+        Ok(face) => face,
         Err(err) => {
             tracing::error!(error = %err, "the VP8 encoder cannot start; the call has no face");
             return None;
         }
     };
-    encoder.picture().convert(&portrait);
-    let renderer = AvatarRenderer::new(portrait, rig, seed);
     let (input, audio) = bounded(AUDIO_QUEUE);
     let (encoded_tx, encoded) = mpsc::channel(ENCODED_QUEUE);
     std::thread::Builder::new()
         .name("confab-face".into())
-        .spawn(move || run(renderer, encoder, audio, encoded_tx, recording))
+        .spawn(move || run(face, audio, encoded_tx, recording))
         .ok()?;
     let feed = FaceFeed { input, dropped: Arc::default(), keyframe_requests: Arc::default() };
     tokio::spawn(forward_keyframe_requests(video.track.clone(), feed.clone()));
@@ -121,18 +115,17 @@ async fn forward_keyframe_requests(track: Arc<TrackLocalStaticSample>, feed: Fac
 }
 
 fn run(
-    mut renderer: AvatarRenderer,
-    mut encoder: Vp8Encoder,
+    mut face: FaceEncoder,
     input: Receiver<FaceInput>,
     encoded: mpsc::Sender<(Bytes, bool)>,
     recording: RecordingSlot,
 ) {
     let frame = FRAME_SAMPLES as usize;
     let mut audio = vec![0.0f32; frame];
-    let (mut filled, mut drawn) = (0usize, 0u64);
+    let mut filled = 0usize;
     for message in input.iter() {
         match message {
-            FaceInput::Keyframe => encoder.request_keyframe(),
+            FaceInput::Keyframe => face.request_keyframe(),
             FaceInput::Audio(samples) => {
                 audio[filled..filled + FRAME_16K].copy_from_slice(&samples);
                 filled += FRAME_16K;
@@ -140,13 +133,9 @@ fn run(
                     continue;
                 }
                 filled = 0;
-                let regions = renderer.dirty_regions();
-                let (image, _) = renderer.render(MediaTime(drawn * FRAME_SAMPLES), &audio);
-                regions.into_iter().for_each(|region| encoder.picture().convert_region(image, region));
-                let index = drawn;
-                drawn += 1;
-                match encoder.encode() {
-                    Ok(frame) => {
+                let index = face.frames();
+                match face.encode(&audio) {
+                    Ok((frame, _)) => {
                         recording.push_video(index, frame.data, frame.keyframe);
                         if encoded.blocking_send((Bytes::copy_from_slice(frame.data), frame.keyframe)).is_err() {
                             return;

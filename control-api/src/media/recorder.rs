@@ -43,6 +43,8 @@ pub struct Recorder {
     mixed: [f32; FRAME_16K],
     agent_frames: u64,
     waiting: VecDeque<(u64, Vec<u8>)>,
+    /// Packet buffers written out, reused for the next packets (no allocation per frame).
+    spare: Vec<Vec<u8>>,
     written_until: u64,
     pub dropped_video_frames: u64,
 }
@@ -61,7 +63,8 @@ impl Recorder {
             user: VecDeque::with_capacity(USER_BACKLOG),
             mixed: [0.0; FRAME_16K],
             agent_frames: 0,
-            waiting: VecDeque::with_capacity(AUDIO_WAITING),
+            waiting: VecDeque::with_capacity(AUDIO_WAITING + 1),
+            spare: Vec::with_capacity(AUDIO_WAITING + 1),
             written_until: 0,
             dropped_video_frames: 0,
         })
@@ -81,14 +84,18 @@ impl Recorder {
         }
         let at = self.agent_frames * AUDIO_PACKET_NS;
         self.agent_frames += 1;
-        let packet = self.opus.encode(&self.mixed)?.to_vec();
+        let encoded = self.opus.encode(&self.mixed)?;
         if !self.has_video {
-            return self.write_audio(at, &packet);
+            self.webm.add_audio(at, encoded)?;
+            self.written_until = at;
+            return Ok(());
         }
+        let mut packet = self.spare.pop().unwrap_or_default();
+        packet.clear();
+        packet.extend_from_slice(encoded);
         self.waiting.push_back((at, packet));
         while self.waiting.len() > AUDIO_WAITING {
-            let (at, packet) = self.waiting.pop_front().expect("more than the limit waits");
-            self.write_audio(at, &packet)?;
+            self.write_oldest_audio()?;
         }
         Ok(())
     }
@@ -101,24 +108,26 @@ impl Recorder {
             return Ok(());
         }
         while self.waiting.front().is_some_and(|(audio_at, _)| *audio_at <= at) {
-            let (audio_at, packet) = self.waiting.pop_front().expect("checked");
-            self.write_audio(audio_at, &packet)?;
+            self.write_oldest_audio()?;
         }
         self.webm.add_video(at, frame, keyframe)?;
         self.written_until = at;
         Ok(())
     }
 
-    fn write_audio(&mut self, at: u64, packet: &[u8]) -> Result<(), RecordingError> {
-        self.webm.add_audio(at, packet)?;
+    /// Writes the oldest waiting audio packet and keeps its buffer for reuse.
+    fn write_oldest_audio(&mut self) -> Result<(), RecordingError> {
+        let Some((at, packet)) = self.waiting.pop_front() else { return Ok(()) };
+        self.webm.add_audio(at, &packet)?;
         self.written_until = self.written_until.max(at);
+        self.spare.push(packet);
         Ok(())
     }
 
     /// Completes the file; returns its path.
     pub fn finish(mut self) -> Result<PathBuf, RecordingError> {
-        while let Some((at, packet)) = self.waiting.pop_front() {
-            self.write_audio(at, &packet)?;
+        while !self.waiting.is_empty() {
+            self.write_oldest_audio()?;
         }
         self.webm.finish()?;
         Ok(self.path)

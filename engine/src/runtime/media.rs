@@ -127,6 +127,8 @@ impl MediaThread {
     }
 
     pub fn run(mut self) {
+        // One handle for the thread's life: containment borrows it while a session borrows `self`.
+        let counters = Arc::clone(&self.counters);
         let mut next_tick = Instant::now();
         let mut frame = [0.0f32; FRAME];
         loop {
@@ -136,14 +138,14 @@ impl MediaThread {
             let started = Instant::now();
             while let Ok(command) = self.commands.try_recv() {
                 match command {
-                    Command::Open(session) => self.open(*session),
-                    Command::Close(id) => self.end_session(id, None),
-                    Command::Leave(id, participant) => self.end_session(id, Some(participant)),
+                    Command::Open(session) => self.open(*session, &counters),
+                    Command::Close(id) => self.end_session(id, None, &counters),
+                    Command::Leave(id, participant) => self.end_session(id, Some(participant), &counters),
                 }
             }
             loop {
                 match self.results.try_recv() {
-                    Ok(result) => self.apply(result),
+                    Ok(result) => self.apply(result, &counters),
                     Err(crossbeam_channel::TryRecvError::Empty) => break,
                     Err(crossbeam_channel::TryRecvError::Disconnected) => {
                         self.inference_lost = true;
@@ -158,17 +160,17 @@ impl MediaThread {
                     "the inference threads are gone; ending every call on this media thread"
                 );
                 while !self.sessions.is_empty() {
-                    self.fail_session(0);
+                    self.fail_session(0, &counters);
                 }
             }
             let mut index = 0;
             while index < self.sessions.len() {
-                let ticked = contain(&self.counters.clone(), "a session's media tick", || {
+                let ticked = contain(&counters, "a session's media tick", || {
                     self.take_agent_results(index);
                     self.tick_session(index, &mut frame);
                 });
                 if ticked.is_none() {
-                    self.fail_session(index);
+                    self.fail_session(index, &counters);
                 } else if self.sessions[index].conversation.is_ended() {
                     self.remove(index);
                 } else {
@@ -191,13 +193,13 @@ impl MediaThread {
         }
     }
 
-    fn open(&mut self, session: MediaSession) {
+    fn open(&mut self, session: MediaSession, counters: &RuntimeCounters) {
         let slot = session.id.slot();
         if self.positions[slot] != VACANT {
             // The runtime hands a slot out only once its session is dropped; never reached.
             tracing::error!(session = %session.id, "a session slot was taken twice; the older call is ended");
             let index = self.positions[slot] as usize;
-            self.fail_session(index);
+            self.fail_session(index, counters);
         }
         self.positions[slot] = self.sessions.len() as u32;
         self.sessions.push(session);
@@ -220,9 +222,8 @@ impl MediaThread {
 
     /// A session whose work panicked: its call ends (`call_ended`) as cleanly as its state allows, and it
     /// is dropped.
-    fn fail_session(&mut self, index: usize) {
-        let counters = self.counters.clone();
-        let ended = contain(&counters, "ending a failed session", || {
+    fn fail_session(&mut self, index: usize, counters: &RuntimeCounters) {
+        let ended = contain(counters, "ending a failed session", || {
             let s = &mut self.sessions[index];
             let now = s.now;
             s.conversation.end_call(now);
@@ -240,10 +241,9 @@ impl MediaThread {
 
     /// Ends a session's call now (`call_ended`, after `participant_left` when the participant left) and
     /// drops the session.
-    fn end_session(&mut self, id: SessionId, participant_left: Option<String>) {
+    fn end_session(&mut self, id: SessionId, participant_left: Option<String>, counters: &RuntimeCounters) {
         let Some(index) = self.find(id) else { return };
-        let counters = self.counters.clone();
-        let ended = contain(&counters, "ending a session", || {
+        let ended = contain(counters, "ending a session", || {
             let s = &mut self.sessions[index];
             let now = s.now;
             match participant_left {
@@ -254,16 +254,15 @@ impl MediaThread {
         });
         match ended {
             Some(()) => self.remove(index),
-            None => self.fail_session(index),
+            None => self.fail_session(index, counters),
         }
     }
 
-    fn apply(&mut self, result: InferenceResult) {
+    fn apply(&mut self, result: InferenceResult, counters: &RuntimeCounters) {
         let Some(index) = self.find(result.session()) else {
             return; // the session has ended (a late result for an earlier tenant of the slot)
         };
-        let counters = self.counters.clone();
-        let applied = contain(&counters, "a session's inference result", || {
+        let applied = contain(counters, "a session's inference result", || {
             let s = &mut self.sessions[index];
             match result {
                 InferenceResult::Vad(r) => {
@@ -280,7 +279,7 @@ impl MediaThread {
             true
         });
         if applied != Some(true) {
-            self.fail_session(index);
+            self.fail_session(index, counters);
         }
     }
 

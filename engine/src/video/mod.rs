@@ -2,6 +2,7 @@
 //! (`vp8`), and written with the agent's Opus voice into a WebM file (`webm`). The renderer that draws
 //! the frames is `crate::avatar`; transport (RTP) sits above this module.
 
+pub mod face_encoder;
 pub mod recording;
 pub mod vp8;
 pub mod webm;

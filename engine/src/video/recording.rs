@@ -7,15 +7,12 @@ use std::path::Path;
 
 use crate::audio::AudioError;
 use crate::audio::opus_egress::{FRAME_16K, OpusEgress};
-use crate::avatar::stock::stock_face;
-use crate::avatar::{AvatarRenderer, FRAME_SAMPLES};
-use crate::time::MediaTime;
+use crate::avatar::FRAME_SAMPLES;
 
-use super::vp8::{Vp8Config, Vp8Encoder, Vp8Error};
+pub use super::face_encoder::DEFAULT_FACE;
+use super::face_encoder::FaceEncoder;
+use super::vp8::{Vp8Config, Vp8Error};
 use super::webm::{WebmError, WebmWriter};
-
-/// The face used when an agent's avatar has no drawn face here (custom avatars are not rigged yet).
-pub const DEFAULT_FACE: &str = "stock-amara";
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
@@ -44,11 +41,7 @@ pub fn write_conversation_webm(
     user_audio: &[f32],
 ) -> Result<RecordingSummary, RecordingError> {
     let config = Vp8Config::default();
-    let (portrait, rig) = stock_face(face_id, config.width)
-        .or_else(|| stock_face(DEFAULT_FACE, config.width))
-        .expect("the default face is drawn here");
-    let mut renderer = AvatarRenderer::new(portrait, rig, 1);
-    let mut encoder = Vp8Encoder::new(config)?;
+    let mut face = FaceEncoder::new(face_id, config, 1)?;
     let mut opus = OpusEgress::new()?;
     let mut webm = WebmWriter::create(path, Some((config.width, config.height)), 16_000)?;
     let frame = FRAME_SAMPLES as usize;
@@ -62,14 +55,7 @@ pub fn write_conversation_webm(
         for (offset, value) in agent.iter_mut().enumerate() {
             *value = sample(agent_audio, start + offset);
         }
-        let regions = renderer.dirty_regions();
-        let (image, _) = renderer.render(MediaTime(start as u64), &agent);
-        if index == 0 {
-            encoder.picture().convert(image);
-        } else {
-            regions.into_iter().for_each(|region| encoder.picture().convert_region(image, region));
-        }
-        let encoded = encoder.encode()?;
+        let (encoded, _) = face.encode(&agent)?;
         let at_ns = |samples: usize| samples as u64 * 1_000_000_000 / 16_000;
         webm.add_video(at_ns(start), encoded.data, encoded.keyframe)?;
         summary.video_frames += 1;

@@ -1,0 +1,51 @@
+//! The agent's face as a VP8 stream: a stock face (or `DEFAULT_FACE`), its renderer and an encoder,
+//! fed 40 ms of the agent's audio per frame. The first picture is converted whole; after that only the
+//! regions the renderer redraws are converted again. Used by live calls and by `avatar.webm`.
+
+use crate::MediaTime;
+use crate::avatar::stock::stock_face;
+use crate::avatar::{AvatarRenderer, FRAME_SAMPLES, MouthShape};
+
+use super::vp8::{EncodedFrame, Vp8Config, Vp8Encoder, Vp8Error};
+
+/// The face used when an agent's avatar has no drawn face here (custom avatars are not rigged yet).
+pub const DEFAULT_FACE: &str = "stock-amara";
+
+pub struct FaceEncoder {
+    renderer: AvatarRenderer,
+    encoder: Vp8Encoder,
+    frames: u64,
+}
+
+impl FaceEncoder {
+    /// The face `face_id` (a stock id; any other is drawn as `DEFAULT_FACE`) at `config`'s size;
+    /// `seed` varies its blinks.
+    pub fn new(face_id: &str, config: Vp8Config, seed: u64) -> Result<FaceEncoder, Vp8Error> {
+        let (portrait, rig) = stock_face(face_id, config.width)
+            .or_else(|| stock_face(DEFAULT_FACE, config.width))
+            .expect("the default face is drawn here");
+        let mut encoder = Vp8Encoder::new(config)?;
+        encoder.picture().convert(&portrait);
+        Ok(FaceEncoder { renderer: AvatarRenderer::new(portrait, rig, seed), encoder, frames: 0 })
+    }
+
+    /// Frames encoded so far (the index of the next one).
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    pub fn request_keyframe(&mut self) {
+        self.encoder.request_keyframe();
+    }
+
+    /// The next frame, drawn from `audio` (the 40 ms of the agent's 16 kHz audio it goes out with).
+    pub fn encode(&mut self, audio: &[f32]) -> Result<(EncodedFrame<'_>, MouthShape), Vp8Error> {
+        let regions = self.renderer.dirty_regions();
+        let (image, shape) = self.renderer.render(MediaTime(self.frames * FRAME_SAMPLES), audio);
+        for region in regions {
+            self.encoder.picture().convert_region(image, region);
+        }
+        self.frames += 1;
+        Ok((self.encoder.encode()?, shape))
+    }
+}
