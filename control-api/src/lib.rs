@@ -51,6 +51,8 @@ pub struct AppConfig {
     pub public_url: String,
     /// Where call recordings are kept.
     pub recordings_dir: std::path::PathBuf,
+    /// The local models (the face models rig custom avatars).
+    pub models_dir: std::path::PathBuf,
 }
 
 /// A minted session token and the join link that carries it.

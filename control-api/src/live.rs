@@ -45,6 +45,8 @@ pub struct LiveConversation {
     pub record: bool,
     /// The face the agent speaks with (`avatars[0].avatar_key_id`).
     pub face: String,
+    /// Its rigged portrait when `face` is a completed custom avatar.
+    pub custom_face: Option<(confab_engine::avatar::RgbImage, confab_engine::avatar::FaceRig)>,
     /// The user's audio, 16 kHz mono.
     pub input: rtrb::Producer<f32>,
     /// The agent's audio, 16 kHz mono.
@@ -71,6 +73,8 @@ pub async fn start(
         .ok_or_else(|| LiveError::NoAgent(conversation.agent_id.clone()))?;
     let agent = serde_json::to_value(to_agent(db, &record).await?).expect("agents serialize");
     let record = agent["record"].as_bool().unwrap_or(false);
+    let face = agent["avatars"][0]["avatar_key_id"].as_str().unwrap_or_default().to_string();
+    let custom_face = crate::avatars::assets::load(db, &face).await?;
     let spec = AgentSpec::from_json(&agent.to_string()).map_err(|e| LiveError::Agent(e.to_string()))?;
     let config = spec.conversation_config().map_err(|e| LiveError::Agent(e.to_string()))?;
     let mut prompt = spec.agent_system_prompt.clone();
@@ -103,7 +107,8 @@ pub async fn start(
         session_id: session.id,
         user_id: conversation.user_id.clone(),
         record,
-        face: agent["avatars"][0]["avatar_key_id"].as_str().unwrap_or_default().to_string(),
+        face,
+        custom_face,
         input: session.input,
         output: session.output,
         finished,

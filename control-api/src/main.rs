@@ -190,13 +190,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let db = open_database(&args.database).await?;
     let public_url = args.public_url.unwrap_or_else(|| format!("http://{}", args.addr));
     let recordings_dir = args.database.data.join("recordings");
-    let config = AppConfig { public_url: public_url.clone(), recordings_dir: recordings_dir.clone() };
+    let models_dir = args.media.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
+    let config = AppConfig {
+        public_url: public_url.clone(),
+        recordings_dir: recordings_dir.clone(),
+        models_dir: models_dir.clone(),
+    };
     let mut state = AppState::new(db.clone(), config).await.context("cannot initialise the server")?;
     let orphaned = confab_api::store::conversations::end_orphaned(&db).await.context("cannot end orphaned calls")?;
     if orphaned > 0 {
         tracing::warn!(orphaned, "conversations left IN_PROGRESS by an earlier run are now ENDED");
     }
-    let resumed = confab_api::avatars::custom::resume_unfinished(&db).await.context("cannot resume avatar jobs")?;
+    let resumed =
+        confab_api::avatars::custom::resume_unfinished(&db, &models_dir).await.context("cannot resume avatar jobs")?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed unfinished custom avatar jobs");
     }

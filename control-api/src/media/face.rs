@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use confab_engine::audio::opus_egress::FRAME_16K;
-use confab_engine::avatar::FRAME_SAMPLES;
+use confab_engine::avatar::{FRAME_SAMPLES, FaceRig, RgbImage};
 use confab_engine::video::face_encoder::FaceEncoder;
 use confab_engine::video::vp8::Vp8Config;
 use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
@@ -79,11 +79,21 @@ pub struct VideoTrack {
     pub payload_type: PayloadType,
 }
 
-/// Starts the face for `face_id` (a stock face; others are drawn as `DEFAULT_FACE` until custom avatars
-/// are rigged). Returns the feed; the thread and the writer end when every feed is dropped.
+/// Starts the face: `custom` (a custom avatar's rigged portrait) when given, else the stock face
+/// `face_id` (an unknown id is drawn as `DEFAULT_FACE`). Returns the feed; the thread and the writer end when every feed is dropped.
 /// Each encoded frame is also handed to `recording` (a no-op when the call is not recorded).
-pub fn start(face_id: &str, video: VideoTrack, seed: u64, recording: RecordingSlot) -> Option<FaceFeed> {
-    let face = match FaceEncoder::new(face_id, Vp8Config::default(), seed) {
+pub fn start(
+    face_id: &str,
+    custom: Option<(RgbImage, FaceRig)>,
+    video: VideoTrack,
+    seed: u64,
+    recording: RecordingSlot,
+) -> Option<FaceFeed> {
+    let encoder = match custom {
+        Some((portrait, rig)) => FaceEncoder::with_portrait(portrait, rig, Vp8Config::default(), seed),
+        None => FaceEncoder::new(face_id, Vp8Config::default(), seed),
+    };
+    let face = match encoder {
         Ok(face) => face,
         Err(err) => {
             tracing::error!(error = %err, "the VP8 encoder cannot start; the call has no face");

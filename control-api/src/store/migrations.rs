@@ -96,6 +96,18 @@ fn migration_1() -> Vec<String> {
 }
 
 /// The webhook outbox: every event is stored here before it is sent.
+/// Custom avatars' rigged portraits (PNG, base64) and rigs (JSON), written when a job completes.
+fn migration_3() -> Vec<String> {
+    vec![
+        "CREATE TABLE IF NOT EXISTS custom_avatar_assets (
+            avatar_id TEXT PRIMARY KEY,
+            portrait_png_base64 TEXT NOT NULL,
+            rig_json TEXT NOT NULL
+        )"
+        .to_string(),
+    ]
+}
+
 fn migration_2() -> Vec<String> {
     [
         "CREATE TABLE IF NOT EXISTS webhook_outbox (
@@ -124,7 +136,7 @@ pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
     sqlx::query("CREATE TABLE IF NOT EXISTS confab_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
         .execute(&db.pool)
         .await?;
-    let migrations: Vec<(i64, Vec<String>)> = vec![(1, migration_1()), (2, migration_2())];
+    let migrations: Vec<(i64, Vec<String>)> = vec![(1, migration_1()), (2, migration_2()), (3, migration_3())];
     for (version, statements) in migrations {
         let mut tx = db.begin_write().await?;
         if db.backend == Backend::Postgres {

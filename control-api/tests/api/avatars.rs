@@ -26,18 +26,28 @@ fn png(width: u32, height: u32) -> Vec<u8> {
     bytes
 }
 
+/// A test picture from `scripts/fixtures.sh` (public-domain photos of real people: test inputs only).
+fn fixture(name: &str) -> Vec<u8> {
+    let dir = std::env::var_os("CONFAB_FIXTURES_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/confab/fixtures"));
+    let path = dir.join(name);
+    std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}; run ./scripts/fixtures.sh", path.display()))
+}
+
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 async fn poll_until_done(app: &TestApp, id: &str) -> Value {
-    for _ in 0..200 {
+    // A deadline, not a timing check: rigging waits its turn behind every other test's jobs.
+    for _ in 0..1200 {
         let avatar = app.get(&format!("/v2/custom-avatar/{id}")).await.json();
         if avatar["status"] == "COMPLETED" || avatar["status"] == "FAILED" {
             return avatar;
         }
         assert!(avatar["status"] == "PENDING" || avatar["status"] == "PROCESSING", "{avatar}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("custom avatar {id} never finished");
 }
@@ -60,7 +70,7 @@ async fn stock_avatars_have_real_pictures(app: TestApp) {
 }
 
 async fn custom_avatar_completes_and_serves_as_agent_avatar(app: TestApp) {
-    let image = png(96, 80);
+    let image = fixture("astronaut.png");
     let created = app
         .post(
             "/v2/custom-avatar",
@@ -76,8 +86,14 @@ async fn custom_avatar_completes_and_serves_as_agent_avatar(app: TestApp) {
     assert_eq!(avatar["avatar_name"], "Robin");
     assert_eq!(avatar["gender"], "other");
     assert_eq!(avatar["job_id"], created.json()["job_id"]);
-    assert_eq!(avatar["output"]["width"], 96);
-    assert_eq!(avatar["output"]["height"], 80);
+    assert_eq!(avatar["output"]["width"], 512);
+    assert_eq!(avatar["output"]["height"], 512);
+    assert_eq!(avatar["output"]["rig"], "landmarks");
+    assert!(avatar["output"]["face_score"].as_f64().unwrap() > 0.8, "{avatar}");
+    assert_eq!(confab_api::avatars::assets::count(&app.db, &id).await.unwrap(), 1);
+    let (portrait, rig) = confab_api::avatars::assets::load(&app.db, &id).await.unwrap().expect("a stored face");
+    assert_eq!((portrait.width, portrait.height), (512, 512));
+    assert!(rig.mouth_center.1 > rig.nose_tip.1 && rig.chin.1 > rig.mouth_center.1, "{rig:?}");
     assert_eq!(avatar["output"]["display_picture"], format!("data:image/png;base64,{}", b64(&image)));
 
     let aliased = app
@@ -94,6 +110,8 @@ async fn custom_avatar_completes_and_serves_as_agent_avatar(app: TestApp) {
     let deleted = app.delete(&format!("/v2/custom-avatar/{id}")).await;
     assert_eq!(deleted.json(), json!({ "id": id, "message": "Custom avatar deleted successfully" }));
     assert_eq!(app.get(&format!("/v2/custom-avatar/{id}")).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(confab_api::avatars::assets::count(&app.db, &id).await.unwrap(), 0, "DELETE leaves no face behind");
+    assert!(confab_api::avatars::assets::load(&app.db, &id).await.unwrap().is_none());
 }
 
 async fn corrupt_images_fail_with_an_error(app: TestApp) {
@@ -101,6 +119,8 @@ async fn corrupt_images_fail_with_an_error(app: TestApp) {
         (b"this is not an image at all".to_vec(), "Unsupported"),
         (png(16, 16), "too small"),
         (png(100, 100)[..20].to_vec(), ""),
+        (png(200, 160), "No face found in the image"),
+        (fixture("coffee.png"), "No face found in the image"),
     ];
     for (bytes, expected) in cases {
         let id =
@@ -120,13 +140,23 @@ async fn custom_avatar_from_multipart(app: TestApp) {
         );
     }
     body.extend(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"image\"; filename=\"me.png\"\r\nContent-Type: image/png\r\n\r\n").as_bytes());
-    body.extend(png(64, 64));
+    body.extend(fixture("grace_hopper.jpg"));
     body.extend(format!("\r\n--{boundary}--\r\n").as_bytes());
     let response = app.post_raw("/v2/custom-avatar", &format!("multipart/form-data; boundary={boundary}"), body).await;
     assert_eq!(response.status, StatusCode::OK, "{}", response.text());
     let avatar = poll_until_done(&app, response.json()["id"].as_str().unwrap()).await;
-    assert_eq!(avatar["status"], "COMPLETED");
+    assert_eq!(avatar["status"], "COMPLETED", "{avatar}");
     assert_eq!(avatar["avatar_name"], "Kim");
+    assert_eq!(avatar["output"]["format"], "jpeg");
+
+    // A drawing (one of the engine's illustrated faces) completes too.
+    let (drawing, _) = confab_engine::avatar::stock::stock_face("stock-sofia", 320).unwrap();
+    let drawing = confab_api::avatars::portrait::encode_png(&drawing);
+    let id =
+        app.create("/v2/custom-avatar", json!({ "image": b64(&drawing), "name": "Drawn", "gender": "female" })).await;
+    let avatar = poll_until_done(&app, &id).await;
+    assert_eq!(avatar["status"], "COMPLETED", "{avatar}");
+    assert!(confab_api::avatars::assets::load(&app.db, &id).await.unwrap().is_some());
 }
 
 async fn custom_avatar_errors(app: TestApp) {

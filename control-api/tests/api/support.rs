@@ -56,10 +56,16 @@ pub const PUBLIC_URL: &str = "http://confab.test";
 impl TestApp {
     async fn start(url: &str) -> TestApp {
         let db = Db::connect(url).await.expect("connect to the test database");
-        let state =
-            AppState::new(db.clone(), AppConfig { public_url: PUBLIC_URL.into(), recordings_dir: "recordings".into() })
-                .await
-                .unwrap();
+        let state = AppState::new(
+            db.clone(),
+            AppConfig {
+                public_url: PUBLIC_URL.into(),
+                recordings_dir: "recordings".into(),
+                models_dir: confab_models::default_models_dir(),
+            },
+        )
+        .await
+        .unwrap();
         let (_, key) = auth::create_key(&db, "test").await.unwrap();
         TestApp { router: app(state), db, key }
     }

@@ -3,6 +3,7 @@
 //! `image`). The stock faces are drawn here too (`stock`): illustrated, never the likeness of a real
 //! person. No HTTP, no SQL, no codec: encoding is `crate::video`, transport sits above both.
 
+pub mod from_image;
 pub mod image;
 pub mod mouth;
 pub mod renderer;

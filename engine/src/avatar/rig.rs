@@ -7,7 +7,7 @@
 pub type Point = (f32, f32);
 
 /// One eye, as an ellipse, and what its lid looks like when it closes.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EyeRig {
     pub center: Point,
     pub half_width: f32,
@@ -19,7 +19,7 @@ pub struct EyeRig {
 }
 
 /// Landmarks of one portrait, in its pixels.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FaceRig {
     /// Where the lips meet, at the middle.
     pub mouth_center: Point,
@@ -54,6 +54,26 @@ pub struct FaceMesh {
 }
 
 impl FaceRig {
+    /// The same rig for the portrait scaled by `factor`.
+    pub fn scaled(&self, factor: f32) -> FaceRig {
+        let point = |(x, y): Point| (x * factor, y * factor);
+        FaceRig {
+            mouth_center: point(self.mouth_center),
+            mouth_half_width: self.mouth_half_width * factor,
+            lip_height: self.lip_height * factor,
+            chin: point(self.chin),
+            jaw_half_width: self.jaw_half_width * factor,
+            nose_tip: point(self.nose_tip),
+            eyes: self.eyes.map(|eye| EyeRig {
+                center: point(eye.center),
+                half_width: eye.half_width * factor,
+                half_height: eye.half_height * factor,
+                ..eye
+            }),
+            ..self.clone()
+        }
+    }
+
     /// The rest mesh of this rig.
     pub fn mesh(&self) -> FaceMesh {
         let (cx, cy) = self.mouth_center;

@@ -4,11 +4,11 @@
 
 use crate::MediaTime;
 use crate::avatar::stock::stock_face;
-use crate::avatar::{AvatarRenderer, FRAME_SAMPLES, MouthShape};
+use crate::avatar::{AvatarRenderer, FRAME_SAMPLES, FaceRig, MouthShape, RgbImage};
 
 use super::vp8::{EncodedFrame, Vp8Config, Vp8Encoder, Vp8Error};
 
-/// The face used when an agent's avatar has no drawn face here (custom avatars are not rigged yet).
+/// The face used when an agent's avatar is neither a stock face nor a given portrait.
 pub const DEFAULT_FACE: &str = "stock-amara";
 
 pub struct FaceEncoder {
@@ -24,6 +24,17 @@ impl FaceEncoder {
         let (portrait, rig) = stock_face(face_id, config.width)
             .or_else(|| stock_face(DEFAULT_FACE, config.width))
             .expect("the default face is drawn here");
+        FaceEncoder::with_portrait(portrait, rig, config, seed)
+    }
+
+    /// A rigged portrait (a custom avatar), scaled to `config`'s size when it is drawn at another.
+    pub fn with_portrait(
+        portrait: RgbImage,
+        rig: FaceRig,
+        config: Vp8Config,
+        seed: u64,
+    ) -> Result<FaceEncoder, Vp8Error> {
+        let (portrait, rig) = fit(portrait, rig, config.width as usize);
         let mut encoder = Vp8Encoder::new(config)?;
         encoder.picture().convert(&portrait);
         Ok(FaceEncoder { renderer: AvatarRenderer::new(portrait, rig, seed), encoder, frames: 0 })
@@ -48,4 +59,16 @@ impl FaceEncoder {
         self.frames += 1;
         Ok((self.encoder.encode()?, shape))
     }
+}
+
+/// `portrait` (square) and its rig at `side` pixels.
+fn fit(portrait: RgbImage, rig: FaceRig, side: usize) -> (RgbImage, FaceRig) {
+    if portrait.width == side && portrait.height == side {
+        return (portrait, rig);
+    }
+    let factor = side as f32 / portrait.width as f32;
+    let source = image::RgbImage::from_raw(portrait.width as u32, portrait.height as u32, portrait.rgb)
+        .expect("an RgbImage holds width × height pixels");
+    let scaled = image::imageops::resize(&source, side as u32, side as u32, image::imageops::FilterType::CatmullRom);
+    (RgbImage { width: side, height: side, rgb: scaled.into_raw() }, rig.scaled(factor))
 }

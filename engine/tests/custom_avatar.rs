@@ -1,0 +1,134 @@
+//! Custom avatars from one picture, on real pictures and the real MediaPipe models: photos of real
+//! people (public-domain test fixtures from `scripts/fixtures.sh`, never stock avatars) are rigged
+//! from their landmarks and speak; a drawing is rigged; pictures without a usable face are refused
+//! with the reason.
+
+use std::path::PathBuf;
+
+use confab_engine::MediaTime;
+use confab_engine::avatar::from_image::{AvatarBuilder, AvatarImageError, RigSource};
+use confab_engine::avatar::stock::stock_face;
+use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let dir = std::env::var_os("CONFAB_FIXTURES_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/confab/fixtures"));
+    let path = dir.join(name);
+    std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}; run ./scripts/fixtures.sh", path.display()))
+}
+
+fn builder() -> AvatarBuilder {
+    AvatarBuilder::load(&confab_models::default_models_dir()).expect("run `confab models fetch`")
+}
+
+fn png(image: &image::RgbImage) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    image.write_to(&mut out, image::ImageFormat::Png).expect("PNG encodes");
+    out.into_inner()
+}
+
+/// A voiced 40 ms frame: a 150 Hz buzz with harmonics at speech level.
+fn voiced() -> Vec<f32> {
+    (0..FRAME_SAMPLES as usize)
+        .map(|n| {
+            let t = n as f32 / 16_000.0;
+            (1..6).map(|h| (std::f32::consts::TAU * 150.0 * h as f32 * t).sin() / h as f32).sum::<f32>() * 0.2
+        })
+        .collect()
+}
+
+/// Pixels of the mouth region that differ between two frames of the same size.
+fn changed_in(
+    a: &confab_engine::avatar::RgbImage,
+    b: &confab_engine::avatar::RgbImage,
+    region: (usize, usize, usize, usize),
+) -> usize {
+    let (left, top, right, bottom) = region;
+    let mut changed = 0;
+    for y in top..bottom {
+        for x in left..right {
+            if a.pixel(x, y) != b.pixel(x, y) {
+                changed += 1;
+            }
+        }
+    }
+    changed
+}
+
+fn assert_speaks(rigged: &confab_engine::avatar::from_image::RiggedPortrait) {
+    let rig = &rigged.rig;
+    let (cx, cy) = rig.mouth_center;
+    let region = (
+        (cx - rig.mouth_half_width * 1.3) as usize,
+        (cy - rig.lip_height * 3.0) as usize,
+        (cx + rig.mouth_half_width * 1.3) as usize,
+        (cy + rig.lip_height * 4.0) as usize,
+    );
+    let mut renderer = AvatarRenderer::new(rigged.portrait.clone(), rig.clone(), 7);
+    let silent = vec![0.0f32; FRAME_SAMPLES as usize];
+    let (closed, shape) = renderer.render(MediaTime::ZERO, &silent);
+    assert!(shape.is_closed());
+    assert_eq!(changed_in(closed, &rigged.portrait, region), 0, "a silent frame is the portrait's mouth");
+    let mut open_changes = 0;
+    for frame in 1..4u64 {
+        let (open, shape) = renderer.render(MediaTime(frame * FRAME_SAMPLES), &voiced());
+        assert!(!shape.is_closed(), "voiced audio opens the mouth");
+        open_changes = open_changes.max(changed_in(open, &rigged.portrait, region));
+    }
+    let area = (region.2 - region.0) * (region.3 - region.1);
+    assert!(open_changes * 10 > area, "the open mouth changes the mouth region ({open_changes} of {area} pixels)");
+}
+
+#[test]
+fn a_photo_is_rigged_from_its_landmarks_and_speaks() {
+    let mut builder = builder();
+    for name in ["astronaut.png", "grace_hopper.jpg"] {
+        let rigged = builder.build(&fixture(name), 512).unwrap_or_else(|err| panic!("{name}: {err}"));
+        assert_eq!(rigged.source, RigSource::Landmarks, "{name}");
+        assert!(rigged.detection_score > 0.8 && rigged.landmark_presence > 0.9, "{name}: {rigged:?}");
+        let rig = &rigged.rig;
+        // A framed face: eyes above the nose, above the mouth, above the chin, the mouth near the middle.
+        let eye_y = (rig.eyes[0].center.1 + rig.eyes[1].center.1) / 2.0;
+        assert!(
+            eye_y < rig.nose_tip.1 && rig.nose_tip.1 < rig.mouth_center.1 && rig.mouth_center.1 < rig.chin.1,
+            "{name}: {rig:?}"
+        );
+        assert!((rig.mouth_center.0 - 256.0).abs() < 80.0, "{name}: {rig:?}");
+        assert!(rig.mouth_half_width > 15.0 && rig.mouth_half_width < 80.0, "{name}: {rig:?}");
+        assert!(rig.eyes[0].center.0 < rig.eyes[1].center.0, "{name}: the person's right eye is on the picture's left");
+        assert_speaks(&rigged);
+    }
+}
+
+#[test]
+fn a_drawing_is_rigged_and_speaks() {
+    let (drawing, _) = stock_face("stock-kenji", 400).expect("a stock face");
+    let picture = image::RgbImage::from_raw(400, 400, drawing.rgb).expect("400×400");
+    let rigged = builder().build(&png(&picture), 512).expect("a drawn face is accepted");
+    assert_speaks(&rigged);
+}
+
+#[test]
+fn pictures_without_a_usable_face_are_refused_with_the_reason() {
+    let mut builder = builder();
+    let refused = |builder: &mut AvatarBuilder, bytes: &[u8]| builder.build(bytes, 512).expect_err("refused");
+
+    let err = refused(&mut builder, &fixture("coffee.png"));
+    assert!(matches!(err, AvatarImageError::NoFace), "{err}");
+    assert_eq!(err.to_string(), "No face found in the image");
+
+    let err = refused(&mut builder, b"%PDF-1.4 not a picture");
+    assert!(matches!(err, AvatarImageError::NotAnImage(_)), "{err}");
+
+    let astronaut = image::load_from_memory(&fixture("astronaut.png")).expect("PNG").to_rgb8();
+    // The whole picture at 240 pixels: the face is about 45 pixels wide.
+    let small = image::imageops::resize(&astronaut, 240, 240, image::imageops::FilterType::Triangle);
+    let err = refused(&mut builder, &png(&small));
+    assert!(matches!(err, AvatarImageError::FaceTooSmall(width) if width < 48), "{err}");
+
+    // Only the left part of the face is in the picture.
+    let cut = image::imageops::crop_imm(&astronaut, 0, 0, 240, 360).to_image();
+    let err = refused(&mut builder, &png(&cut));
+    assert!(matches!(err, AvatarImageError::FaceCutOff | AvatarImageError::NoFace), "{err}");
+}
