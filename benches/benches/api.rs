@@ -17,7 +17,11 @@ fn api(c: &mut Criterion) {
         let db = Db::connect(&url).await.unwrap();
         let state = AppState::new(
             db.clone(),
-            AppConfig { public_url: "http://bench".into(), recordings_dir: "recordings".into() },
+            AppConfig {
+                public_url: "http://bench".into(),
+                recordings_dir: "recordings".into(),
+                models_dir: confab_models::default_models_dir(),
+            },
         )
         .await
         .unwrap();

@@ -47,7 +47,11 @@ fn main() {
         let db = Db::connect(&format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display())).await.unwrap();
         let state = AppState::new(
             db.clone(),
-            AppConfig { public_url: "http://bench".into(), recordings_dir: "recordings".into() },
+            AppConfig {
+                public_url: "http://bench".into(),
+                recordings_dir: "recordings".into(),
+                models_dir: confab_models::default_models_dir(),
+            },
         )
         .await
         .unwrap();

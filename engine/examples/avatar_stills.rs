@@ -34,14 +34,16 @@ fn main() {
     for picture in std::env::args().skip(2) {
         let mut builder = AvatarBuilder::load(&models).expect("run `confab models fetch`");
         let bytes = std::fs::read(&picture).expect("the picture");
+        let started = std::time::Instant::now();
         let rigged = builder.build(&bytes, 512).unwrap_or_else(|err| panic!("{picture}: {err}"));
+        println!("{picture}: rigged in {:.0} ms", started.elapsed().as_secs_f64() * 1e3);
         let stem = std::path::Path::new(&picture).file_stem().unwrap().to_string_lossy().replace('_', "-");
         println!("{picture}: rig from {:?}", rigged.source);
         stills(&dir, &format!("custom-{stem}"), &rigged.portrait, &rigged.rig, &speech);
     }
 }
 
-/// Writes `{name}-rest.png` and three frames mid-word, `{name}-word{1,2,3}.png`.
+/// Writes `{name}-rest.png` and two frames mid-word, `{name}-word{1,2}.png`.
 fn stills(dir: &std::path::Path, name: &str, portrait: &RgbImage, rig: &FaceRig, speech: &[f32]) {
     let frame = FRAME_SAMPLES as usize;
     write_png(&dir.join(format!("{name}-rest.png")), portrait);
@@ -53,7 +55,7 @@ fn stills(dir: &std::path::Path, name: &str, portrait: &RgbImage, rig: &FaceRig,
         shapes.push((index, shape.open));
     }
     shapes.sort_by(|a, b| b.1.total_cmp(&a.1));
-    for (rank, &(wanted, open)) in shapes.iter().step_by(7).take(3).enumerate() {
+    for (rank, &(wanted, open)) in shapes.iter().step_by(7).take(2).enumerate() {
         let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1);
         let mut last = None;
         for (index, audio) in speech.chunks(frame).enumerate().take(wanted + 1) {

@@ -112,13 +112,20 @@ impl AvatarRenderer {
         let teeth_bottom = top + (bottom - top).min(self.rig.lip_height * 1.6) * 0.45;
         let teeth_half_width = self.rig.mouth_half_width * 0.62;
         let (interior, teeth) = (self.rig.mouth_interior, self.rig.teeth);
+        let mouth_half_width = self.rig.mouth_half_width;
         fill_polygon(&mut self.frame, &self.inner_lips, |x, y| {
             let (x, y) = (x as f32 + 0.5, y as f32 + 0.5);
-            if y < teeth_bottom && (x - cx).abs() < teeth_half_width {
-                teeth
+            // The teeth's lower edge follows the arch of the jaw; they darken towards the corners.
+            let across = ((x - cx) / teeth_half_width).clamp(-1.0, 1.0);
+            let arch = teeth_bottom - (teeth_bottom - top) * 0.45 * across * across;
+            if y < arch && across.abs() < 1.0 {
+                let shade = 1.0 - 0.3 * across * across;
+                teeth.map(|c| (f32::from(c) * shade) as u8)
             } else {
-                // Darker towards the back of the mouth (the middle, low).
-                let depth = 1.0 - 0.35 * ((y - top) / (bottom - top + 1.0)).clamp(0.0, 1.0);
+                // Darker towards the back of the mouth (the middle, low) and in the corners' shadow.
+                let low = ((y - top) / (bottom - top + 1.0)).clamp(0.0, 1.0);
+                let side = ((x - cx) / mouth_half_width).clamp(-1.0, 1.0);
+                let depth = (1.0 - 0.35 * low) * (1.0 - 0.4 * side * side);
                 interior.map(|c| (f32::from(c) * depth) as u8)
             }
         });
