@@ -239,12 +239,16 @@ fn skin_below(portrait: &RgbImage, (x, y): Point, eye_height: f32) -> [u8; 3] {
     sum.map(|total| (total / count) as u8)
 }
 
-fn eye(portrait: &RgbImage, corners: (Point, Point), lids: (Point, Point)) -> EyeRig {
-    let center = midpoint(corners.0, corners.1);
-    let half_width = distance(corners.0, corners.1) / 2.0 * 1.15;
-    let half_height = ((lids.1.1 - lids.0.1).abs() / 2.0 * 1.35).max(half_width * 0.3);
+/// An eye of the given size whose lid takes the colour of the skin below it.
+fn eye_rig(portrait: &RgbImage, center: Point, half_width: f32, half_height: f32) -> EyeRig {
     let lid = skin_below(portrait, center, half_height);
     EyeRig { center, half_width, half_height, lid, lash: lid.map(|c| (f32::from(c) * 0.3) as u8) }
+}
+
+fn eye(portrait: &RgbImage, corners: (Point, Point), lids: (Point, Point)) -> EyeRig {
+    let half_width = distance(corners.0, corners.1) / 2.0 * 1.15;
+    let half_height = ((lids.1.1 - lids.0.1).abs() / 2.0 * 1.35).max(half_width * 0.3);
+    eye_rig(portrait, midpoint(corners.0, corners.1), half_width, half_height)
 }
 
 /// The rig from MediaPipe's face mesh points (portrait pixels).
@@ -283,11 +287,6 @@ fn rig_from_keypoints(face: &FaceBox, portrait: &RgbImage) -> FaceRig {
     let [right_eye, left_eye, nose, mouth, _, _] = face.keypoints;
     let eyes = distance(right_eye, left_eye).max(1.0);
     let box_bottom = face.center.1 + face.side / 2.0;
-    let eye_rig = |center: Point| {
-        let (half_width, half_height) = (eyes * 0.22, eyes * 0.1);
-        let lid = skin_below(portrait, center, half_height);
-        EyeRig { center, half_width, half_height, lid, lash: lid.map(|c| (f32::from(c) * 0.3) as u8) }
-    };
     FaceRig {
         mouth_center: mouth,
         mouth_half_width: eyes * 0.38,
@@ -295,7 +294,7 @@ fn rig_from_keypoints(face: &FaceBox, portrait: &RgbImage) -> FaceRig {
         chin: (mouth.0, (mouth.1 + eyes * 0.8).min(box_bottom).max(mouth.1 + eyes * 0.3)),
         jaw_half_width: eyes * 0.85,
         nose_tip: (nose.0, nose.1.min(mouth.1 - eyes * 0.2)),
-        eyes: [eye_rig(right_eye), eye_rig(left_eye)],
+        eyes: [right_eye, left_eye].map(|center| eye_rig(portrait, center, eyes * 0.22, eyes * 0.1)),
         mouth_interior: MOUTH_INTERIOR,
         teeth: TEETH,
     }
