@@ -9,7 +9,7 @@ use common::speak;
 
 use confab_engine::MediaTime;
 use confab_engine::avatar::mouth::SILENCE_DBFS;
-use confab_engine::avatar::stock::stock_face;
+use confab_engine::avatar::stock::{STOCK, stock_face};
 use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES};
 
 const FRAME: usize = FRAME_SAMPLES as usize;
@@ -24,9 +24,9 @@ fn is_silent(frame: &[f32]) -> bool {
     20.0 * rms.max(1e-9).log10() < SILENCE_DBFS
 }
 
-/// (mouth open per frame, frame differs from the portrait) for `audio`.
-fn render(audio: &[f32]) -> Vec<(bool, bool)> {
-    let (portrait, rig) = stock_face("stock-sofia", 512).unwrap();
+/// (mouth open per frame, frame differs from the portrait) for `audio`, on the stock face `face_id`.
+fn render_face(face_id: &str, audio: &[f32]) -> Vec<(bool, bool)> {
+    let (portrait, rig) = stock_face(face_id, 512).unwrap();
     let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1);
     frames(audio)
         .enumerate()
@@ -39,6 +39,10 @@ fn render(audio: &[f32]) -> Vec<(bool, bool)> {
             (!shape.is_closed(), region_differs)
         })
         .collect()
+}
+
+fn render(audio: &[f32]) -> Vec<(bool, bool)> {
+    render_face("stock-sofia", audio)
 }
 
 #[test]
@@ -69,4 +73,23 @@ fn an_interruption_closes_the_mouth_on_the_frame_the_audio_stops() {
     let cut_frame = cut / FRAME;
     assert!(rendered[cut_frame - 1].0, "speaking on the frame before");
     assert!(rendered[cut_frame..].iter().all(|(open, differs)| !open && !differs), "closed from the cut on");
+}
+
+#[test]
+fn every_stock_face_speaks_with_the_voice_and_is_still_in_silence() {
+    let mut audio = vec![0.0; 16_000 / 4];
+    audio.extend(speak("Good morning, nice to meet you."));
+    audio.extend(vec![0.0; 16_000 / 2]);
+    for (face_id, _) in STOCK {
+        let rendered = render_face(face_id, &audio);
+        for (index, (frame, (open, differs))) in frames(&audio).zip(&rendered).enumerate() {
+            assert_eq!(*open, !is_silent(frame), "{face_id}, frame {index}: open exactly when its audio is voiced");
+            assert_eq!(
+                *open, *differs,
+                "{face_id}, frame {index}: a closed mouth is the portrait's, an open one drawn"
+            );
+        }
+        let open_frames = rendered.iter().filter(|(open, _)| *open).count();
+        assert!(open_frames > 10, "{face_id} speaks the sentence: {open_frames} open frames");
+    }
 }

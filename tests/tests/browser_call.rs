@@ -2,7 +2,8 @@
 //! namespace, the agent on the local models and a webhook receiver started here checking every signed
 //! event. In Debian's Chromium (its microphone a spoken WAV) the agent's face plays, and the record ends ENDED
 //! with its transcript and recording, and a second call that loses its browser ends with `participant_left`. In Firefox ESR
-//! (its microphone, in the page, the same spoken WAV through Web Audio: never its fake tone) the agent answers, is heard and seen.
+//! (its microphone, in the page, the same spoken WAV through Web Audio: never its fake tone) the agent answers, is
+//! heard, and its face moves with its voice (within the window `assert_the_mouth_follows_the_voice` explains).
 
 use std::time::Duration;
 
@@ -101,7 +102,8 @@ const FACE_FRAMES_DECODED: &str = "(async () => { let n = 0; if (!pc) return 0; 
 
 /// Samples the face's mouth every 80 ms: `window.mouth` gets [mean change per pixel of the mouth region
 /// since the last sample, the agent's audio level then]. The page scales the 512-pixel frame to its stage,
-/// so the region is read from the video itself through a canvas, at the stock face's mouth.
+/// so the region is read from the video itself through a canvas, at the stock face's mouth. Both
+/// browsers report the receiver's `audioLevel` of the voice as it is played.
 const WATCH_THE_MOUTH: &str = "(() => { window.mouth = []; const canvas = document.createElement('canvas'); \
     canvas.width = 96; canvas.height = 72; const g = canvas.getContext('2d', { willReadFrequently: true }); \
     let previous = null; setInterval(async () => { const v = document.getElementById('avatar'); \
@@ -111,6 +113,26 @@ const WATCH_THE_MOUTH: &str = "(() => { window.mouth = []; const canvas = docume
     change /= d.length / 4; } previous = d.slice(); let level = 0; \
     (await pc.getStats()).forEach((r) => { if (r.type === 'inbound-rtp' && r.kind === 'audio') level = r.audioLevel || 0; }); \
     window.mouth.push([change, level]); }, 80); return true; })()";
+
+/// The face spoke with the voice: its mouth moved while the agent's audio played, and stood still while
+/// the agent was silent for `quiet` samples either side (`window.mouth`, from `WATCH_THE_MOUTH`). The
+/// window is how far apart the browser may play the two: Chromium holds them within 4 samples (320 ms);
+/// Firefox once showed the face 6 samples (~480 ms) ahead of its voice as played, while its audio jitter
+/// buffer had grown (an open defect, issue 11's notes), so its window is 8.
+async fn assert_the_mouth_follows_the_voice(browser: &mut Browser, quiet: usize) {
+    let samples = browser.eval("window.mouth").await;
+    let samples: Vec<(f64, f64)> =
+        samples.as_array().unwrap().iter().map(|s| (s[0].as_f64().unwrap(), s[1].as_f64().unwrap())).collect();
+    let speaking = |i: usize| samples[i].1 > 0.01;
+    let quiet_around =
+        |i: usize| (i.saturating_sub(quiet)..(i + quiet + 1).min(samples.len())).all(|j| samples[j].1 < 0.001);
+    // A moving mouth changes its region by 8–27 per pixel between samples; a still one only by the codec's
+    // refinement after each keyframe (at most ~2.3 seen), and VP8 refines a new picture over its first 2 s.
+    let moving = (0..samples.len()).filter(|&i| speaking(i) && samples[i].0 > 8.0).count();
+    let still = (25.max(quiet)..samples.len()).filter(|&i| quiet_around(i)).map(|i| samples[i].0).fold(0.0, f64::max);
+    assert!(moving >= 3, "the mouth moved in {moving} samples while the agent spoke: {samples:?}");
+    assert!(still < 5.0, "the mouth moved by {still} while the agent was silent: {samples:?}");
+}
 
 /// A scratch directory for one test: `<tmp>/confab-<name>-<pid>`.
 fn scratch(name: &str) -> std::path::PathBuf {
@@ -152,19 +174,7 @@ async fn talk_in_chromium() {
 
     // Listening, transcribing, answering and speaking, all on the local models.
     receiver.wait_for_event(&secret, &id, "agent.stopped_speaking", Duration::from_secs(90)).await;
-    // The face spoke with the voice: its mouth moved while the agent's audio played, and stood still while
-    // the agent was silent (decoded frames, read back through a canvas in the page).
-    let samples = browser.eval("window.mouth").await;
-    let samples: Vec<(f64, f64)> =
-        samples.as_array().unwrap().iter().map(|s| (s[0].as_f64().unwrap(), s[1].as_f64().unwrap())).collect();
-    let speaking = |i: usize| samples[i].1 > 0.01;
-    let quiet_around = |i: usize| (i.saturating_sub(4)..(i + 5).min(samples.len())).all(|j| samples[j].1 < 0.001);
-    // A moving mouth changes its region by 8–27 per pixel between samples; a still one only by the codec's
-    // refinement after each keyframe (at most ~2.3 seen), and VP8 refines a new picture over its first 2 s.
-    let moving = (0..samples.len()).filter(|&i| speaking(i) && samples[i].0 > 8.0).count();
-    let still = (25..samples.len()).filter(|&i| quiet_around(i)).map(|i| samples[i].0).fold(0.0, f64::max);
-    assert!(moving >= 3, "the mouth moved in {moving} samples while the agent spoke: {samples:?}");
-    assert!(still < 5.0, "the mouth moved by {still} while the agent was silent: {samples:?}");
+    assert_the_mouth_follows_the_voice(&mut browser, 4).await;
     let heard = browser.eval(AGENT_PACKETS_HEARD).await.as_u64().unwrap();
     assert!(heard >= 25, "the page received {heard} audio packets from the agent");
     // The page shows the agent's face: 512×512 VP8, frames decoded and still coming.
@@ -314,12 +324,14 @@ async fn talk_in_firefox() {
     browser.wait_for("document.body.dataset.state", &json!("live"), Duration::from_secs(20)).await;
     // Firefox's audio (silence so far) reached the engine: the question can be asked.
     setup.wait_for_status(&id, "IN_PROGRESS", Duration::from_secs(5)).await;
+    assert_eq!(browser.eval(WATCH_THE_MOUTH).await, json!(true));
     assert_eq!(browser.eval("window.speak()").await, json!("running"));
 
     // The question is committed and answered. Not necessarily the first turn: on a loaded machine Firefox
     // at times sends a short burst of sound just before the question's first packets (an open defect,
     // issue 10's notes), which is committed as its own turn; the question still has to be heard whole.
     wait_for_the_answer(&receiver, &secret, &id, "capital", Duration::from_secs(90)).await;
+    assert_the_mouth_follows_the_voice(&mut browser, 8).await;
     let heard = browser.eval(AGENT_PACKETS_HEARD).await.as_u64().unwrap();
     assert!(heard >= 25, "Firefox received {heard} audio packets from the agent");
     browser.wait_for("document.getElementById('avatar').videoWidth", &json!(512), Duration::from_secs(10)).await;

@@ -1,0 +1,202 @@
+//! Avatar streams per core with the audio pipeline running: N live calls in real time, each with what a
+//! call runs on a media worker. The engine runtime holds N sessions (media threads, the batched VAD
+//! thread, the turn model) hearing the user's speech through their input rings; per call, a thread
+//! plays the voice sender and the face thread together: every 20 ms it Opus-encodes the agent's voice
+//! (the agent speaks all the time: the worst case for the face) and every 40 ms renders the face from that
+//! audio, converts the redrawn regions to I420 and encodes VP8 (`FaceEncoder`, 512×512, as in calls).
+//!
+//! A frame is due when its audio is sent; it is late when it is not encoded before the next one is due
+//! (40 ms later: the face would fall behind its voice). A run passes when no frame is late and no media
+//! tick missed its 20 ms deadline.
+//!
+//! `cargo bench -p confab-benches --bench avatar_density [-- N…]` reports, for each N: late frames, frame
+//! latency (due → encoded) p50/p99/max, CPU per stream-second, then the largest N that passed. Under
+//! `cargo test` (no `--bench` argument) it runs one small smoke case.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
+use confab_engine::audio::wav;
+use confab_engine::avatar::FRAME_SAMPLES;
+use confab_engine::avatar::stock::STOCK;
+use confab_engine::conversation::ConversationConfig;
+use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters};
+use confab_engine::video::face_encoder::FaceEncoder;
+use confab_engine::video::vp8::Vp8Config;
+
+const TICK: Duration = Duration::from_millis(20);
+
+fn espeak(text: &str, words_per_minute: u32) -> Vec<f32> {
+    let path =
+        std::env::temp_dir().join(format!("confab-avatar-density-{}-{words_per_minute}.wav", std::process::id()));
+    let status = Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", &words_per_minute.to_string(), "-w"])
+        .arg(&path)
+        .arg(text)
+        .status()
+        .expect("espeak-ng");
+    assert!(status.success());
+    let audio = wav::read_mono_16k(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    audio
+}
+
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+/// One call's voice sender and face: Opus every 20 ms, a face frame every 40 ms, for `frames` frames
+/// from `start`. Returns each frame's latency (due → encoded).
+fn call(face_id: &str, voice: &[f32], offset: usize, start: Instant, frames: usize) -> Vec<Duration> {
+    let mut face = FaceEncoder::new(face_id, Vp8Config::default(), offset as u64).unwrap();
+    let mut opus = OpusEgress::new().unwrap();
+    let mut audio = vec![0.0f32; FRAME_SAMPLES as usize];
+    let mut latencies = Vec::with_capacity(frames);
+    let mut position = offset % voice.len();
+    for frame in 0..frames {
+        for half in 0..2 {
+            let due = start + TICK * (2 * frame + half) as u32;
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            let part = &mut audio[half * FRAME_16K..(half + 1) * FRAME_16K];
+            for sample in part.iter_mut() {
+                *sample = voice[position];
+                position = (position + 1) % voice.len();
+            }
+            std::hint::black_box(opus.encode(part).unwrap().len());
+        }
+        let due = start + TICK * (2 * frame + 1) as u32;
+        let (encoded, _) = face.encode(&audio).unwrap();
+        std::hint::black_box(encoded.data.len());
+        latencies.push(Instant::now().saturating_duration_since(due));
+    }
+    latencies
+}
+
+/// The users' side: writes each session's speech into its input ring every 20 ms and drains the
+/// agent's output, until `stop`.
+fn feed(mut handles: Vec<confab_engine::runtime::SessionHandle>, speech: Vec<f32>, stop: Arc<AtomicBool>) {
+    let start = Instant::now();
+    let offsets: Vec<usize> = (0..handles.len()).map(|i| (i * 7919 * 320) % speech.len()).collect();
+    let mut tick = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        for (handle, offset) in handles.iter_mut().zip(&offsets) {
+            let at = (offset + tick * FRAME_16K) % speech.len();
+            if let Ok(mut chunk) = handle.input.write_chunk_uninit(FRAME_16K) {
+                let (a, b) = chunk.as_mut_slices();
+                for (i, slot) in a.iter_mut().chain(b.iter_mut()).enumerate() {
+                    slot.write(speech[(at + i) % speech.len()]);
+                }
+                unsafe { chunk.commit_all() };
+            }
+            while let Ok(chunk) = handle.output.read_chunk(handle.output.slots()) {
+                if chunk.is_empty() {
+                    break;
+                }
+                chunk.commit_all();
+            }
+            while handle.events.try_recv().is_ok() {}
+        }
+        tick += 1;
+        if let Some(wait) = (start + TICK * tick as u32).checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+struct Outcome {
+    passed: bool,
+    line: String,
+}
+
+fn run(streams: usize, seconds: u64, voice: &Arc<Vec<f32>>, user: &[f32]) -> Outcome {
+    let config = RuntimeConfig::new(confab_models::default_models_dir(), streams);
+    let mut runtime = Runtime::start(config).expect("models are fetched (confab models fetch)");
+    let handles: Vec<_> =
+        (0..streams).map(|_| runtime.open_session(ConversationConfig::default(), None).unwrap()).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let feeder = {
+        let (speech, stop) = (user.to_vec(), stop.clone());
+        std::thread::spawn(move || feed(handles, speech, stop))
+    };
+    let frames = (seconds * 25) as usize;
+    // Every call starts its clock at its own moment within the first 40 ms, as calls do.
+    let ready = Arc::new(Barrier::new(streams + 1));
+    let calls: Vec<_> = (0..streams)
+        .map(|i| {
+            let (voice, ready) = (voice.clone(), ready.clone());
+            let face_id = STOCK[i % STOCK.len()].0;
+            std::thread::Builder::new()
+                .name("confab-face".into())
+                .spawn(move || {
+                    ready.wait();
+                    let start = Instant::now() + Duration::from_micros((i as u64 * 7_919) % 40_000);
+                    call(face_id, &voice, i * 16_411, start, frames)
+                })
+                .unwrap()
+        })
+        .collect();
+    ready.wait();
+    let cpu_start = cpu_seconds();
+    let wall_start = Instant::now();
+    let mut latencies: Vec<Duration> = calls.into_iter().flat_map(|c| c.join().unwrap()).collect();
+    let wall = wall_start.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu_start;
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize].as_secs_f64() * 1_000.0;
+    let late = latencies.iter().filter(|l| **l > Duration::from_millis(40)).count();
+    let missed = RuntimeCounters::get(&runtime.counters.missed_deadlines);
+    let refused = RuntimeCounters::get(&runtime.counters.vad_queue_full);
+    let line = format!(
+        "streams {streams:3}: late frames {late:5} of {:6}, frame latency p50 {:5.2} / p99 {:6.2} / max {:6.2} ms, \
+         media ticks over 20 ms {missed:3}, VAD refused {refused}, CPU {:.2} ms per stream-second ({:.1} streams per core)",
+        latencies.len(),
+        at(0.5),
+        at(0.99),
+        at(1.0),
+        1_000.0 * cpu / (streams as f64 * wall),
+        1.0 / (cpu / (streams as f64 * wall)),
+    );
+    Outcome { passed: late == 0 && missed == 0 && refused == 0, line }
+}
+
+fn main() {
+    let voice = Arc::new(espeak(
+        "Hello there, I can help you book a table for dinner tonight at seven. Would you like a window seat, \
+         or somewhere quieter near the back of the room?",
+        165,
+    ));
+    let mut user = espeak("I would like to know when the next train to the airport leaves", 170);
+    user.truncate(32_000);
+    user.resize(16_000 * 6, 0.0);
+    let benchmarking = std::env::args().any(|a| a == "--bench");
+    if !benchmarking {
+        println!("avatar density smoke: {}", run(2, 1, &voice, &user).line);
+        return;
+    }
+    let asked: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let tries = if asked.is_empty() { vec![10, 20, 26, 30, 34, 38, 42] } else { asked };
+    let mut best = 0;
+    for streams in tries {
+        let outcome = run(streams, 20, &voice, &user);
+        println!("{} {}", if outcome.passed { "PASS" } else { "FAIL" }, outcome.line);
+        if !outcome.passed {
+            break;
+        }
+        best = streams;
+    }
+    let cores = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
+    println!(
+        "largest N with every frame on time: {best} on {cores} cores ({:.1} per core)",
+        best as f64 / cores as f64
+    );
+}
