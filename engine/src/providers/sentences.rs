@@ -97,10 +97,10 @@ mod tests {
     #[test]
     fn a_short_opening_or_a_number_does_not_split_a_clause() {
         assert_eq!(split(&["Well, I think so. Yes"]), ["Well, I think so.", "Yes"]);
-        assert_eq!(split(&["About 1,000 people came: many", " more than expected."]), [
-            "About 1,000 people came:",
-            "many more than expected."
-        ]);
+        assert_eq!(
+            split(&["About 1,000 people came: many", " more than expected."]),
+            ["About 1,000 people came:", "many more than expected."]
+        );
         assert_eq!(split(&["Paris — the capital of France."]), ["Paris — the capital of France."]);
     }
 }
