@@ -4,10 +4,8 @@
 //!
 //! `cargo bench -p confab-benches --bench avatar -- --warm-up-time 2 --measurement-time 5`
 
-use std::process::Command;
-
+use confab_benches::espeak;
 use confab_engine::MediaTime;
-use confab_engine::audio::wav;
 use confab_engine::avatar::stock::stock_face;
 use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES};
 use confab_engine::video::face_encoder::FaceEncoder;
@@ -16,17 +14,7 @@ use confab_engine::video::yuv::I420;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn speech() -> Vec<f32> {
-    let path = std::env::temp_dir().join(format!("confab-avatar-bench-{}.wav", std::process::id()));
-    let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "160", "-w"])
-        .arg(&path)
-        .arg("Hello there, I can help you book a table for dinner tonight at seven.")
-        .status()
-        .expect("espeak-ng");
-    assert!(status.success());
-    let audio = wav::read_mono_16k(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    audio
+    espeak("Hello there, I can help you book a table for dinner tonight at seven.", 160)
 }
 
 fn avatar(c: &mut Criterion) {

@@ -14,13 +14,12 @@
 //! latency (due → encoded) p50/p99/max, CPU per stream-second, then the largest N that passed. Under
 //! `cargo test` (no `--bench` argument) it runs one small smoke case.
 
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use confab_benches::{cpu_seconds, espeak};
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
-use confab_engine::audio::wav;
 use confab_engine::avatar::FRAME_SAMPLES;
 use confab_engine::avatar::stock::STOCK;
 use confab_engine::conversation::ConversationConfig;
@@ -29,28 +28,6 @@ use confab_engine::video::face_encoder::FaceEncoder;
 use confab_engine::video::vp8::Vp8Config;
 
 const TICK: Duration = Duration::from_millis(20);
-
-fn espeak(text: &str, words_per_minute: u32) -> Vec<f32> {
-    let path =
-        std::env::temp_dir().join(format!("confab-avatar-density-{}-{words_per_minute}.wav", std::process::id()));
-    let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", &words_per_minute.to_string(), "-w"])
-        .arg(&path)
-        .arg(text)
-        .status()
-        .expect("espeak-ng");
-    assert!(status.success());
-    let audio = wav::read_mono_16k(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    audio
-}
-
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
-    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-    ticks / 100.0
-}
 
 /// One call's voice sender and face: Opus every 20 ms, a face frame every 40 ms, for `frames` frames
 /// from `start`. Returns each frame's latency (due → encoded).

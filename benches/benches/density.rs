@@ -7,36 +7,19 @@
 //! longest tick, CPU per session-second and memory per session; then the largest N that passed. Under
 //! `cargo test` (no `--bench` argument) it runs one small smoke case.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use confab_engine::audio::wav;
+use confab_benches::{cpu_seconds, espeak};
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters};
 
 const PERIOD: usize = 16_000 * 6;
 
 fn speech() -> Vec<f32> {
-    let path = std::env::temp_dir().join(format!("confab-density-{}.wav", std::process::id()));
-    let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "170", "-w"])
-        .arg(&path)
-        .arg("I would like to know when the next train to the airport leaves")
-        .status()
-        .expect("espeak-ng");
-    assert!(status.success());
-    let mut clip = wav::read_mono_16k(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
+    let mut clip = espeak("I would like to know when the next train to the airport leaves", 170);
     clip.truncate(32_000);
     clip.resize(PERIOD, 0.0);
     clip
-}
-
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
-    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-    ticks / 100.0
 }
 
 fn rss_bytes() -> u64 {

@@ -3,10 +3,9 @@
 //! runs after a warm-up; `cargo bench -p confab-benches --bench local_models`. Under `cargo test` (no
 //! `--bench`) one run each.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use confab_engine::audio::wav;
+use confab_benches::espeak;
 use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent};
 use confab_engine::providers::local_llm::LocalLlm;
 use confab_engine::providers::piper_tts::PiperTts;
@@ -19,19 +18,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 fn speech(text: &str) -> Vec<f32> {
-    let path = std::env::temp_dir().join(format!("confab-bench-{}.wav", std::process::id()));
-    assert!(
-        Command::new("espeak-ng")
-            .args(["-v", "en-us", "-s", "160", "-w"])
-            .arg(&path)
-            .arg(text)
-            .status()
-            .unwrap()
-            .success()
-    );
-    let audio = wav::read_mono_16k(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    audio
+    espeak(text, 160)
 }
 
 fn main() {
