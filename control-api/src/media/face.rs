@@ -3,7 +3,8 @@
 //! samples (`confab_engine::avatar`), converts the redrawn regions to I420 and encodes VP8; a task writes
 //! each frame to the video track (RTP timestamps advance 40 ms a frame); the browser's keyframe requests
 //! (PLI/FIR, forwarded by `keyframe_requests`) make the next frame a keyframe. The face is therefore clocked by
-//! the voice sender: no separate timer, and the frame carries the audio it was drawn from.
+//! the voice sender: no separate timer, and the frame carries the audio it was drawn from. The thread runs
+//! at a lower priority than the audio path (`confab_engine::video::priority`).
 //!
 //! Queues: audio to the face thread, 16 frames (320 ms); full means the thread is behind: the audio frame
 //! is dropped for the face (not for the voice) and counted (`FaceFeed::dropped`), and the face runs 20 ms
@@ -104,7 +105,12 @@ pub fn start(
     let (encoded_tx, encoded) = mpsc::channel(ENCODED_QUEUE);
     std::thread::Builder::new()
         .name("confab-face".into())
-        .spawn(move || run(face, audio, encoded_tx, recording))
+        .spawn(move || {
+            if let Err(err) = confab_engine::video::priority::lower_for_video() {
+                tracing::debug!(error = %err, "the face thread keeps the process's priority");
+            }
+            run(face, audio, encoded_tx, recording)
+        })
         .ok()?;
     let feed = FaceFeed { input, dropped: Arc::default(), keyframe_requests: Arc::default() };
     tokio::spawn(forward_keyframe_requests(video.track.clone(), feed.clone()));

@@ -31,19 +31,25 @@ impl RgbImage {
         }
     }
 
-    /// Bilinear sample at a fractional position (clamped to the image).
-    fn sample(&self, x: f32, y: f32) -> [f32; 3] {
+    /// Bilinear sample at a fractional position (clamped to the image), in 8-bit fixed point: the
+    /// fractions are rounded to 1/256 and the result to the nearest level. Images are at least 2×2.
+    #[inline]
+    fn sample(&self, x: f32, y: f32) -> [u8; 3] {
         let x = x.clamp(0.0, (self.width - 1) as f32);
         let y = y.clamp(0.0, (self.height - 1) as f32);
-        let (x0, y0) = (x as usize, y as usize);
-        let (x1, y1) = ((x0 + 1).min(self.width - 1), (y0 + 1).min(self.height - 1));
-        let (fx, fy) = (x - x0 as f32, y - y0 as f32);
-        let p = |x: usize, y: usize, c: usize| f32::from(self.rgb[(y * self.width + x) * 3 + c]);
-        let mut out = [0.0; 3];
-        for (c, value) in out.iter_mut().enumerate() {
-            let top = p(x0, y0, c) + (p(x1, y0, c) - p(x0, y0, c)) * fx;
-            let bottom = p(x0, y1, c) + (p(x1, y1, c) - p(x0, y1, c)) * fx;
-            *value = top + (bottom - top) * fy;
+        // The 2×2 neighbourhood starts at most one pixel before the last column and row (the fraction is
+        // then 1 at the far edge).
+        let (x0, y0) = ((x as usize).min(self.width - 2), (y as usize).min(self.height - 2));
+        let fx = ((x - x0 as f32) * 256.0 + 0.5) as u32;
+        let fy = ((y - y0 as f32) * 256.0 + 0.5) as u32;
+        let i = (y0 * self.width + x0) * 3;
+        let stride = self.width * 3;
+        let (upper, lower) = (&self.rgb[i..i + 6], &self.rgb[i + stride..i + stride + 6]);
+        let mut out = [0; 3];
+        for (ch, value) in out.iter_mut().enumerate() {
+            let top = u32::from(upper[ch]) * (256 - fx) + u32::from(upper[ch + 3]) * fx;
+            let bottom = u32::from(lower[ch]) * (256 - fx) + u32::from(lower[ch + 3]) * fx;
+            *value = ((top * (256 - fy) + bottom * fy + (1 << 15)) >> 16) as u8;
         }
         out
     }
@@ -59,8 +65,24 @@ pub fn bounds(points: impl IntoIterator<Item = Point>, width: usize, height: usi
     (clamp(x0.floor(), width), clamp(y0.floor(), height), clamp(x1.ceil() + 1.0, width), clamp(y1.ceil() + 1.0, height))
 }
 
+/// The pixel columns of a row whose centres satisfy `slope * px + offset >= EDGE` (a half-plane), as a
+/// closed range of `px` narrowing `(low, high)`.
+fn narrow(slope: f32, offset: f32, (low, high): (f32, f32)) -> (f32, f32) {
+    const EDGE: f32 = -1e-4;
+    if slope > 0.0 {
+        (low.max((EDGE - offset) / slope), high)
+    } else if slope < 0.0 {
+        (low, high.min((EDGE - offset) / slope))
+    } else if offset >= EDGE {
+        (low, high)
+    } else {
+        (1.0, 0.0)
+    }
+}
+
 /// Draws the destination triangle `dst` of `out` with the pixels of the source triangle `src` of
-/// `from` (an affine map between them), sampled bilinearly.
+/// `from` (an affine map between them), sampled bilinearly. Each row visits only the span of pixels whose
+/// centres are inside the triangle (its barycentric coordinates are linear along the row).
 pub fn warp_triangle(from: &RgbImage, src: [Point; 3], out: &mut RgbImage, dst: [Point; 3]) {
     let [(ax, ay), (bx, by), (cx, cy)] = dst;
     let det = (bx - ax) * (cy - ay) - (cx - ax) * (by - ay);
@@ -68,46 +90,63 @@ pub fn warp_triangle(from: &RgbImage, src: [Point; 3], out: &mut RgbImage, dst: 
         return; // a degenerate triangle covers no pixel
     }
     let (left, top, right, bottom) = bounds(dst, out.width, out.height);
-    const EDGE: f32 = -1e-4;
+    // Barycentric coordinates of a point (px, py): u = u_x·px + u_y·py + u_0, v likewise, w = 1 − u − v.
+    let (u_x, u_y) = ((cy - ay) / det, -(cx - ax) / det);
+    let u_0 = -(ax * u_x + ay * u_y);
+    let (v_x, v_y) = (-(by - ay) / det, (bx - ax) / det);
+    let v_0 = -(ax * v_x + ay * v_y);
     for y in top..bottom {
         let py = y as f32 + 0.5;
-        for x in left..right {
-            let px = x as f32 + 0.5;
-            // Barycentric coordinates of the pixel centre in the destination triangle.
-            let u = ((px - ax) * (cy - ay) - (cx - ax) * (py - ay)) / det;
-            let v = ((bx - ax) * (py - ay) - (px - ax) * (by - ay)) / det;
+        let (u_row, v_row) = (u_y * py + u_0, v_y * py + v_0);
+        let span = (left as f32 + 0.5, right as f32 - 0.5);
+        let span = narrow(u_x, u_row, span);
+        let span = narrow(v_x, v_row, span);
+        let (low, high) = narrow(-u_x - v_x, 1.0 - u_row - v_row, span);
+        if low > high {
+            continue;
+        }
+        let first = ((low - 0.5).ceil().max(left as f32)) as usize;
+        let last = ((high - 0.5).floor().min(right as f32 - 1.0)) as usize;
+        let row = &mut out.rgb[(y * out.width + first) * 3..(y * out.width + last + 1) * 3];
+        for (k, pixel) in row.chunks_exact_mut(3).enumerate() {
+            let px = (first + k) as f32 + 0.5;
+            let (u, v) = (u_x * px + u_row, v_x * px + v_row);
             let w = 1.0 - u - v;
-            if u < EDGE || v < EDGE || w < EDGE {
-                continue;
-            }
             let sx = w * src[0].0 + u * src[1].0 + v * src[2].0 - 0.5;
             let sy = w * src[0].1 + u * src[1].1 + v * src[2].1 - 0.5;
-            let [r, g, b] = from.sample(sx, sy);
-            let i = (y * out.width + x) * 3;
-            out.rgb[i] = r.round() as u8;
-            out.rgb[i + 1] = g.round() as u8;
-            out.rgb[i + 2] = b.round() as u8;
+            pixel.copy_from_slice(&from.sample(sx, sy));
         }
     }
 }
 
-/// Fills the pixels whose centres are inside `polygon` (even-odd rule) with `shade(x, y)`.
+/// Most vertices a polygon given to `fill_polygon` may have (the mouth's inner lip line has 24).
+const MAX_POLYGON: usize = 64;
+
+/// Fills the pixels whose centres are inside `polygon` (even-odd rule) with `shade(x, y)`: per row, the
+/// crossings of its edges with the row's centre line, sorted, filled in pairs.
 pub fn fill_polygon(out: &mut RgbImage, polygon: &[Point], mut shade: impl FnMut(usize, usize) -> [u8; 3]) {
+    assert!(polygon.len() <= MAX_POLYGON, "a polygon of {} vertices", polygon.len());
     let (left, top, right, bottom) = bounds(polygon.iter().copied(), out.width, out.height);
+    let mut crossings = [0.0f32; MAX_POLYGON];
     for y in top..bottom {
         let py = y as f32 + 0.5;
-        for x in left..right {
-            let px = x as f32 + 0.5;
-            let mut inside = false;
-            let mut j = polygon.len() - 1;
-            for i in 0..polygon.len() {
-                let ((xi, yi), (xj, yj)) = (polygon[i], polygon[j]);
-                if (yi > py) != (yj > py) && px < (xj - xi) * (py - yi) / (yj - yi) + xi {
-                    inside = !inside;
-                }
-                j = i;
+        let mut count = 0;
+        let mut j = polygon.len() - 1;
+        for i in 0..polygon.len() {
+            let ((xi, yi), (xj, yj)) = (polygon[i], polygon[j]);
+            if (yi > py) != (yj > py) {
+                crossings[count] = (xj - xi) * (py - yi) / (yj - yi) + xi;
+                count += 1;
             }
-            if inside {
+            j = i;
+        }
+        let crossings = &mut crossings[..count];
+        crossings.sort_unstable_by(f32::total_cmp);
+        for pair in crossings.chunks_exact(2) {
+            // Centres strictly left of the right crossing, and not left of the left one.
+            let first = ((pair[0] - 0.5).ceil().max(left as f32)) as usize;
+            let end = ((pair[1] - 0.5).ceil().min(right as f32)).max(0.0) as usize;
+            for x in first..end {
                 let i = (y * out.width + x) * 3;
                 out.rgb[i..i + 3].copy_from_slice(&shade(x, y));
             }
@@ -147,6 +186,80 @@ mod tests {
         let dst = [(15.0, 10.0), (45.0, 10.0), (15.0, 40.0)]; // five pixels to the right
         warp_triangle(&from, src, &mut out, dst);
         assert_eq!(out.pixel(20, 20), from.pixel(15, 20));
+    }
+
+    /// The per-pixel definitions the rasterizers implement: every pixel of the bounding box tested.
+    fn reference_warp(from: &RgbImage, src: [Point; 3], out: &mut RgbImage, dst: [Point; 3]) {
+        let [(ax, ay), (bx, by), (cx, cy)] = dst;
+        let det = (bx - ax) * (cy - ay) - (cx - ax) * (by - ay);
+        let (left, top, right, bottom) = bounds(dst, out.width, out.height);
+        for y in top..bottom {
+            for x in left..right {
+                let (px, py) = (x as f32 + 0.5, y as f32 + 0.5);
+                let u = ((px - ax) * (cy - ay) - (cx - ax) * (py - ay)) / det;
+                let v = ((bx - ax) * (py - ay) - (px - ax) * (by - ay)) / det;
+                let w = 1.0 - u - v;
+                if u < -1e-4 || v < -1e-4 || w < -1e-4 {
+                    continue;
+                }
+                let sx = w * src[0].0 + u * src[1].0 + v * src[2].0 - 0.5;
+                let sy = w * src[0].1 + u * src[1].1 + v * src[2].1 - 0.5;
+                let i = (y * out.width + x) * 3;
+                out.rgb[i..i + 3].copy_from_slice(&from.sample(sx, sy));
+            }
+        }
+    }
+
+    fn reference_fill(out: &mut RgbImage, polygon: &[Point], colour: [u8; 3]) {
+        let (left, top, right, bottom) = bounds(polygon.iter().copied(), out.width, out.height);
+        for y in top..bottom {
+            for x in left..right {
+                let (px, py) = (x as f32 + 0.5, y as f32 + 0.5);
+                let mut inside = false;
+                let mut j = polygon.len() - 1;
+                for i in 0..polygon.len() {
+                    let ((xi, yi), (xj, yj)) = (polygon[i], polygon[j]);
+                    if (yi > py) != (yj > py) && px < (xj - xi) * (py - yi) / (yj - yi) + xi {
+                        inside = !inside;
+                    }
+                    j = i;
+                }
+                if inside {
+                    let i = (y * out.width + x) * 3;
+                    out.rgb[i..i + 3].copy_from_slice(&colour);
+                }
+            }
+        }
+    }
+
+    /// Points in [0, 64) from a fixed xorshift sequence.
+    fn points(seed: u64, n: usize) -> Vec<Point> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 64_000) as f32 / 1_000.0
+        };
+        (0..n).map(|_| (next(), next())).collect()
+    }
+
+    #[test]
+    fn the_span_rasterizers_draw_exactly_the_pixels_of_their_definitions() {
+        let from = gradient(64);
+        for seed in 1..200 {
+            let p = points(seed, 6);
+            let (src, dst) = ([p[0], p[1], p[2]], [p[3], p[4], p[5]]);
+            let (mut fast, mut slow) = (RgbImage::new(64, 64), RgbImage::new(64, 64));
+            warp_triangle(&from, src, &mut fast, dst);
+            reference_warp(&from, src, &mut slow, dst);
+            assert_eq!(fast, slow, "triangle {dst:?}");
+            let polygon = points(seed, 3 + (seed as usize % 20));
+            let (mut fast, mut slow) = (RgbImage::new(64, 64), RgbImage::new(64, 64));
+            fill_polygon(&mut fast, &polygon, |_, _| [1, 2, 3]);
+            reference_fill(&mut slow, &polygon, [1, 2, 3]);
+            assert_eq!(fast, slow, "polygon {polygon:?}");
+        }
     }
 
     #[test]

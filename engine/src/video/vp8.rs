@@ -17,10 +17,11 @@ use vpx_sys::{
 use super::yuv::I420;
 
 /// libvpx's encode breakout (`static-thresh`): a macroblock whose best prediction differs from the
-/// picture by less than this sum of squared errors is skipped without coding a residual. 100 over a
-/// 16×16 block is under half a level per pixel: only blocks that did not change (most of a talking face)
-/// are skipped. Measured: VP8's share of a frame 1.41 → 1.08 ms (`docs/performance.md`).
-const STATIC_THRESHOLD: i32 = 100;
+/// picture by less than this sum of squared errors is skipped without coding a residual. 300 over a
+/// 16×16 block is about one level per pixel (RMS): blocks that did not change (most of a talking face) are
+/// skipped, and a still face is no longer refined by a level at a time after each keyframe. Measured:
+/// render + I420 + VP8 1.41 ms (none) → 0.94 ms (100) → 0.83 ms (300) per frame (`docs/performance.md`).
+const STATIC_THRESHOLD: i32 = 300;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Vp8Config {
