@@ -25,6 +25,26 @@ fn mel_to_hz(mel: f64) -> f64 {
     if mel >= 15.0 { 1000.0 * ((6.4f64.ln() / 27.0) * (mel - 15.0)).exp() } else { 200.0 * mel / 3.0 }
 }
 
+/// One triangular filter: its first non-zero FFT bin and its weights from there (the filter is zero
+/// outside them).
+struct MelFilter {
+    first_bin: usize,
+    weights: Vec<f64>,
+}
+
+/// The filters without their zeros: each mel bin is a dot product over the few FFT bins its triangle
+/// covers, not over all 201.
+fn sparse_mel_filters() -> Vec<MelFilter> {
+    mel_filters()
+        .iter()
+        .map(|row| {
+            let first = row.iter().position(|&w| w != 0.0).unwrap_or(0);
+            let last = row.iter().rposition(|&w| w != 0.0).unwrap_or(0);
+            MelFilter { first_bin: first, weights: row[first..=last].to_vec() }
+        })
+        .collect()
+}
+
 /// Slaney-normalised triangular filters, `[N_MELS][BINS]`.
 fn mel_filters() -> Vec<[f64; BINS]> {
     let (mel_min, mel_max) = (hz_to_mel(0.0), hz_to_mel(8000.0));
@@ -47,7 +67,7 @@ fn mel_filters() -> Vec<[f64; BINS]> {
 
 /// Reusable feature extractor: filters, window, FFT plan and scratch buffers are built once.
 pub struct LogMel {
-    filters: Vec<[f64; BINS]>,
+    filters: Vec<MelFilter>,
     window: [f64; N_FFT],
     fft: Arc<dyn RealToComplex<f64>>,
     samples: usize,
@@ -56,6 +76,7 @@ pub struct LogMel {
     padded: Vec<f64>,
     frame: Vec<f64>,
     spectrum: Vec<Complex<f64>>,
+    /// Power spectra, frame by frame: `[frames][BINS]`.
     power: Vec<f64>,
 }
 
@@ -84,7 +105,7 @@ impl LogMel {
         let fft = RealFftPlanner::<f64>::new().plan_fft_forward(N_FFT);
         let frames = samples / HOP;
         LogMel {
-            filters: mel_filters(),
+            filters: sparse_mel_filters(),
             window,
             spectrum: fft.make_output_vec(),
             fft,
@@ -132,19 +153,16 @@ impl LogMel {
                 *value = self.padded[start + k] * self.window[k];
             }
             self.fft.process(&mut self.frame, &mut self.spectrum).expect("buffer sizes come from the plan");
-            for (bin, c) in self.spectrum.iter().enumerate() {
-                self.power[bin * frames + f] = c.norm_sqr();
+            for (power, c) in self.power[f * BINS..(f + 1) * BINS].iter_mut().zip(&self.spectrum) {
+                *power = c.norm_sqr();
             }
         }
         let mut max = f64::NEG_INFINITY;
         for (m, filter) in self.filters.iter().enumerate() {
             for f in 0..frames {
-                let mut energy = 0.0;
-                for (bin, weight) in filter.iter().enumerate() {
-                    if *weight != 0.0 {
-                        energy += weight * self.power[bin * frames + f];
-                    }
-                }
+                let start = f * BINS + filter.first_bin;
+                let power = &self.power[start..start + filter.weights.len()];
+                let energy: f64 = filter.weights.iter().zip(power).map(|(w, p)| w * p).sum();
                 let log = energy.max(1e-10).log10();
                 max = max.max(log);
                 out[m * frames + f] = log as f32;
