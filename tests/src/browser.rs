@@ -169,36 +169,47 @@ impl Browser {
     }
 
     /// Evaluates `expression` in the page (as a user gesture, awaiting promises); returns its value.
+    /// Panics when it throws.
     pub async fn eval(&mut self, expression: &str) -> Value {
+        self.try_eval(expression).await.unwrap_or_else(|thrown| panic!("{expression} threw: {thrown}"))
+    }
+
+    /// Evaluates `expression` in the page; its value, or what the page answered when it threw.
+    pub async fn try_eval(&mut self, expression: &str) -> Result<Value, Value> {
         match &self.protocol {
             Protocol::Cdp => {
                 let params = json!({ "expression": expression, "returnByValue": true, "awaitPromise": true,
                     "userGesture": true });
                 let result = self.command("Runtime.evaluate", params).await;
-                assert!(result.get("exceptionDetails").is_none(), "{expression} threw: {result}");
-                result["result"]["value"].clone()
+                if result.get("exceptionDetails").is_some() {
+                    return Err(result);
+                }
+                Ok(result["result"]["value"].clone())
             }
             Protocol::Bidi { context } => {
                 let params = json!({ "expression": expression, "target": { "context": context },
                     "awaitPromise": true, "userActivation": true });
                 let result = self.command("script.evaluate", params).await;
-                assert_eq!(result["type"], "success", "{expression} threw: {result}");
-                from_remote_value(&result["result"])
+                if result["type"] != "success" {
+                    return Err(result);
+                }
+                Ok(from_remote_value(&result["result"]))
             }
         }
     }
 
-    /// Polls `expression` until it equals `expected`; panics with the last value after `timeout`.
+    /// Polls `expression` until it equals `expected`; panics with the last value after `timeout`. While
+    /// it throws (a page still loading has no `document.body` yet) it is not there yet.
     pub async fn wait_for(&mut self, expression: &str, expected: &Value, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         loop {
-            let value = self.eval(expression).await;
-            if &value == expected {
+            let value = self.try_eval(expression).await;
+            if value.as_ref() == Ok(expected) {
                 return;
             }
             if Instant::now() >= deadline {
-                let page = self.eval("document.body.innerText.slice(0, 1000)").await;
-                panic!("{expression} is {value}, not {expected}, after {timeout:?}; the page reads {page}");
+                let page = self.try_eval("document.body.innerText.slice(0, 1000)").await;
+                panic!("{expression} is {value:?}, not {expected}, after {timeout:?}; the page reads {page:?}");
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
