@@ -116,9 +116,13 @@ const WATCH_THE_MOUTH: &str = "(() => { window.mouth = []; const canvas = docume
 
 /// The face spoke with the voice: its mouth moved while the agent's audio played, and stood still while
 /// the agent was silent for `quiet` samples either side (`window.mouth`, from `WATCH_THE_MOUTH`). The
-/// window is how far apart the browser may play the two: Chromium holds them within 4 samples (320 ms);
-/// Firefox once showed the face 6 samples (~480 ms) ahead of its voice as played, while its audio jitter
-/// buffer had grown (an open defect, issue 11's notes), so its window is 8.
+/// window is how far apart the browser may play the two. Chromium holds them together: its statistics put
+/// audio and video playout 3–5 ms apart all call long, so its window is 4 samples (320 ms). Firefox here
+/// plays audio through its mock audio backend (`media.cubeb.force_mock_context`: there is no sound device),
+/// which consumes it slower than real time on a loaded machine: measured, its audio playout delay grew from
+/// 134 to 514 ms over 8 s (jitter buffer average 30 → 261 ms) while the server sent at real time (Chromium's
+/// stayed at 32 ms), and Firefox's A/V sync let the video follow with a lag (video delay 19 → 235 ms), so
+/// the face ran up to ~300–480 ms ahead of the voice as played. Its window is 8 samples.
 async fn assert_the_mouth_follows_the_voice(browser: &mut Browser, quiet: usize) {
     let samples = browser.eval("window.mouth").await;
     let samples: Vec<(f64, f64)> =
