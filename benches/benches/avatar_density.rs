@@ -18,12 +18,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use confab_benches::{cpu_seconds, espeak};
+use confab_benches::{cpu_seconds, espeak, play_users_tick, user_offsets};
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
 use confab_engine::avatar::FRAME_SAMPLES;
 use confab_engine::avatar::stock::STOCK;
 use confab_engine::conversation::ConversationConfig;
-use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters};
+use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters, SessionHandle};
 use confab_engine::video::face_encoder::FaceEncoder;
 use confab_engine::video::vp8::Vp8Config;
 
@@ -58,30 +58,13 @@ fn call(face_id: &str, voice: &[f32], offset: usize, start: Instant, frames: usi
     latencies
 }
 
-/// The users' side: writes each session's speech into its input ring every 20 ms and drains the
-/// agent's output, until `stop`.
-fn feed(mut handles: Vec<confab_engine::runtime::SessionHandle>, speech: Vec<f32>, stop: Arc<AtomicBool>) {
+/// The users' side, every 20 ms until `stop`.
+fn feed(mut handles: Vec<SessionHandle>, speech: Vec<f32>, stop: Arc<AtomicBool>) {
     let start = Instant::now();
-    let offsets: Vec<usize> = (0..handles.len()).map(|i| (i * 7919 * 320) % speech.len()).collect();
+    let offsets = user_offsets(handles.len(), speech.len());
     let mut tick = 0usize;
     while !stop.load(Ordering::Relaxed) {
-        for (handle, offset) in handles.iter_mut().zip(&offsets) {
-            let at = (offset + tick * FRAME_16K) % speech.len();
-            if let Ok(mut chunk) = handle.input.write_chunk_uninit(FRAME_16K) {
-                let (a, b) = chunk.as_mut_slices();
-                for (i, slot) in a.iter_mut().chain(b.iter_mut()).enumerate() {
-                    slot.write(speech[(at + i) % speech.len()]);
-                }
-                unsafe { chunk.commit_all() };
-            }
-            while let Ok(chunk) = handle.output.read_chunk(handle.output.slots()) {
-                if chunk.is_empty() {
-                    break;
-                }
-                chunk.commit_all();
-            }
-            while handle.events.try_recv().is_ok() {}
-        }
+        play_users_tick(&mut handles, &speech, &offsets, tick);
         tick += 1;
         if let Some(wait) = (start + TICK * tick as u32).checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use confab_benches::{cpu_seconds, espeak};
+use confab_benches::{cpu_seconds, espeak, play_users_tick, user_offsets};
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters};
 
@@ -38,31 +38,12 @@ fn run(sessions: usize, seconds: u64, clip: &[f32]) -> Outcome {
     let rss_before = rss_bytes();
     let mut handles: Vec<_> =
         (0..sessions).map(|_| runtime.open_session(ConversationConfig::default(), None).unwrap()).collect();
-    let offsets: Vec<usize> = (0..sessions).map(|i| (i * 7919 * 320) % PERIOD).collect();
+    let offsets = user_offsets(sessions, PERIOD);
     let cpu_start = cpu_seconds();
     let start = Instant::now();
     let frames = (seconds * 50) as usize;
-    let mut drain = [0.0f32; 320];
     for f in 0..frames {
-        for (handle, offset) in handles.iter_mut().zip(&offsets) {
-            let at = (offset + f * 320) % PERIOD;
-            if let Ok(mut chunk) = handle.input.write_chunk_uninit(320) {
-                let (a, b) = chunk.as_mut_slices();
-                for (i, slot) in a.iter_mut().chain(b.iter_mut()).enumerate() {
-                    slot.write(clip[(at + i) % PERIOD]);
-                }
-                unsafe { chunk.commit_all() };
-            }
-            while let Ok(chunk) = handle.output.read_chunk(handle.output.slots().min(320)) {
-                if chunk.is_empty() {
-                    break;
-                }
-                let (a, _) = chunk.as_slices();
-                drain[..a.len()].copy_from_slice(a);
-                chunk.commit_all();
-            }
-            while handle.events.try_recv().is_ok() {}
-        }
+        play_users_tick(&mut handles, clip, &offsets, f);
         let due = start + Duration::from_millis(20 * (f as u64 + 1));
         if let Some(wait) = due.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);

@@ -1,9 +1,12 @@
 //! Criterion benchmarks of Confab's hot paths; the benchmarks live in `benches/`. This library holds
-//! what several of them share: real speech from espeak-ng and the process's CPU time.
+//! what several of them share: real speech from espeak-ng, the process's CPU time, and the users' side of
+//! engine sessions.
 
 use std::process::Command;
 
+use confab_engine::audio::opus_egress::FRAME_16K;
 use confab_engine::audio::wav;
+use confab_engine::runtime::SessionHandle;
 
 /// `text` spoken by espeak-ng (`en-us`, `words_per_minute`), as 16 kHz mono.
 pub fn espeak(text: &str, words_per_minute: u32) -> Vec<f32> {
@@ -26,4 +29,38 @@ pub fn cpu_seconds() -> f64 {
     let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
     let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
     ticks / 100.0
+}
+
+/// Where each of `sessions` users starts in a looped `speech` clip of `len` samples (staggered so they
+/// do not all speak at once).
+pub fn user_offsets(sessions: usize, len: usize) -> Vec<usize> {
+    (0..sessions).map(|i| (i * 7919 * 320) % len).collect()
+}
+
+/// The users' side of one 20 ms tick, as a transport would play it: each session hears its next 20 ms of
+/// `speech` (looped, from its offset in `offsets`) through its input ring, and the agent's output and
+/// events are drained.
+pub fn play_users_tick(handles: &mut [SessionHandle], speech: &[f32], offsets: &[usize], tick: usize) {
+    let mut drain = [0.0f32; FRAME_16K];
+    for (handle, offset) in handles.iter_mut().zip(offsets) {
+        let at = (offset + tick * FRAME_16K) % speech.len();
+        if let Ok(mut chunk) = handle.input.write_chunk_uninit(FRAME_16K) {
+            let (a, b) = chunk.as_mut_slices();
+            for (i, slot) in a.iter_mut().chain(b.iter_mut()).enumerate() {
+                slot.write(speech[(at + i) % speech.len()]);
+            }
+            // SAFETY: every slot of the chunk was written just above.
+            unsafe { chunk.commit_all() };
+        }
+        while let Ok(chunk) = handle.output.read_chunk(handle.output.slots().min(FRAME_16K)) {
+            if chunk.is_empty() {
+                break;
+            }
+            let (a, _) = chunk.as_slices();
+            drain[..a.len()].copy_from_slice(a);
+            chunk.commit_all();
+        }
+        while handle.events.try_recv().is_ok() {}
+    }
+    std::hint::black_box(&drain);
 }

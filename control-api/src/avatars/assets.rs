@@ -2,7 +2,7 @@
 //! uploaded picture by `confab_engine::avatar::from_image` and kept in the database beside the
 //! avatar's record (so any process that runs calls can load it). Deleting the avatar deletes them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use confab_engine::avatar::from_image::{AvatarBuilder, RiggedPortrait};
@@ -15,23 +15,35 @@ use crate::store::Db;
 /// The side of a custom avatar's stored portrait (the live video's default size).
 pub const PORTRAIT_SIDE: usize = 512;
 
-/// Only one picture is rigged at a time: the models are small, but a burst of uploads must not starve
-/// the calls running beside them.
-static RIGGING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+/// The face models, loaded by the first job and kept for the next (loading both costs about 50 ms), with
+/// the directory they came from. The lock also means only one picture is rigged at a time: the models are
+/// small, but a burst of uploads must not starve the calls running beside them.
+static RIGGER: tokio::sync::Mutex<Option<(PathBuf, AvatarBuilder)>> = tokio::sync::Mutex::const_new(None);
 
 /// Rigs the face in `image` (blocking work, off the async threads); the error is the user's reason.
 pub async fn rig(models_dir: &Path, image: Vec<u8>) -> Result<RiggedPortrait, String> {
-    let _permit = RIGGING.acquire().await.map_err(|err| err.to_string())?;
+    let mut rigger = RIGGER.lock().await;
+    let loaded = rigger.take().filter(|(dir, _)| dir == models_dir);
     let models_dir = models_dir.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        let mut builder = AvatarBuilder::load(&models_dir).map_err(|err| {
-            tracing::error!(error = %err, "custom avatars cannot be rigged: the face models are missing");
-            "The face models are not installed on this server (run `confab models fetch`)".to_string()
-        })?;
-        builder.build(&image, PORTRAIT_SIDE).map_err(|err| err.to_string())
+    let (result, builder) = tokio::task::spawn_blocking(move || {
+        let mut builder = match loaded {
+            Some((_, builder)) => builder,
+            None => match AvatarBuilder::load(&models_dir) {
+                Ok(builder) => builder,
+                Err(err) => {
+                    tracing::error!(error = %err, "custom avatars cannot be rigged: the face models are missing");
+                    let reason = "The face models are not installed on this server (run `confab models fetch`)";
+                    return (Err(reason.to_string()), None);
+                }
+            },
+        };
+        let result = builder.build(&image, PORTRAIT_SIDE).map_err(|err| err.to_string());
+        (result, Some((models_dir, builder)))
     })
     .await
-    .map_err(|err| format!("Face rigging failed: {err}"))?
+    .map_err(|err| format!("Face rigging failed: {err}"))?;
+    *rigger = builder;
+    result
 }
 
 /// Stores (or replaces) the asset of `avatar_id`.
