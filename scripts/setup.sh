@@ -15,6 +15,8 @@ need chromium chromium      # the join page's end-to-end tests (real browsers, f
 need firefox-esr firefox-esr
 need ip iproute2            # loopback-only network namespaces for WebRTC tests
 need unshare util-linux
+need pulseaudio pulseaudio  # Firefox's sound device in the browser tests (a private null sink)
+need pactl pulseaudio-utils
 need ffprobe ffmpeg         # checks the avatar's WebM files in the tests
 pkg-config --exists vpx 2>/dev/null || apt_packages+=(libvpx-dev)  # VP8 for the avatar's video
 

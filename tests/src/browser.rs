@@ -1,7 +1,8 @@
 //! Real browsers for end-to-end tests, headless, driven from Rust: Debian's Chromium over the Chrome
 //! DevTools Protocol (its microphone a WAV file, TESTING.md), and Firefox ESR over WebDriver BiDi (its
-//! microphone Firefox's fake device, a 1 kHz tone the page should replace before it is sent). Both answer the same two questions: evaluate script in the page,
-//! and wait until an expression has a value.
+//! microphone Firefox's fake device, a 1 kHz tone the page should replace before it is sent; its sound
+//! device a private PulseAudio null sink, `sound`). Both answer the same two questions: evaluate script
+//! in the page, and wait until an expression has a value.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -10,6 +11,8 @@ use std::time::{Duration, Instant};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
+
+use crate::sound::SoundServer;
 
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const FIREFOX: &str = "/usr/bin/firefox-esr";
@@ -33,13 +36,16 @@ pub struct Browser {
     protocol: Protocol,
     next_id: u64,
     profile: PathBuf,
+    /// Firefox's sound device (Chromium plays into its own fake output).
+    sound: Option<SoundServer>,
 }
 
-/// Firefox preferences for a test profile: fake, permitted media; autoplay; loopback ICE candidates.
+/// Firefox preferences for a test profile: fake, permitted media; sound through PulseAudio (the test's
+/// null sink); autoplay; loopback ICE candidates.
 const FIREFOX_PREFS: &str = r#"
 user_pref("media.navigator.streams.fake", true);
 user_pref("media.navigator.permission.disabled", true);
-user_pref("media.cubeb.force_mock_context", true);
+user_pref("media.cubeb.backend", "pulse");
 user_pref("media.autoplay.default", 0);
 user_pref("media.autoplay.blocking_policy", 0);
 user_pref("media.peerconnection.ice.loopback", true);
@@ -110,20 +116,23 @@ impl Browser {
         })
         .await;
         let (socket, _) = tokio_tungstenite::connect_async(ws_url.as_str()).await.expect("DevTools websocket");
-        Browser { child, socket, protocol: Protocol::Cdp, next_id: 1, profile }
+        Browser { child, socket, protocol: Protocol::Cdp, next_id: 1, profile, sound: None }
     }
 
-    /// Starts Firefox ESR, its microphone Firefox's fake device (a tone), and opens `url`.
+    /// Starts Firefox ESR, its microphone Firefox's fake device (a tone), its speakers a PulseAudio null
+    /// sink of its own, and opens `url`.
     pub async fn firefox(url: &str, log: &Path) -> Browser {
         let port = free_port();
         let profile = profile_dir("firefox", port);
         std::fs::write(profile.join("user.js"), FIREFOX_PREFS).unwrap();
+        let sound = SoundServer::start(&profile.with_extension("sound"));
         let child = Command::new(FIREFOX)
             .args(["--headless", "--no-remote", "--profile"])
             .arg(&profile)
             .arg(format!("--remote-debugging-port={port}"))
             .arg("about:blank")
             .env("MOZ_CRASHREPORTER_DISABLE", "1")
+            .env("PULSE_SERVER", sound.address())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).unwrap())
             .spawn()
@@ -134,7 +143,7 @@ impl Browser {
         })
         .await;
         let mut browser =
-            Browser { child, socket, protocol: Protocol::Bidi { context: String::new() }, next_id: 1, profile };
+            Browser { child, socket, protocol: Protocol::Bidi { context: String::new() }, next_id: 1, profile, sound: Some(sound) };
         browser.command("session.new", json!({ "capabilities": {} })).await;
         let tree = browser.command("browsingContext.getTree", json!({})).await;
         let context = tree["contexts"][0]["context"].as_str().expect("a browsing context").to_string();
@@ -215,6 +224,11 @@ impl Browser {
         }
     }
 
+    /// The browser's sound device, when it has one of its own (Firefox).
+    pub fn sound(&self) -> Option<&SoundServer> {
+        self.sound.as_ref()
+    }
+
     /// Kills the browser at once (a participant whose machine vanished).
     pub fn kill(&mut self) {
         let _ = self.child.kill();
@@ -236,5 +250,8 @@ impl Drop for Browser {
     fn drop(&mut self) {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.profile);
+        if self.sound.take().is_some() {
+            let _ = std::fs::remove_dir_all(self.profile.with_extension("sound"));
+        }
     }
 }

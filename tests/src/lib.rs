@@ -54,6 +54,7 @@ pub mod browser;
 pub mod netns;
 pub mod receiver;
 pub mod server;
+pub mod sound;
 
 /// Verifies a Standard Webhooks signature independently of the server's code: `v1,<base64 HMAC-SHA256 of
 /// "id.timestamp.body">` keyed with the base64 bytes after `whsec_`.
