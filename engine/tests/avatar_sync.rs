@@ -1,7 +1,8 @@
 //! Lip sync, exactly, on media time, on real speech (espeak-ng): each 40 ms video frame is drawn from
 //! the audio sent with it, so the first open-mouth frame is the frame holding the first voiced sample,
-//! every silent frame shows the portrait's closed mouth, and an interruption (the agent's audio cut to
-//! silence) closes the mouth on the frame where the audio stops.
+//! every silent frame shows the portrait's closed mouth (where the head is at that moment: the face is
+//! compared with the same face rendered on silence, whose head moves identically), and an interruption
+//! (the agent's audio cut to silence) closes the mouth on the frame where the audio stops.
 
 mod common;
 
@@ -24,18 +25,23 @@ fn is_silent(frame: &[f32]) -> bool {
     20.0 * rms.max(1e-9).log10() < SILENCE_DBFS
 }
 
-/// (mouth open per frame, frame differs from the portrait) for `audio`, on the stock face `face_id`.
+/// (mouth open per frame, frame differs from the silent face's) for `audio`, on the stock face
+/// `face_id`, its head in idle motion.
 fn render_face(face_id: &str, audio: &[f32]) -> Vec<(bool, bool)> {
     let (portrait, rig) = stock_face(face_id, 512).unwrap();
     let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1);
+    let mut silent = AvatarRenderer::new(portrait, rig.clone(), 1);
+    let silence = [0.0; FRAME];
     frames(audio)
         .enumerate()
         .map(|(index, frame)| {
-            let (image, shape) = renderer.render(MediaTime(index as u64 * FRAME_SAMPLES), frame);
+            let at = MediaTime(index as u64 * FRAME_SAMPLES);
+            let (image, shape) = renderer.render(at, frame);
+            let (closed, _) = silent.render(at, &silence);
             // Only the mouth region is compared: blinks change the eyes.
             let (cx, cy) = rig.mouth_center;
             let region_differs = (cy as usize - 20..cy as usize + 40)
-                .any(|y| (cx as usize - 40..cx as usize + 40).any(|x| image.pixel(x, y) != portrait.pixel(x, y)));
+                .any(|y| (cx as usize - 40..cx as usize + 40).any(|x| image.pixel(x, y) != closed.pixel(x, y)));
             (!shape.is_closed(), region_differs)
         })
         .collect()

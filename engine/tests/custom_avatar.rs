@@ -65,7 +65,7 @@ fn assert_speaks(rigged: &confab_engine::avatar::from_image::RiggedPortrait) {
         (cx + rig.mouth_half_width * 1.3) as usize,
         (cy + rig.lip_height * 4.0) as usize,
     );
-    let mut renderer = AvatarRenderer::new(rigged.portrait.clone(), rig.clone(), 7);
+    let mut renderer = AvatarRenderer::new(rigged.portrait.clone(), rig.clone(), 7).without_idle_motion();
     let silent = vec![0.0f32; FRAME_SAMPLES as usize];
     let (closed, shape) = renderer.render(MediaTime::ZERO, &silent);
     assert!(shape.is_closed());

@@ -1,9 +1,10 @@
 //! The agent's face: a portrait with its rig (`rig`), animated by the agent's outgoing audio
-//! (`mouth`), drawn on the CPU one frame per 40 ms of audio (`renderer`, over the raster operations of
+//! (`mouth`), its head in idle motion (`head`), drawn on the CPU one frame per 40 ms of audio (`renderer`, over the raster operations of
 //! `image`). The stock faces are drawn here too (`stock`): illustrated, never the likeness of a real
 //! person. No HTTP, no SQL, no codec: encoding is `crate::video`, transport sits above both.
 
 pub mod from_image;
+pub mod head;
 pub mod image;
 pub mod mouth;
 pub mod renderer;

@@ -1,10 +1,13 @@
 //! The avatar renderer: one frame of the agent's face per 40 ms of the agent's audio, drawn from the
 //! portrait by warping the lower-face mesh to the mouth shape that audio calls for, opening the inner
-//! mouth (interior and upper teeth) where the lips part, and closing the eyes in blinks at natural,
-//! random intervals on media time. Only the face's regions are redrawn each frame (the anchor ring's
-//! box and the eyes); the rest of the frame is the portrait, copied once. Nothing allocates per frame.
+//! mouth (interior and upper teeth) where the lips part, closing the eyes in blinks at natural, random
+//! intervals, and moving the whole head a little (`head`: idle sway, nod and tilt), all on media time.
+//! The head region is redrawn only when its pose steps (every `POSE_FRAMES` frames), into a posed copy
+//! of the portrait; every other frame redraws only the mouth's and the eyes' boxes from that copy. The
+//! rest of the frame is the portrait, copied once. Nothing allocates per frame.
 
-use super::image::{RgbImage, bounds, fill_polygon, warp_triangle};
+use super::head::{Head, POSE_FRAMES, Pose};
+use super::image::{RgbImage, bounds, fill_polygon, warp_polygon, warp_triangle};
 use super::mouth::{MouthDriver, MouthShape};
 use super::rig::{FaceMesh, FaceRig, Point, RINGS, SEGMENTS};
 use crate::time::MediaTime;
@@ -21,45 +24,77 @@ const BLINK_OPEN: MediaTime = MediaTime::from_millis(80);
 /// Time between blinks: uniform in this range (people blink every 2–6 s while talking).
 const BLINK_GAP_MS: (u64, u64) = (2_000, 6_000);
 
+/// A rectangle of the frame: (left, top, right, bottom), right and bottom exclusive.
+pub type Region = (usize, usize, usize, usize);
+
 pub struct AvatarRenderer {
     portrait: RgbImage,
     rig: FaceRig,
     mesh: FaceMesh,
     deformed: Vec<Point>,
     inner_lips: Vec<Point>,
+    head: Head,
+    head_deformed: Vec<Point>,
+    /// Moves the head when true; a still head is exactly the portrait wherever the mouth is closed.
+    idle_motion: bool,
+    /// The pose drawn into `posed`, once there is one.
+    pose: Option<Pose>,
+    /// The portrait with the head in `pose`, mouth closed, eyes open.
+    posed: RgbImage,
     frame: RgbImage,
     mouth: MouthDriver,
-    /// The box the mesh can touch (the anchor ring's, which never moves).
-    face_box: (usize, usize, usize, usize),
-    eye_boxes: [(usize, usize, usize, usize); 2],
+    /// The box the head mesh can touch (its anchor ring's, which never moves).
+    head_box: Region,
+    /// The box the mouth mesh can touch in any pose (the mouth's anchor ring's, grown by the head's reach).
+    face_box: Region,
+    eye_boxes: [Region; 2],
+    /// The regions the last `render` changed, the first `changed_count` of them.
+    changed: [Region; 3],
+    changed_count: usize,
     next_blink: MediaTime,
     random: u64,
 }
 
 impl AvatarRenderer {
-    /// A renderer for `portrait` animated by `rig`; `seed` varies the blink times between sessions.
+    /// A renderer for `portrait` animated by `rig`, its head in idle motion; `seed` varies the blink times
+    /// and the motion between sessions.
     pub fn new(portrait: RgbImage, rig: FaceRig, seed: u64) -> AvatarRenderer {
         let mesh = rig.mesh();
+        let head = Head::new(&rig, seed);
         let (width, height) = (portrait.width, portrait.height);
-        let face_box = bounds(mesh.rest[(RINGS - 1) * SEGMENTS..].iter().copied(), width, height);
+        let reach = head.reach as f32;
+        let grown = |points: &mut dyn Iterator<Item = Point>| {
+            let (left, top, right, bottom) = bounds(points, width, height);
+            bounds([(left as f32 - reach, top as f32 - reach), (right as f32 + reach, bottom as f32 + reach)], width, height)
+        };
+        let face_box = grown(&mut mesh.rest[(RINGS - 1) * SEGMENTS..].iter().copied());
         let eye_boxes = rig.eyes.map(|eye| {
             let (x, y) = eye.center;
             let corners = [
                 (x - eye.half_width - 2.0, y - eye.half_height - 2.0),
                 (x + eye.half_width + 2.0, y + eye.half_height + 3.0),
             ];
-            bounds(corners, width, height)
+            grown(&mut corners.into_iter())
         });
+        let head_box = bounds(head.anchor().iter().copied(), width, height);
         let mut renderer = AvatarRenderer {
             deformed: mesh.rest.clone(),
             inner_lips: Vec::with_capacity(SEGMENTS),
+            head_deformed: head.rest.clone(),
+            head,
+            idle_motion: true,
+            pose: None,
+            posed: portrait.clone(),
             frame: portrait.clone(),
             portrait,
             rig,
             mesh,
             mouth: MouthDriver::default(),
+            head_box,
             face_box,
             eye_boxes,
+            changed: [head_box; 3],
+            changed_count: 0,
             next_blink: MediaTime::ZERO,
             random: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
         };
@@ -67,10 +102,21 @@ impl AvatarRenderer {
         renderer
     }
 
-    /// The only regions `render` ever changes (the face's anchor box and the two eyes), as
-    /// (left, top, right, bottom): everything else is the portrait in every frame.
-    pub fn dirty_regions(&self) -> [(usize, usize, usize, usize); 3] {
-        [self.face_box, self.eye_boxes[0], self.eye_boxes[1]]
+    /// The same renderer with the head held still (the tests that compare with the portrait itself).
+    pub fn without_idle_motion(mut self) -> AvatarRenderer {
+        self.idle_motion = false;
+        self
+    }
+
+    /// The regions the last `render` changed: the head's box when its pose stepped, otherwise the mouth's
+    /// and the eyes' boxes. Everything else is as in the frame before.
+    pub fn changed_regions(&self) -> &[Region] {
+        &self.changed[..self.changed_count]
+    }
+
+    /// The last frame rendered (the portrait before the first).
+    pub fn frame(&self) -> &RgbImage {
+        &self.frame
     }
 
     pub fn width(&self) -> usize {
@@ -85,28 +131,70 @@ impl AvatarRenderer {
     /// it). Returns the frame and the mouth shape drawn.
     pub fn render(&mut self, at: MediaTime, audio: &[f32]) -> (&RgbImage, MouthShape) {
         let shape = self.mouth.next(audio, 16_000);
-        self.frame.copy_rect(&self.portrait, self.face_box);
-        if !shape.is_closed() {
-            self.draw_mouth(shape);
+        let pose = self.pose_at(at);
+        if self.pose != Some(pose) {
+            self.draw_head(pose);
+            self.frame.copy_rect(&self.posed, self.head_box);
+            (self.changed[0], self.changed_count) = (self.head_box, 1);
+        } else {
+            self.frame.copy_rect(&self.posed, self.face_box);
+            for index in 0..2 {
+                self.frame.copy_rect(&self.posed, self.eye_boxes[index]);
+            }
+            self.changed = [self.face_box, self.eye_boxes[0], self.eye_boxes[1]];
+            self.changed_count = 3;
         }
-        for index in 0..2 {
-            self.frame.copy_rect(&self.portrait, self.eye_boxes[index]);
+        if !shape.is_closed() {
+            self.draw_mouth(shape, pose);
         }
         let closed = self.eyelids(at);
         if closed > 0.0 {
             for index in 0..2 {
-                self.draw_eyelid(index, closed);
+                self.draw_eyelid(index, closed, pose);
             }
         }
         (&self.frame, shape)
     }
 
-    fn draw_mouth(&mut self, shape: MouthShape) {
+    /// The head's pose for the frame at `at`: the idle motion's, stepped every `POSE_FRAMES` frames.
+    fn pose_at(&self, at: MediaTime) -> Pose {
+        if !self.idle_motion {
+            return Pose::REST;
+        }
+        let step = at.0 / (FRAME_SAMPLES * POSE_FRAMES) * (FRAME_SAMPLES * POSE_FRAMES);
+        self.head.pose_at(step as f32 / 16_000.0)
+    }
+
+    /// Redraws `posed`: the portrait's head region warped to `pose` (the portrait itself at rest).
+    fn draw_head(&mut self, pose: Pose) {
+        self.pose = Some(pose);
+        if pose == Pose::REST {
+            self.posed.copy_rect(&self.portrait, self.head_box);
+            return;
+        }
+        self.head.deform(pose, &mut self.head_deformed);
+        // Inside the ellipse ring the head moves rigidly: each pixel from where `pose` takes it from.
+        let source = self.head.source_map(pose);
+        warp_polygon(&self.portrait, source, &mut self.posed, &self.head_deformed[1..=SEGMENTS]);
+        for triangle in &self.head.band {
+            let [a, b, c] = triangle.map(usize::from);
+            let src = [self.head.rest[a], self.head.rest[b], self.head.rest[c]];
+            let dst = [self.head_deformed[a], self.head_deformed[b], self.head_deformed[c]];
+            warp_triangle(&self.portrait, src, &mut self.posed, dst);
+        }
+    }
+
+    fn draw_mouth(&mut self, shape: MouthShape, pose: Pose) {
         self.rig.deform(&self.mesh, shape.open, shape.spread, &mut self.deformed);
+        if pose != Pose::REST {
+            for point in &mut self.deformed {
+                *point = self.head.place(pose, *point);
+            }
+        }
         // The inside of the mouth, where the inner lip line has parted: dark, upper teeth at the top.
         self.inner_lips.clear();
         self.inner_lips.extend_from_slice(&self.deformed[..SEGMENTS]);
-        let (cx, _) = self.rig.mouth_center;
+        let (cx, _) = self.head.place(pose, self.rig.mouth_center);
         let top = self.inner_lips.iter().map(|p| p.1).fold(f32::MAX, f32::min);
         let bottom = self.inner_lips.iter().map(|p| p.1).fold(f32::MIN, f32::max);
         let teeth_bottom = top + (bottom - top).min(self.rig.lip_height * 1.6) * 0.45;
@@ -156,9 +244,9 @@ impl AvatarRenderer {
         }
     }
 
-    fn draw_eyelid(&mut self, index: usize, closed: f32) {
+    fn draw_eyelid(&mut self, index: usize, closed: f32, pose: Pose) {
         let eye = self.rig.eyes[index];
-        let (cx, cy) = eye.center;
+        let (cx, cy) = self.head.place(pose, eye.center);
         let (left, top, right, bottom) = self.eye_boxes[index];
         for y in top..bottom {
             for x in left..right {
@@ -229,7 +317,7 @@ mod tests {
     #[test]
     fn silence_shows_the_portrait_and_speech_opens_the_mouth() {
         let (image, rig) = portrait();
-        let mut renderer = AvatarRenderer::new(image.clone(), rig, 7);
+        let mut renderer = AvatarRenderer::new(image.clone(), rig, 7).without_idle_motion();
         let (frame, shape) = renderer.render(MediaTime::ZERO, &[0.0; 640]);
         assert!(shape.is_closed());
         assert_eq!(frame, &image, "a closed mouth with open eyes is the portrait itself");
@@ -242,9 +330,50 @@ mod tests {
     }
 
     #[test]
+    fn the_head_moves_inside_its_region_in_small_steps() {
+        let (portrait, rig) = crate::avatar::stock::stock_face("stock-sofia", 512).unwrap();
+        let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 11);
+        let (left, top, right, bottom) = renderer.head_box;
+        let (mx, my) = (rig.mouth_center.0 as usize, rig.mouth_center.1 as usize);
+        let mouth_region = |image: &RgbImage| -> Vec<u8> {
+            (my - 36..my + 36).flat_map(|y| image.rgb[(y * 512 + mx - 48) * 3..(y * 512 + mx + 48) * 3].to_vec()).collect()
+        };
+        let mut previous = mouth_region(&portrait);
+        let (mut steps, mut largest_step, mut moved) = (0, 0.0f64, false);
+        for index in 0..(20 * FPS) {
+            renderer.render(MediaTime(index * FRAME_SAMPLES), &[0.0; 640]);
+            let frame = renderer.frame();
+            for y in (0..512).step_by(3) {
+                for x in (0..512).step_by(3) {
+                    if !(left..right).contains(&x) || !(top..bottom).contains(&y) {
+                        assert_eq!(frame.pixel(x, y), portrait.pixel(x, y), "({x}, {y}) is outside the head");
+                    }
+                }
+            }
+            let stepped = renderer.changed_regions() == [(left, top, right, bottom)];
+            assert_eq!(stepped, index % POSE_FRAMES == 0, "frame {index}: the pose steps every {POSE_FRAMES} frames");
+            let region = mouth_region(frame);
+            moved |= region != mouth_region(&portrait);
+            // As the browser test measures it: mean change of red and green per pixel.
+            let change = region.chunks(3).zip(previous.chunks(3))
+                .map(|(a, b)| f64::from(a[0].abs_diff(b[0])) + f64::from(a[1].abs_diff(b[1])))
+                .sum::<f64>() / (96.0 * 72.0);
+            if stepped && index > 0 {
+                steps += 1;
+                largest_step = largest_step.max(change);
+            }
+            previous = region;
+        }
+        assert!(moved, "the head moves");
+        assert_eq!(steps, 20 * FPS / POSE_FRAMES - 1);
+        eprintln!("largest pose step in the mouth region: {largest_step:.2} per pixel");
+        assert!(largest_step < 2.0, "a pose step changes the closed mouth's region by {largest_step} per pixel");
+    }
+
+    #[test]
     fn the_eyes_blink_within_six_seconds_and_open_again() {
         let (image, rig) = portrait();
-        let mut renderer = AvatarRenderer::new(image, rig, 3);
+        let mut renderer = AvatarRenderer::new(image, rig, 3).without_idle_motion();
         let lid = renderer.rig.eyes[0].lid;
         let mut shut = 0;
         for frame in 0..(7 * FPS) {

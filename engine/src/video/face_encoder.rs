@@ -1,6 +1,6 @@
 //! The agent's face as a VP8 stream: a stock face (or `DEFAULT_FACE`), its renderer and an encoder,
 //! fed 40 ms of the agent's audio per frame. The first picture is converted whole; after that only the
-//! regions the renderer redraws are converted again. Used by live calls and by `avatar.webm`.
+//! regions the renderer changed are converted again. Used by live calls and by `avatar.webm`.
 
 use crate::MediaTime;
 use crate::avatar::stock::stock_face;
@@ -51,10 +51,9 @@ impl FaceEncoder {
 
     /// The next frame, drawn from `audio` (the 40 ms of the agent's 16 kHz audio it goes out with).
     pub fn encode(&mut self, audio: &[f32]) -> Result<(EncodedFrame<'_>, MouthShape), Vp8Error> {
-        let regions = self.renderer.dirty_regions();
-        let (image, shape) = self.renderer.render(MediaTime(self.frames * FRAME_SAMPLES), audio);
-        for region in regions {
-            self.encoder.picture().convert_region(image, region);
+        let (_, shape) = self.renderer.render(MediaTime(self.frames * FRAME_SAMPLES), audio);
+        for &region in self.renderer.changed_regions() {
+            self.encoder.picture().convert_region(self.renderer.frame(), region);
         }
         self.frames += 1;
         Ok((self.encoder.encode()?, shape))
