@@ -142,8 +142,14 @@ impl Browser {
             tokio_tungstenite::connect_async(endpoint.as_str()).await.ok().map(|(socket, _)| socket)
         })
         .await;
-        let mut browser =
-            Browser { child, socket, protocol: Protocol::Bidi { context: String::new() }, next_id: 1, profile, sound: Some(sound) };
+        let mut browser = Browser {
+            child,
+            socket,
+            protocol: Protocol::Bidi { context: String::new() },
+            next_id: 1,
+            profile,
+            sound: Some(sound),
+        };
         browser.command("session.new", json!({ "capabilities": {} })).await;
         let tree = browser.command("browsingContext.getTree", json!({})).await;
         let context = tree["contexts"][0]["context"].as_str().expect("a browsing context").to_string();
@@ -250,8 +256,5 @@ impl Drop for Browser {
     fn drop(&mut self) {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.profile);
-        if self.sound.take().is_some() {
-            let _ = std::fs::remove_dir_all(self.profile.with_extension("sound"));
-        }
     }
 }

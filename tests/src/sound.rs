@@ -16,8 +16,8 @@ pub struct SoundServer {
 }
 
 impl SoundServer {
-    /// Starts PulseAudio in `dir` (created; its log is `dir/pulseaudio.log`) and waits until it accepts
-    /// clients.
+    /// Starts PulseAudio in `dir` (created, and removed when the server is dropped; its log is
+    /// `dir/pulseaudio.log`) and waits until it accepts clients.
     pub fn start(dir: &Path) -> SoundServer {
         std::fs::create_dir_all(dir).unwrap();
         let socket = dir.join("native");
@@ -68,5 +68,6 @@ impl Drop for SoundServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

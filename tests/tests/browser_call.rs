@@ -140,7 +140,7 @@ async fn assert_the_mouth_follows_the_voice(browser: &mut Browser, quiet: usize)
             .filter(|&i| speaking((i + lag) as usize) == (samples[i as usize].0 > 8.0))
             .count()
     };
-    let best = (-10..=10).max_by_key(|&lag| (agreement(lag), -(lag as i64).abs())).unwrap();
+    let best = (-10..=10).max_by_key(|&lag| (agreement(lag), -lag.abs())).unwrap();
     eprintln!("the mouth lines up best with the voice {best} samples (of 80 ms) later; {} samples", samples.len());
     assert!(moving >= 3, "the mouth moved in {moving} samples while the agent spoke: {samples:?}");
     assert!(still < 5.0, "the mouth moved by {still} while the agent was silent: {samples:?}");

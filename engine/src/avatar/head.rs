@@ -8,6 +8,7 @@
 
 use super::image::Affine;
 use super::rig::{FaceRig, Point, RINGS, SEGMENTS};
+use super::xorshift;
 
 /// Video frames between two poses (160 ms at 25 fps): steps of a few tenths of a pixel.
 pub const POSE_FRAMES: u64 = 4;
@@ -60,10 +61,11 @@ impl Head {
         // a margin) and both eyes, whatever the face's proportions.
         let mut radii = (rig.jaw_half_width * 1.3, eye_to_chin * 0.9);
         let mouth_mesh = rig.mesh();
-        let must_hold = mouth_mesh.rest[(RINGS - 1) * SEGMENTS..].iter().copied().chain(rig.eyes.iter().flat_map(|eye| {
-            let (x, y) = eye.center;
-            [(x - eye.half_width * 1.5, y), (x + eye.half_width * 1.5, y), (x, y - eye.half_height * 3.0)]
-        }));
+        let must_hold =
+            mouth_mesh.rest[(RINGS - 1) * SEGMENTS..].iter().copied().chain(rig.eyes.iter().flat_map(|eye| {
+                let (x, y) = eye.center;
+                [(x - eye.half_width * 1.5, y), (x + eye.half_width * 1.5, y), (x, y - eye.half_height * 3.0)]
+            }));
         for (x, y) in must_hold {
             let (dx, dy) = ((x - center.0) / radii.0, (y - center.1) / radii.1);
             let reach = (dx * dx + dy * dy).sqrt();
@@ -94,12 +96,8 @@ impl Head {
         let farthest = radii.0.hypot(pivot.1 - (center.1 - radii.1));
         let reach = (amplitude.0.hypot(amplitude.1) + farthest * TILT).ceil() as usize + 1;
         let mut random = seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1;
-        let phases = std::array::from_fn(|_| {
-            random ^= random << 13;
-            random ^= random >> 7;
-            random ^= random << 17;
-            (random % 10_000) as f32 / 10_000.0 * std::f32::consts::TAU
-        });
+        let phases =
+            std::array::from_fn(|_| (xorshift(&mut random) % 10_000) as f32 / 10_000.0 * std::f32::consts::TAU);
         Head { rest, band, pivot, amplitude, phases, reach }
     }
 
@@ -129,14 +127,7 @@ impl Head {
         let (px, py) = self.pivot;
         // source = pivot + R(−tilt)·(point − shift − pivot)
         let (tx, ty) = (-pose.shift.0 - px, -pose.shift.1 - py);
-        Affine {
-            xx: cos,
-            xy: sin,
-            x0: px + cos * tx + sin * ty,
-            yx: -sin,
-            yy: cos,
-            y0: py - sin * tx + cos * ty,
-        }
+        Affine { xx: cos, xy: sin, x0: px + cos * tx + sin * ty, yx: -sin, yy: cos, y0: py - sin * tx + cos * ty }
     }
 
     /// The head mesh's vertices in `pose`, into `out`: the centre and ellipse placed, the anchor fixed.

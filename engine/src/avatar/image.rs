@@ -33,8 +33,8 @@ impl RgbImage {
 
     /// Bilinear sample at a fractional position (clamped to the image): the fractions are rounded to
     /// 1/64 of a pixel and the result to the nearest level. Images are at least 2×2.
-    #[inline]
-    pub fn sample(&self, x: f32, y: f32) -> [u8; 3] {
+    #[cfg(test)]
+    fn sample(&self, x: f32, y: f32) -> [u8; 3] {
         self.sample_fixed(to_fixed(x), to_fixed(y))
     }
 
@@ -118,18 +118,27 @@ pub fn warp_triangle(from: &RgbImage, src: [Point; 3], out: &mut RgbImage, dst: 
         let px = first as f32 + 0.5;
         let (u, v) = (u_x * px + u_row, v_x * px + v_row);
         let w = 1.0 - u - v;
-        let sx = w * src[0].0 + u * src[1].0 + v * src[2].0 - 0.5;
-        let sy = w * src[0].1 + u * src[1].1 + v * src[2].1 - 0.5;
-        let step_x = u_x * (src[1].0 - src[0].0) + v_x * (src[2].0 - src[0].0);
-        let step_y = u_x * (src[1].1 - src[0].1) + v_x * (src[2].1 - src[0].1);
-        let (mut fx, mut fy) = (to_fixed(sx), to_fixed(sy));
-        let (step_fx, step_fy) = (to_fixed(step_x), to_fixed(step_y));
+        let start =
+            (w * src[0].0 + u * src[1].0 + v * src[2].0 - 0.5, w * src[0].1 + u * src[1].1 + v * src[2].1 - 0.5);
+        let step = (
+            u_x * (src[1].0 - src[0].0) + v_x * (src[2].0 - src[0].0),
+            u_x * (src[1].1 - src[0].1) + v_x * (src[2].1 - src[0].1),
+        );
         let row = &mut out.rgb[(y * out.width + first) * 3..(y * out.width + last + 1) * 3];
-        for pixel in row.chunks_exact_mut(3) {
-            pixel.copy_from_slice(&from.sample_fixed(fx, fy));
-            fx += step_fx;
-            fy += step_fy;
-        }
+        sample_along(from, row, start, step);
+    }
+}
+
+/// Fills `row` (packed RGB) with samples of `from` from `start`, moving by `step` per pixel (source
+/// positions, pixel centres at .0), stepped in 16.16 fixed point.
+#[inline]
+fn sample_along(from: &RgbImage, row: &mut [u8], start: Point, step: Point) {
+    let (mut x, mut y) = (to_fixed(start.0), to_fixed(start.1));
+    let (step_x, step_y) = (to_fixed(step.0), to_fixed(step.1));
+    for pixel in row.chunks_exact_mut(3) {
+        pixel.copy_from_slice(&from.sample_fixed(x, y));
+        x += step_x;
+        y += step_y;
     }
 }
 
@@ -176,15 +185,10 @@ impl Affine {
 /// bilinearly: a rigid or affine move of a whole region, stepped in fixed point along each row.
 pub fn warp_polygon(from: &RgbImage, source: Affine, out: &mut RgbImage, polygon: &[Point]) {
     let width = out.width;
-    let (step_x, step_y) = (to_fixed(source.xx), to_fixed(source.yx));
     for_each_span(polygon, out.width, out.height, |y, first, end| {
         let (sx, sy) = source.apply((first as f32 + 0.5, y as f32 + 0.5));
-        let (mut fx, mut fy) = (to_fixed(sx - 0.5), to_fixed(sy - 0.5));
-        for pixel in out.rgb[(y * width + first) * 3..(y * width + end) * 3].chunks_exact_mut(3) {
-            pixel.copy_from_slice(&from.sample_fixed(fx, fy));
-            fx += step_x;
-            fy += step_y;
-        }
+        let row = &mut out.rgb[(y * width + first) * 3..(y * width + end) * 3];
+        sample_along(from, row, (sx - 0.5, sy - 0.5), (source.xx, source.yx));
     });
 }
 
@@ -301,12 +305,7 @@ mod tests {
     /// Points in [0, 64) from a fixed xorshift sequence.
     fn points(seed: u64, n: usize) -> Vec<Point> {
         let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 64_000) as f32 / 1_000.0
-        };
+        let mut next = || (crate::avatar::xorshift(&mut state) % 64_000) as f32 / 1_000.0;
         (0..n).map(|_| (next(), next())).collect()
     }
 

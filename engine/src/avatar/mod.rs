@@ -15,3 +15,12 @@ pub use image::RgbImage;
 pub use mouth::{MouthDriver, MouthShape};
 pub use renderer::{AvatarRenderer, FPS, FRAME_SAMPLES};
 pub use rig::{EyeRig, FaceRig};
+
+/// The next number of a xorshift64 sequence (`state` never 0): blink times and head motion phases,
+/// deterministic for a session's seed.
+pub(crate) fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}

@@ -10,6 +10,7 @@ use super::head::{Head, POSE_FRAMES, Pose};
 use super::image::{RgbImage, bounds, fill_polygon, warp_polygon, warp_triangle};
 use super::mouth::{MouthDriver, MouthShape};
 use super::rig::{FaceMesh, FaceRig, Point, RINGS, SEGMENTS};
+use super::xorshift;
 use crate::time::MediaTime;
 
 /// Video frames per second.
@@ -65,7 +66,11 @@ impl AvatarRenderer {
         let reach = head.reach as f32;
         let grown = |points: &mut dyn Iterator<Item = Point>| {
             let (left, top, right, bottom) = bounds(points, width, height);
-            bounds([(left as f32 - reach, top as f32 - reach), (right as f32 + reach, bottom as f32 + reach)], width, height)
+            bounds(
+                [(left as f32 - reach, top as f32 - reach), (right as f32 + reach, bottom as f32 + reach)],
+                width,
+                height,
+            )
         };
         let face_box = grown(&mut mesh.rest[(RINGS - 1) * SEGMENTS..].iter().copied());
         let eye_boxes = rig.eyes.map(|eye| {
@@ -271,11 +276,8 @@ impl AvatarRenderer {
 
     /// The wait until the next blink (xorshift; deterministic for a seed).
     fn blink_gap(&mut self) -> MediaTime {
-        self.random ^= self.random << 13;
-        self.random ^= self.random >> 7;
-        self.random ^= self.random << 17;
         let (low, high) = BLINK_GAP_MS;
-        MediaTime::from_millis(low + self.random % (high - low))
+        MediaTime::from_millis(low + xorshift(&mut self.random) % (high - low))
     }
 }
 
@@ -336,7 +338,9 @@ mod tests {
         let (left, top, right, bottom) = renderer.head_box;
         let (mx, my) = (rig.mouth_center.0 as usize, rig.mouth_center.1 as usize);
         let mouth_region = |image: &RgbImage| -> Vec<u8> {
-            (my - 36..my + 36).flat_map(|y| image.rgb[(y * 512 + mx - 48) * 3..(y * 512 + mx + 48) * 3].to_vec()).collect()
+            (my - 36..my + 36)
+                .flat_map(|y| image.rgb[(y * 512 + mx - 48) * 3..(y * 512 + mx + 48) * 3].to_vec())
+                .collect()
         };
         let mut previous = mouth_region(&portrait);
         let (mut steps, mut largest_step, mut moved) = (0, 0.0f64, false);
@@ -355,9 +359,12 @@ mod tests {
             let region = mouth_region(frame);
             moved |= region != mouth_region(&portrait);
             // As the browser test measures it: mean change of red and green per pixel.
-            let change = region.chunks(3).zip(previous.chunks(3))
+            let change = region
+                .chunks(3)
+                .zip(previous.chunks(3))
                 .map(|(a, b)| f64::from(a[0].abs_diff(b[0])) + f64::from(a[1].abs_diff(b[1])))
-                .sum::<f64>() / (96.0 * 72.0);
+                .sum::<f64>()
+                / (96.0 * 72.0);
             if stepped && index > 0 {
                 steps += 1;
                 largest_step = largest_step.max(change);
