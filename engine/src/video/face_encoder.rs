@@ -1,6 +1,6 @@
 //! The agent's face as a VP8 stream: a stock face (or `DEFAULT_FACE`), its renderer and an encoder,
 //! fed 40 ms of the agent's audio per frame. The first picture is converted whole; after that only the
-//! regions the renderer changed are converted again. Used by live calls and by `avatar.webm`.
+//! regions the renderer changed are converted again, and only their macroblocks are coded. Used by live calls and by `avatar.webm`.
 
 use crate::MediaTime;
 use crate::avatar::stock::stock_face;
@@ -54,9 +54,10 @@ impl FaceEncoder {
         let (_, shape) = self.renderer.render(MediaTime(self.frames * FRAME_SAMPLES), audio);
         for &region in self.renderer.changed_regions() {
             self.encoder.picture().convert_region(self.renderer.frame(), region);
+            self.encoder.mark_changed(region);
         }
         self.frames += 1;
-        Ok((self.encoder.encode()?, shape))
+        Ok((self.encoder.encode_changed()?, shape))
     }
 }
 

@@ -1,17 +1,20 @@
 //! A VP8 encoder over libvpx (Debian's libvpx through `env-libvpx-sys`): real-time deadline, a negative
 //! speed (`cpu-used`, −6: fast, quality adapted to the time left), constant bitrate, no frame lag, and
 //! keyframes on request (a new viewer, a PLI/FIR from the browser) and every `keyframe_interval` frames
-//! as a safety net; unchanged macroblocks are skipped early (`STATIC_THRESHOLD`). One encoder per stream;
-//! its picture and output buffers are allocated once.
+//! as a safety net; unchanged macroblocks are skipped early (`STATIC_THRESHOLD`). A caller that knows
+//! which parts of the picture it changed says so (`mark_changed`, then `encode_changed`): the other
+//! macroblocks are left out of the search altogether (libvpx's active map), coded as "same as the last
+//! frame". One encoder per stream; its picture, map and output buffers are allocated once.
 
 use std::mem::MaybeUninit;
 use std::ptr;
 
 use vpx_sys::{
     VPX_DL_REALTIME, VPX_EFLAG_FORCE_KF, VPX_ENCODER_ABI_VERSION, VPX_ERROR_RESILIENT_DEFAULT, VPX_FRAME_IS_KEY,
-    vp8e_enc_control_id, vpx_codec_control_, vpx_codec_ctx_t, vpx_codec_cx_pkt_kind, vpx_codec_destroy,
-    vpx_codec_enc_cfg_t, vpx_codec_enc_config_default, vpx_codec_enc_init_ver, vpx_codec_encode, vpx_codec_err_t,
-    vpx_codec_get_cx_data, vpx_codec_vp8_cx, vpx_image_t, vpx_img_fmt, vpx_img_wrap, vpx_kf_mode, vpx_rc_mode,
+    vp8e_enc_control_id, vpx_active_map_t, vpx_codec_control_, vpx_codec_ctx_t, vpx_codec_cx_pkt_kind,
+    vpx_codec_destroy, vpx_codec_enc_cfg_t, vpx_codec_enc_config_default, vpx_codec_enc_init_ver, vpx_codec_encode,
+    vpx_codec_err_t, vpx_codec_get_cx_data, vpx_codec_vp8_cx, vpx_image_t, vpx_img_fmt, vpx_img_wrap, vpx_kf_mode,
+    vpx_rc_mode,
 };
 
 use super::yuv::I420;
@@ -22,6 +25,14 @@ use super::yuv::I420;
 /// skipped, and a still face is no longer refined by a level at a time after each keyframe. Measured:
 /// render + I420 + VP8 1.41 ms (none) → 0.94 ms (100) → 0.83 ms (300) per frame (`docs/performance.md`).
 const STATIC_THRESHOLD: i32 = 300;
+
+/// Macroblock side in pixels.
+const MACROBLOCK: usize = 16;
+
+/// A macroblock stays in the active map this many frames after its pixels last changed: the frames
+/// after a change refine what the first coded coarsely (CBR spends few bits on a frame), until the
+/// encode breakout finds nothing left to add.
+const REFINE_FRAMES: u8 = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Vp8Config {
@@ -68,6 +79,12 @@ pub struct Vp8Encoder {
     config: Vp8Config,
     frame_index: i64,
     force_keyframe: bool,
+    /// Per macroblock (row-major): frames since its pixels last changed, saturating at `REFINE_FRAMES`.
+    unchanged_for: Vec<u8>,
+    /// Per macroblock: 1 when the next `encode_changed` codes it (libvpx's active map).
+    active: Vec<u8>,
+    mb_cols: usize,
+    mb_rows: usize,
 }
 
 // The encoder is used by one thread at a time; libvpx's context holds no thread affinity.
@@ -98,6 +115,8 @@ impl Vp8Encoder {
         check("enc_init", unsafe {
             vpx_codec_enc_init_ver(context.as_mut_ptr(), vpx_codec_vp8_cx(), &cfg, 0, VPX_ENCODER_ABI_VERSION as i32)
         })?;
+        let mb_cols = (config.width as usize).div_ceil(MACROBLOCK);
+        let mb_rows = (config.height as usize).div_ceil(MACROBLOCK);
         let mut encoder = Vp8Encoder {
             context,
             image: Box::new(MaybeUninit::zeroed()),
@@ -106,6 +125,10 @@ impl Vp8Encoder {
             config,
             frame_index: 0,
             force_keyframe: true,
+            unchanged_for: vec![0; mb_cols * mb_rows],
+            active: vec![1; mb_cols * mb_rows],
+            mb_cols,
+            mb_rows,
         };
         check("set cpu-used", unsafe {
             vpx_codec_control_(encoder.context.as_mut_ptr(), vp8e_enc_control_id::VP8E_SET_CPUUSED as i32, config.speed)
@@ -131,8 +154,63 @@ impl Vp8Encoder {
         self.force_keyframe = true;
     }
 
-    /// Encodes the current picture as the next frame (one `1/fps` step after the previous one).
+    /// The picture's pixels in `(left, top, right, bottom)` (right and bottom exclusive) changed since the
+    /// last frame: `encode_changed` codes their macroblocks (and refines them for a few frames after).
+    pub fn mark_changed(&mut self, (left, top, right, bottom): (usize, usize, usize, usize)) {
+        let (right, bottom) = (right.min(self.config.width as usize), bottom.min(self.config.height as usize));
+        if left >= right || top >= bottom {
+            return;
+        }
+        let columns = left / MACROBLOCK..right.div_ceil(MACROBLOCK);
+        for row in top / MACROBLOCK..bottom.div_ceil(MACROBLOCK) {
+            self.unchanged_for[row * self.mb_cols..][columns.clone()].fill(0);
+        }
+    }
+
+    /// Encodes the current picture as the next frame, searching only the macroblocks that changed (as
+    /// `mark_changed` said) in the last `REFINE_FRAMES` frames; the rest repeat the last frame. Keyframes
+    /// are coded whole.
+    pub fn encode_changed(&mut self) -> Result<EncodedFrame<'_>, Vp8Error> {
+        for (active, unchanged_for) in self.active.iter_mut().zip(&mut self.unchanged_for) {
+            *active = u8::from(*unchanged_for < REFINE_FRAMES);
+            *unchanged_for = (*unchanged_for + 1).min(REFINE_FRAMES);
+        }
+        self.set_active_map(true)?;
+        let keyframe = self.encode_picture()?;
+        if keyframe {
+            // A keyframe is coded whole and coarsely: refine all of it over the next frames.
+            self.unchanged_for.fill(0);
+        }
+        Ok(EncodedFrame { data: &self.output, keyframe })
+    }
+
+    /// Encodes the current picture as the next frame (one `1/fps` step after the previous one), every
+    /// macroblock searched.
     pub fn encode(&mut self) -> Result<EncodedFrame<'_>, Vp8Error> {
+        self.set_active_map(false)?;
+        let keyframe = self.encode_picture()?;
+        Ok(EncodedFrame { data: &self.output, keyframe })
+    }
+
+    /// Turns libvpx's active map on (with `self.active`) or off (every macroblock active).
+    fn set_active_map(&mut self, enabled: bool) -> Result<(), Vp8Error> {
+        let mut map = vpx_active_map_t {
+            active_map: if enabled { self.active.as_mut_ptr() } else { ptr::null_mut() },
+            rows: self.mb_rows as u32,
+            cols: self.mb_cols as u32,
+        };
+        // SAFETY: libvpx copies the map during the call; the struct and the buffer outlive it.
+        check("set active map", unsafe {
+            vpx_codec_control_(
+                self.context.as_mut_ptr(),
+                vp8e_enc_control_id::VP8E_SET_ACTIVEMAP as i32,
+                &mut map as *mut vpx_active_map_t,
+            )
+        })
+    }
+
+    /// Encodes the current picture into `self.output`; true when it became a keyframe.
+    fn encode_picture(&mut self) -> Result<bool, Vp8Error> {
         let (w, h) = (self.config.width, self.config.height);
         // SAFETY: the picture's buffer outlives the call and holds w×h×1.5 bytes of I420.
         let wrapped = unsafe {
@@ -177,7 +255,7 @@ impl Vp8Encoder {
                 keyframe |= frame.flags & VPX_FRAME_IS_KEY != 0;
             }
         }
-        Ok(EncodedFrame { data: &self.output, keyframe })
+        Ok(keyframe)
     }
 }
 
