@@ -15,6 +15,7 @@ pub mod responder;
 pub mod runtime;
 pub mod simulate;
 pub mod time;
+pub mod turn_metrics;
 pub mod video;
 
 pub use events::{ConversationEvent, EVENT_NAMES, EventKind};

@@ -23,6 +23,7 @@ use crate::core::playout::PlayoutSegment;
 use crate::events::{ConversationEvent, EventKind};
 use crate::responder::Responder;
 use crate::time::MediaTime;
+use crate::turn_metrics::{TurnMetrics, TurnMetricsLog};
 use crate::video::recording::{DEFAULT_FACE, RecordingError, write_conversation_webm};
 
 /// Samples per 20 ms frame at 16 kHz: the pace of the media loop.
@@ -79,6 +80,8 @@ impl ListeningModels {
 #[derive(Debug, Default)]
 pub struct SimulationRecord {
     pub events: Vec<ConversationEvent>,
+    /// One per turn, in the order they were written.
+    pub turn_metrics: Vec<TurnMetrics>,
     pub agent_audio: Vec<f32>,
 }
 
@@ -118,6 +121,8 @@ struct Simulation<'a> {
     pace: Pace,
     record: SimulationRecord,
     on_event: &'a mut dyn FnMut(&ConversationEvent),
+    on_metrics: &'a mut dyn FnMut(&TurnMetrics),
+    metrics: TurnMetricsLog,
     /// Parts of the agent's reply and the media time at which each is ready.
     pending: VecDeque<(MediaTime, ReplyPart)>,
 }
@@ -128,6 +133,14 @@ enum ReplyPart {
 }
 
 impl Simulation<'_> {
+    /// Writes turns that are over.
+    fn report(&mut self, turns: impl IntoIterator<Item = TurnMetrics>) {
+        for metrics in turns {
+            (self.on_metrics)(&metrics);
+            self.record.turn_metrics.push(metrics);
+        }
+    }
+
     /// Hands playout the reply parts that are ready by `now`.
     fn release_reply(&mut self, now: MediaTime) {
         while self.pending.front().is_some_and(|(ready, _)| *ready <= now) {
@@ -149,10 +162,28 @@ impl Simulation<'_> {
                     {
                         responder.heard(text);
                     }
+                    match &event.kind {
+                        EventKind::AgentStartedSpeaking { .. } => {
+                            self.metrics.started_speaking(MediaTime::from_duration(event.media_time))
+                        }
+                        EventKind::AgentInterrupted => {
+                            self.metrics.interrupted(MediaTime::from_duration(event.media_time))
+                        }
+                        EventKind::CallEnded => {
+                            let open = self.metrics.finish_all();
+                            self.report(open);
+                        }
+                        _ => {}
+                    }
                     (self.on_event)(&event);
+                    if let EventKind::AgentStoppedSpeaking { .. } = &event.kind {
+                        let over = self.metrics.stopped_speaking();
+                        self.report(over);
+                    }
                     self.record.events.push(event);
                 }
-                ConversationOutput::PredictTurn { from, last_speech, .. } => {
+                ConversationOutput::PredictTurn { turn, from, last_speech } => {
+                    self.metrics.speech_ended(turn, last_speech);
                     let end = (last_speech.samples() as usize).min(self.audio.len());
                     let probability = self.models.turn.predict(&self.audio[..end])?;
                     tracing::debug!(probability, "turn model");
@@ -165,6 +196,8 @@ impl Simulation<'_> {
                     }
                 }
                 ConversationOutput::Transcribe { turn, from, to, at } => {
+                    let superseded = self.metrics.committed(turn, at);
+                    self.report(superseded);
                     let (start, end) = (
                         (transcription_start(from).samples() as usize).min(self.audio.len()),
                         (to.samples() as usize).min(self.audio.len()),
@@ -180,11 +213,14 @@ impl Simulation<'_> {
                         None => String::new(),
                     };
                     let observed = self.pace.observed(at);
+                    let timing = self.responder.as_deref().and_then(Responder::last_transcript);
+                    self.metrics.transcript(turn, observed, timing);
                     self.conversation.transcript(turn, text, observed);
                 }
                 ConversationOutput::Respond { turn, epoch, user_text } => {
                     // Each sentence reaches playout when it is ready: at once offline, after the real
                     // provider time in real time.
+                    self.metrics.llm_request(turn, self.pace.observed(now));
                     let (pace, pending) = (&self.pace, &mut self.pending);
                     if let Some(responder) = self.responder.as_deref_mut() {
                         let mut collect =
@@ -193,6 +229,7 @@ impl Simulation<'_> {
                         if let Err(err) = self.io.block_on(reply) {
                             tracing::warn!(error = %err, "the agent's reply failed");
                         }
+                        self.metrics.reply(turn, responder.last_reply());
                     }
                     self.pending.push_back((self.pace.observed(now), ReplyPart::End(turn)));
                 }
@@ -221,6 +258,7 @@ pub fn run_audio(
     responder: Option<&mut Responder>,
     realtime: bool,
     on_event: &mut dyn FnMut(&ConversationEvent),
+    on_metrics: &mut dyn FnMut(&TurnMetrics),
 ) -> Result<SimulationRecord, SimulateError> {
     let io = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -233,8 +271,14 @@ pub fn run_audio(
         responder,
         io,
         pace: Pace { realtime: realtime.then(Instant::now) },
-        record: SimulationRecord { events: Vec::new(), agent_audio: Vec::with_capacity(audio.len() + FRAME) },
+        record: SimulationRecord {
+            events: Vec::new(),
+            turn_metrics: Vec::new(),
+            agent_audio: Vec::with_capacity(audio.len() + FRAME),
+        },
         on_event,
+        on_metrics,
+        metrics: TurnMetricsLog::new(realtime),
         pending: VecDeque::new(),
     };
     let mut frame = [0.0f32; FRAME];
@@ -294,6 +338,13 @@ pub fn event_line(event: &ConversationEvent, conversation_id: &str) -> Value {
     line
 }
 
+/// One turn's `turn_metrics` line: `TurnMetrics::to_json` plus `conversation_id`.
+pub fn metrics_line(metrics: &TurnMetrics, conversation_id: &str) -> Value {
+    let mut line = metrics.to_json();
+    line["conversation_id"] = json!(conversation_id);
+    line
+}
+
 /// Transcript entries (SPEC.md's shape) from the events: committed user text and what the user heard.
 pub fn transcript(
     events: &[ConversationEvent],
@@ -332,13 +383,24 @@ pub fn run(options: &SimulateOptions, out: &mut dyn Write) -> Result<SimulationR
     let mut responder = responder_for(&read(&options.agent)?, &spec, &options.models_dir)?;
     let conversation_id = format!("sim-{}", std::process::id());
     let started = chrono::Utc::now();
-    let mut write_error = None;
-    let record = run_audio(&audio, config, &mut models, Some(&mut responder), options.realtime, &mut |event| {
-        let line = event_line(event, &conversation_id);
+    let out = std::cell::RefCell::new(out);
+    let write_error = std::cell::RefCell::new(None);
+    let write_line = |line: Value| {
+        let mut out = out.borrow_mut();
         if let Err(err) = writeln!(out, "{line}").and_then(|_| out.flush()) {
-            write_error.get_or_insert(err);
+            write_error.borrow_mut().get_or_insert(err);
         }
-    })?;
+    };
+    let record = run_audio(
+        &audio,
+        config,
+        &mut models,
+        Some(&mut responder),
+        options.realtime,
+        &mut |event| write_line(event_line(event, &conversation_id)),
+        &mut |metrics| write_line(metrics_line(metrics, &conversation_id)),
+    )?;
+    let write_error = write_error.into_inner();
     if let Some(source) = write_error {
         return Err(SimulateError::Write { path: "stdout".into(), source });
     }

@@ -48,7 +48,7 @@ fn models() -> ListeningModels {
 }
 
 fn run(scene: &Scene, config: ConversationConfig) -> Vec<ConversationEvent> {
-    run_audio(&scene.audio, config, &mut models(), None, false, &mut |_| {}).unwrap().events
+    run_audio(&scene.audio, config, &mut models(), None, false, &mut |_| {}, &mut |_| {}).unwrap().events
 }
 
 fn times(events: &[ConversationEvent], name: &str) -> Vec<Duration> {

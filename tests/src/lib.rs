@@ -18,8 +18,14 @@ pub fn confab_bin() -> PathBuf {
     path
 }
 
-/// Runs `confab simulate` (asserting success) with extra environment; returns the event lines as JSON.
+/// Runs `confab simulate` (asserting success) with extra environment; returns the event lines as JSON
+/// (the `turn_metrics` lines left out: `simulate_lines` has them).
 pub fn simulate(agent: &Path, input: &Path, out: &Path, env: &[(&str, &str)]) -> Vec<Value> {
+    simulate_lines(agent, input, out, env).into_iter().filter(|line| line["type"] == "pipeline").collect()
+}
+
+/// Runs `confab simulate` (asserting success) with extra environment; returns every stdout line as JSON.
+pub fn simulate_lines(agent: &Path, input: &Path, out: &Path, env: &[(&str, &str)]) -> Vec<Value> {
     let output = Command::new(confab_bin())
         .args(["simulate", "--agent"])
         .arg(agent)

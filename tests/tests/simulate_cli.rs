@@ -1,10 +1,11 @@
-//! `confab simulate` as a user runs it: a spoken WAV in, JSON event lines out, transcript.json and
-//! agent.wav and avatar.webm (the face speaking, VP8 + Opus, checked with ffprobe) written; bad inputs give a clear error and a non-zero exit.
+//! `confab simulate` as a user runs it: a spoken WAV in, JSON event lines out (and one `turn_metrics`
+//! line per turn), transcript.json and agent.wav and avatar.webm (the face speaking, VP8 + Opus, checked
+//! with ffprobe) written; bad inputs give a clear error and a non-zero exit.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use confab_tests::{agent_audio, confab_bin, ffprobe_streams, rms_between, simulate};
+use confab_tests::{agent_audio, confab_bin, ffprobe_streams, rms_between, simulate, simulate_lines};
 use serde_json::Value;
 
 fn workdir(name: &str) -> PathBuf {
@@ -134,7 +135,9 @@ fn offline_conversation_on_local_models() {
     )
     .unwrap();
     let out = dir.join("out");
-    let events = simulate(&agent, &input, &out, &[]);
+    let lines = simulate_lines(&agent, &input, &out, &[]);
+    assert_eq!(lines.last().unwrap()["event"]["name"], "call_ended", "call_ended is the last line");
+    let events: Vec<Value> = lines.iter().filter(|line| line["type"] == "pipeline").cloned().collect();
     let find = |name: &str| {
         events.iter().find(|e| e["event"]["name"] == name).unwrap_or_else(|| panic!("no {name}: {events:#?}"))
     };
@@ -154,5 +157,32 @@ fn offline_conversation_on_local_models() {
         serde_json::from_str(&std::fs::read_to_string(out.join("transcript.json")).unwrap()).unwrap();
     let roles: Vec<&str> = transcript.as_array().unwrap().iter().map(|e| e["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant"]);
+    // One turn, one `turn_metrics` line: every stage present, in order, on the same clock as the events.
+    let metrics: Vec<&Value> = lines.iter().filter(|line| line["type"] == "turn_metrics").collect();
+    assert_eq!(metrics.len(), 1, "{lines:#?}");
+    let (metrics, stages) = (metrics[0], &metrics[0]["media_time"]);
+    assert_eq!(metrics["turn"], 1);
+    assert_eq!(metrics["conversation_id"], events[0]["conversation_id"]);
+    let order = [
+        "speech_ended",
+        "committed",
+        "transcript_final",
+        "llm_request",
+        "llm_first_token",
+        "first_clause",
+        "tts_first_audio",
+        "first_audio_played",
+    ];
+    let times: Vec<f64> = order.iter().map(|stage| stages[stage].as_f64().expect(stage)).collect();
+    assert!(times.windows(2).all(|pair| pair[0] <= pair[1]), "{stages}");
+    assert_eq!(stages["first_audio_played"].as_f64(), Some(start));
+    assert_eq!(stages["transcript_final"], find("utterance_committed")["media_time"]);
+    assert!(stages.get("interrupted").is_none(), "{stages}");
+    let latency = &metrics["latency_ms"];
+    for stage in ["stt", "llm_first_token", "first_clause", "tts_first_audio", "first_segment"] {
+        assert!(latency[stage].as_f64().is_some_and(|ms| ms > 0.0), "{stage}: {latency}");
+    }
+    let commit_to_audio = 1_000.0 * (start - stages["committed"].as_f64().unwrap());
+    assert!((latency["commit_to_first_audio"].as_f64().unwrap() - commit_to_audio).abs() < 0.01, "{metrics}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,269 @@
+//! Where a turn's time goes: the stages of one user turn and the agent's answer, on the media clock,
+//! plus the wall-clock time each provider stage took. A driver (`confab simulate`) records the stages
+//! as it sees them (`TurnMetricsLog`) and writes one `turn_metrics` line per turn when the turn is over
+//! (the agent stopped speaking, or the turn was superseded, or the call ended). Shape: `docs/engine.md`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::core::TurnId;
+use crate::time::MediaTime;
+
+/// Wall-clock durations of one reply's provider stages, from the language-model request.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReplyTimings {
+    /// The first text from the language model.
+    pub llm_first_token: Option<Duration>,
+    /// The first piece of the reply (its first clause or sentence) ready for speech synthesis.
+    pub first_clause: Option<Duration>,
+    /// The first audio from speech synthesis.
+    pub tts_first_audio: Option<Duration>,
+    /// The first piece's audio complete and handed to playout.
+    pub first_segment: Option<Duration>,
+}
+
+/// Wall-clock duration of a turn's speech-to-text, and whether it ran ahead of the commit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TranscriptTiming {
+    pub duration: Duration,
+    /// Transcribed during the endpointing delay (the commit found it ready).
+    pub prepared_ahead: bool,
+}
+
+/// One turn's stages. Media times are seconds since the start of the conversation; a stage that did
+/// not happen (no reply, no interruption) is absent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnMetrics {
+    pub turn: TurnId,
+    /// The user's last speech before the commit.
+    pub speech_ended: Option<MediaTime>,
+    pub committed: Option<MediaTime>,
+    pub transcript_final: Option<MediaTime>,
+    pub llm_request: Option<MediaTime>,
+    pub llm_first_token: Option<MediaTime>,
+    pub first_clause: Option<MediaTime>,
+    pub tts_first_audio: Option<MediaTime>,
+    /// The first sample of the answer played to the user (`agent.started_speaking`).
+    pub first_audio_played: Option<MediaTime>,
+    pub interrupted: Option<MediaTime>,
+    pub transcript: Option<TranscriptTiming>,
+    pub reply: ReplyTimings,
+}
+
+fn millis(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1e6).round() / 1e3
+}
+
+impl TurnMetrics {
+    /// Places the reply's provider stages on the media clock, counting from `llm_request`: in real time
+    /// the media clock runs with the wall clock; offline it stands still while providers work, and then
+    /// only `latency_ms` shows their time.
+    fn place_reply(&mut self, realtime: bool) {
+        let Some(request) = self.llm_request else { return };
+        let at = |stage: Option<Duration>| {
+            stage.map(|d| if realtime { request + MediaTime::from_duration(d) } else { request })
+        };
+        self.llm_first_token = at(self.reply.llm_first_token);
+        self.first_clause = at(self.reply.first_clause);
+        self.tts_first_audio = at(self.reply.tts_first_audio);
+    }
+
+    /// The `turn_metrics` line (without `conversation_id`).
+    pub fn to_json(&self) -> Value {
+        let seconds = |t: Option<MediaTime>| t.map(|t| t.as_secs_f64());
+        let stages: BTreeMap<&str, f64> = [
+            ("speech_ended", seconds(self.speech_ended)),
+            ("committed", seconds(self.committed)),
+            ("transcript_final", seconds(self.transcript_final)),
+            ("llm_request", seconds(self.llm_request)),
+            ("llm_first_token", seconds(self.llm_first_token)),
+            ("first_clause", seconds(self.first_clause)),
+            ("tts_first_audio", seconds(self.tts_first_audio)),
+            ("first_audio_played", seconds(self.first_audio_played)),
+            ("interrupted", seconds(self.interrupted)),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|v| (name, v)))
+        .collect();
+        let mut latency: BTreeMap<&str, f64> = [
+            ("stt", self.transcript.map(|t| t.duration)),
+            ("llm_first_token", self.reply.llm_first_token),
+            ("first_clause", self.reply.first_clause),
+            ("tts_first_audio", self.reply.tts_first_audio),
+            ("first_segment", self.reply.first_segment),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|v| (name, millis(v))))
+        .collect();
+        if let (Some(committed), Some(played)) = (self.committed, self.first_audio_played) {
+            latency.insert("commit_to_first_audio", millis(played.saturating_sub(committed).as_duration()));
+        }
+        json!({
+            "type": "turn_metrics",
+            "turn": self.turn.0,
+            "media_time": stages,
+            "latency_ms": latency,
+            "stt_prepared_ahead": self.transcript.map(|t| t.prepared_ahead),
+        })
+    }
+}
+
+/// The turns in progress, filled in as a driver sees each stage; `finish` hands a turn back once.
+#[derive(Debug, Default)]
+pub struct TurnMetricsLog {
+    open: BTreeMap<u64, TurnMetrics>,
+    /// The turn whose answer is playing (or was last asked for).
+    speaking: Option<TurnId>,
+    realtime: bool,
+}
+
+impl TurnMetricsLog {
+    /// `realtime`: the media clock runs with the wall clock (provider stages are placed on it).
+    pub fn new(realtime: bool) -> TurnMetricsLog {
+        TurnMetricsLog { realtime, ..TurnMetricsLog::default() }
+    }
+
+    fn entry(&mut self, turn: TurnId) -> &mut TurnMetrics {
+        self.open.entry(turn.0).or_insert_with(|| TurnMetrics { turn, ..TurnMetrics::default() })
+    }
+
+    pub fn speech_ended(&mut self, turn: TurnId, at: MediaTime) {
+        self.entry(turn).speech_ended = Some(at);
+    }
+
+    /// The turn was committed at `at`. Earlier turns whose answer never played are over (superseded):
+    /// they are returned.
+    pub fn committed(&mut self, turn: TurnId, at: MediaTime) -> Vec<TurnMetrics> {
+        self.entry(turn).committed = Some(at);
+        let superseded: Vec<u64> = self
+            .open
+            .iter()
+            .filter(|(id, m)| **id < turn.0 && m.first_audio_played.is_none())
+            .map(|(&id, _)| id)
+            .collect();
+        if self.speaking.is_some_and(|speaking| superseded.contains(&speaking.0)) {
+            self.speaking = None;
+        }
+        superseded.into_iter().filter_map(|id| self.open.remove(&id)).collect()
+    }
+
+    pub fn transcript(&mut self, turn: TurnId, at: MediaTime, timing: Option<TranscriptTiming>) {
+        let entry = self.entry(turn);
+        entry.transcript_final = Some(at);
+        entry.transcript = timing;
+    }
+
+    pub fn llm_request(&mut self, turn: TurnId, at: MediaTime) {
+        self.entry(turn).llm_request = Some(at);
+        self.speaking = Some(turn);
+    }
+
+    pub fn reply(&mut self, turn: TurnId, timings: ReplyTimings) {
+        let realtime = self.realtime;
+        let entry = self.entry(turn);
+        entry.reply = timings;
+        entry.place_reply(realtime);
+    }
+
+    /// `agent.started_speaking` at `at`.
+    pub fn started_speaking(&mut self, at: MediaTime) {
+        if let Some(turn) = self.speaking {
+            let entry = self.entry(turn);
+            entry.first_audio_played.get_or_insert(at);
+        }
+    }
+
+    /// `agent.interrupted` at `at`.
+    pub fn interrupted(&mut self, at: MediaTime) {
+        if let Some(turn) = self.speaking {
+            self.entry(turn).interrupted.get_or_insert(at);
+        }
+    }
+
+    /// `agent.stopped_speaking`: the speaking turn is over.
+    pub fn stopped_speaking(&mut self) -> Option<TurnMetrics> {
+        let turn = self.speaking.take()?;
+        self.open.remove(&turn.0)
+    }
+
+    /// Every turn still open (the call ended), in order.
+    pub fn finish_all(&mut self) -> Vec<TurnMetrics> {
+        self.speaking = None;
+        std::mem::take(&mut self.open).into_values().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(value: u64) -> MediaTime {
+        MediaTime::from_millis(value)
+    }
+
+    #[test]
+    fn a_turn_is_reported_once_when_the_agent_stops_speaking_with_its_stages_in_order() {
+        let mut log = TurnMetricsLog::new(true);
+        let turn = TurnId(1);
+        log.speech_ended(turn, ms(1_700));
+        assert!(log.committed(turn, ms(2_200)).is_empty());
+        let stt = TranscriptTiming { duration: Duration::from_millis(150), prepared_ahead: true };
+        log.transcript(turn, ms(2_220), Some(stt));
+        log.llm_request(turn, ms(2_220));
+        let reply = ReplyTimings {
+            llm_first_token: Some(Duration::from_millis(120)),
+            first_clause: Some(Duration::from_millis(200)),
+            tts_first_audio: Some(Duration::from_millis(260)),
+            first_segment: Some(Duration::from_millis(300)),
+        };
+        log.reply(turn, reply);
+        log.started_speaking(ms(2_540));
+        let metrics = log.stopped_speaking().expect("the speaking turn");
+        assert!(log.stopped_speaking().is_none() && log.finish_all().is_empty(), "reported once");
+        let line = metrics.to_json();
+        assert_eq!(line["type"], "turn_metrics");
+        assert_eq!(line["turn"], 1);
+        let stages = &line["media_time"];
+        let order = [
+            "speech_ended",
+            "committed",
+            "transcript_final",
+            "llm_request",
+            "llm_first_token",
+            "first_clause",
+            "tts_first_audio",
+            "first_audio_played",
+        ];
+        let times: Vec<f64> = order.iter().map(|name| stages[name].as_f64().unwrap()).collect();
+        assert_eq!(times, [1.7, 2.2, 2.22, 2.22, 2.34, 2.42, 2.48, 2.54]);
+        assert!(stages.get("interrupted").is_none());
+        assert_eq!(line["latency_ms"]["commit_to_first_audio"], 340.0);
+        assert_eq!(line["latency_ms"]["stt"], 150.0);
+        assert_eq!(line["stt_prepared_ahead"], true);
+    }
+
+    #[test]
+    fn offline_the_provider_stages_sit_at_the_request_and_their_time_shows_in_latency() {
+        let mut log = TurnMetricsLog::new(false);
+        let turn = TurnId(3);
+        log.committed(turn, ms(1_000));
+        log.llm_request(turn, ms(1_000));
+        log.reply(turn, ReplyTimings { llm_first_token: Some(Duration::from_millis(850)), ..ReplyTimings::default() });
+        log.interrupted(ms(1_500));
+        let line = log.finish_all().remove(0).to_json();
+        assert_eq!(line["media_time"]["llm_first_token"], 1.0);
+        assert_eq!(line["latency_ms"]["llm_first_token"], 850.0);
+        assert_eq!(line["media_time"]["interrupted"], 1.5);
+    }
+
+    #[test]
+    fn a_turn_that_never_spoke_is_reported_when_a_later_one_is_committed() {
+        let mut log = TurnMetricsLog::new(false);
+        log.committed(TurnId(1), ms(1_000));
+        let done = log.committed(TurnId(2), ms(3_000));
+        assert_eq!(done.iter().map(|m| m.turn).collect::<Vec<_>>(), [TurnId(1)]);
+        assert_eq!(log.finish_all().iter().map(|m| m.turn).collect::<Vec<_>>(), [TurnId(2)]);
+    }
+}
