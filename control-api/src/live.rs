@@ -8,8 +8,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use confab_engine::agent_spec::AgentSpec;
+use confab_engine::events::ConversationEvent;
 use confab_engine::responder::Responder;
 use confab_engine::runtime::Runtime;
+use confab_engine::turn_metrics::TurnMetrics;
 use tokio::sync::{Notify, mpsc};
 
 use crate::conversation_events::{self, CallEndHook};
@@ -89,17 +91,13 @@ pub async fn start(
         runtime.lock().map_err(|_| LiveError::Full)?.open_session(config, Some(responder)).ok_or(LiveError::Full)?;
 
     let (tx, rx) = mpsc::channel(BRIDGE_QUEUE);
-    let events = session.events;
+    let (metrics_tx, metrics_rx) = mpsc::channel(BRIDGE_QUEUE);
+    let (events, turn_metrics) = (session.events, session.turn_metrics);
     std::thread::Builder::new()
         .name(format!("confab-bridge-{}", session.id))
-        .spawn(move || {
-            for event in events.iter() {
-                if tx.blocking_send(event).is_err() {
-                    return;
-                }
-            }
-        })
+        .spawn(move || bridge(events, turn_metrics, tx, metrics_tx))
         .expect("spawning a bridge thread");
+    tokio::spawn(store_turn_metrics(db.clone(), conversation_id.to_string(), metrics_rx));
     let finished =
         tokio::spawn(conversation_events::consume(db.clone(), conversation_id.to_string(), rx, webhooks, on_call_end));
     Ok(LiveConversation {
@@ -113,4 +111,46 @@ pub async fn start(
         output: session.output,
         finished,
     })
+}
+
+/// Moves a session's events and turn metrics from the engine's channels to the async side, until the
+/// engine closes both.
+fn bridge(
+    events: crossbeam_channel::Receiver<ConversationEvent>,
+    turn_metrics: crossbeam_channel::Receiver<TurnMetrics>,
+    events_out: mpsc::Sender<ConversationEvent>,
+    metrics_out: mpsc::Sender<TurnMetrics>,
+) {
+    let (mut events, mut turn_metrics) = (Some(events), Some(turn_metrics));
+    let (no_events, no_metrics) = (crossbeam_channel::never(), crossbeam_channel::never());
+    while events.is_some() || turn_metrics.is_some() {
+        crossbeam_channel::select! {
+            recv(events.as_ref().unwrap_or(&no_events)) -> event => match event {
+                Ok(event) => {
+                    if events_out.blocking_send(event).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => events = None,
+            },
+            recv(turn_metrics.as_ref().unwrap_or(&no_metrics)) -> metrics => match metrics {
+                Ok(metrics) => {
+                    let _ = metrics_out.blocking_send(metrics);
+                }
+                Err(_) => turn_metrics = None,
+            },
+        }
+    }
+}
+
+/// Stores each turn's metrics as the engine reports the turn over (diagnostics: a failed write is logged).
+async fn store_turn_metrics(db: Db, conversation_id: String, mut turns: mpsc::Receiver<TurnMetrics>) {
+    while let Some(metrics) = turns.recv().await {
+        let mut body = metrics.to_json();
+        body["conversation_id"] = serde_json::json!(conversation_id);
+        let turn = metrics.turn.0 as i64;
+        if let Err(err) = crate::store::turn_metrics::insert(&db, &conversation_id, turn, &body).await {
+            tracing::warn!(%conversation_id, error = %err, "could not store a turn's metrics");
+        }
+    }
 }

@@ -185,6 +185,34 @@ async fn a_live_conversation_is_recorded_and_reported() {
         [("user".to_string(), "When does it open?".to_string()), ("assistant".to_string(), REPLY.to_string())]
     );
 
+    // The turn's stages, stored as the engine reported the turn over: in order, on the call's media clock.
+    let path = format!("/v1/ext/conversation/{id}/turn-metrics");
+    let mut turns = Value::Null;
+    for _ in 0..100 {
+        turns = call(&router, &key, "GET", &path, None).await;
+        if turns["data"].as_array().is_some_and(|data| !data.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let data = turns["data"].as_array().unwrap_or_else(|| panic!("{turns}"));
+    assert_eq!(data.len(), 1, "{turns}");
+    assert_eq!((data[0]["type"].as_str(), data[0]["turn"].as_u64()), (Some("turn_metrics"), Some(1)));
+    assert_eq!(data[0]["conversation_id"], id.as_str());
+    let stages = &data[0]["media_time"];
+    let order =
+        ["speech_ended", "committed", "transcript_final", "llm_request", "llm_first_token", "first_audio_played"];
+    let times: Vec<f64> =
+        order.iter().map(|stage| stages[stage].as_f64().unwrap_or_else(|| panic!("{stage}: {stages}"))).collect();
+    assert!(times.windows(2).all(|pair| pair[0] <= pair[1]), "{stages}");
+    for stage in ["stt", "llm_first_token", "commit_to_first_audio"] {
+        assert!(data[0]["latency_ms"][stage].as_f64().is_some(), "{stage}: {}", data[0]);
+    }
+    let missing =
+        call(&router, &key, "GET", "/v1/ext/conversation/00000000-0000-0000-0000-000000000000/turn-metrics", None)
+            .await;
+    assert_eq!(missing, json!({ "error": "Conversation not found" }));
+
     for _ in 0..200 {
         if hooks.lock().unwrap().len() >= 3 {
             break;

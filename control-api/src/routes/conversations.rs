@@ -62,6 +62,21 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create_conversation, list_conversations))
         .routes(routes!(get_conversation))
         .routes(routes!(get_recording))
+        .routes(routes!(get_turn_metrics))
+}
+
+/// Each turn's stages of a live conversation, in turn order (`docs/engine.md`, "turn_metrics"): written
+/// when a turn is over, so a call in progress shows the turns finished so far.
+#[utoipa::path(get, path = "/v1/ext/conversation/{id}/turn-metrics", tag = "conversations",
+    responses((status = 200, description = "`{data: [turn_metrics…]}`"), (status = 401),
+        (status = 404, description = "`{error: \"Conversation not found\"}`")))]
+async fn get_turn_metrics(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let id = parse_id(&id, ApiError::NotFound(NOT_FOUND))?;
+    const FAILED: &str = "Failed to retrieve conversation";
+    let conversation = conversations::get(&state.db, &id).await.map_err(ApiError::internal(FAILED))?;
+    conversation.ok_or(ApiError::NotFound(NOT_FOUND))?;
+    let turns = crate::store::turn_metrics::list(&state.db, &id).await.map_err(ApiError::internal(FAILED))?;
+    Ok(Json(json!({ "data": turns })))
 }
 
 fn day(field: &str, value: &Option<String>) -> ApiResult<Option<NaiveDate>> {

@@ -131,12 +131,28 @@ fn migration_2() -> Vec<String> {
     .to_vec()
 }
 
+/// Each turn's stages (`turn_metrics`, `docs/engine.md`) as the live call recorded them, one JSON document per
+/// turn.
+fn migration_4() -> Vec<String> {
+    vec![
+        "CREATE TABLE IF NOT EXISTS turn_metrics (
+            conversation_id TEXT NOT NULL,
+            turn BIGINT NOT NULL,
+            body TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (conversation_id, turn)
+        )"
+        .to_string(),
+    ]
+}
+
 /// Applies every migration newer than the recorded version, each in its own transaction.
 pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
     sqlx::query("CREATE TABLE IF NOT EXISTS confab_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
         .execute(&db.pool)
         .await?;
-    let migrations: Vec<(i64, Vec<String>)> = vec![(1, migration_1()), (2, migration_2()), (3, migration_3())];
+    let migrations: Vec<(i64, Vec<String>)> =
+        vec![(1, migration_1()), (2, migration_2()), (3, migration_3()), (4, migration_4())];
     for (version, statements) in migrations {
         let mut tx = db.begin_write().await?;
         if db.backend == Backend::Postgres {

@@ -6,6 +6,7 @@ pub mod collection;
 pub mod conversations;
 mod migrations;
 pub mod settings;
+pub mod turn_metrics;
 
 use std::path::Path;
 use std::str::FromStr;

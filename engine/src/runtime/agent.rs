@@ -12,6 +12,7 @@ use crate::core::playout::PlayoutSegment;
 use crate::core::{Epoch, TurnId};
 use crate::responder::Responder;
 use crate::time::MediaTime;
+use crate::turn_metrics::{ReplyTimings, TranscriptTiming};
 
 /// Jobs waiting for the agent task. Full: the media thread drops the job and counts it.
 pub const AGENT_JOBS: usize = 64;
@@ -45,9 +46,18 @@ pub enum AgentJob {
 }
 
 pub enum AgentResult {
-    Transcript { turn: TurnId, text: String },
+    /// The committed turn's text, and how long speech-to-text took (`turn_metrics`).
+    Transcript {
+        turn: TurnId,
+        text: String,
+        timing: Option<TranscriptTiming>,
+    },
     Segment(PlayoutSegment),
-    ReplyEnd(TurnId),
+    /// The reply is complete; the provider stages it went through (`turn_metrics`).
+    ReplyEnd {
+        turn: TurnId,
+        timings: ReplyTimings,
+    },
 }
 
 /// The media thread's ends of the queues.
@@ -101,7 +111,8 @@ async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, resul
                     tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
                     String::new()
                 });
-                if !deliver(&results, AgentResult::Transcript { turn, text }).await {
+                let timing = responder.last_transcript();
+                if !deliver(&results, AgentResult::Transcript { turn, text, timing }).await {
                     return;
                 }
             }
@@ -142,7 +153,8 @@ async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, resul
                             return;
                         }
                     }
-                    if !deliver(&results, AgentResult::ReplyEnd(turn)).await {
+                    let timings = responder.last_reply();
+                    if !deliver(&results, AgentResult::ReplyEnd { turn, timings }).await {
                         return;
                     }
                 }

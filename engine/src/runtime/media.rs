@@ -23,6 +23,7 @@ use crate::audio::level::{SilenceGate, VadDecision};
 use crate::conversation::{Conversation, ConversationConfig, ConversationOutput, transcription_start};
 use crate::events::{ConversationEvent, EventKind};
 use crate::time::MediaTime;
+use crate::turn_metrics::{TurnMetrics, TurnMetricsLog};
 
 /// Samples per 20 ms tick at 16 kHz.
 pub const FRAME: usize = 320;
@@ -47,6 +48,9 @@ pub struct MediaSession {
     input: rtrb::Consumer<f32>,
     output: rtrb::Producer<f32>,
     events: Sender<ConversationEvent>,
+    /// Each turn's stages as the session sees them; a turn goes to `turn_metrics` when it is over.
+    metrics: TurnMetricsLog,
+    turn_metrics: Sender<TurnMetrics>,
     now: MediaTime,
     window: [f32; WINDOW],
     filled: usize,
@@ -64,7 +68,7 @@ impl MediaSession {
         config: ConversationConfig,
         input: rtrb::Consumer<f32>,
         output: rtrb::Producer<f32>,
-        events: Sender<ConversationEvent>,
+        (events, turn_metrics): (Sender<ConversationEvent>, Sender<TurnMetrics>),
         agent: Option<AgentLink>,
         slot: SlotGuard,
     ) -> MediaSession {
@@ -74,6 +78,9 @@ impl MediaSession {
             input,
             output,
             events,
+            // Live, the media clock runs with the wall clock: provider stages are placed on it.
+            metrics: TurnMetricsLog::new(true),
+            turn_metrics,
             now: MediaTime::ZERO,
             window: [0.0; WINDOW],
             filled: 0,
@@ -365,9 +372,15 @@ impl MediaThread {
         let now = s.now;
         while let Ok(result) = agent.results.try_recv() {
             match result {
-                AgentResult::Transcript { turn, text } => s.conversation.transcript(turn, text, now),
+                AgentResult::Transcript { turn, text, timing } => {
+                    s.metrics.transcript(turn, now, timing);
+                    s.conversation.transcript(turn, text, now);
+                }
                 AgentResult::Segment(segment) => s.conversation.agent_segment(segment),
-                AgentResult::ReplyEnd(turn) => s.conversation.agent_reply_end(turn, now),
+                AgentResult::ReplyEnd { turn, timings } => {
+                    s.metrics.reply(turn, timings);
+                    s.conversation.agent_reply_end(turn, now);
+                }
             }
         }
         self.handle_outputs(index);
@@ -389,9 +402,28 @@ impl MediaThread {
                     if let (EventKind::AgentStoppedSpeaking { text }, Some(agent)) = (&event.kind, &s.agent) {
                         agent.offer(AgentJob::Heard(text.clone()));
                     }
+                    let at = MediaTime::from_duration(event.media_time);
+                    let over = match &event.kind {
+                        EventKind::AgentStartedSpeaking { .. } => {
+                            s.metrics.started_speaking(at);
+                            Vec::new()
+                        }
+                        EventKind::AgentInterrupted => {
+                            s.metrics.interrupted(at);
+                            Vec::new()
+                        }
+                        EventKind::AgentStoppedSpeaking { .. } => s.metrics.stopped_speaking().into_iter().collect(),
+                        EventKind::CallEnded => s.metrics.finish_all(),
+                        _ => Vec::new(),
+                    };
+                    for metrics in over {
+                        // Diagnostics, not records: a full queue drops the line rather than wait.
+                        let _ = s.turn_metrics.try_send(metrics);
+                    }
                     let _ = s.events.send(event);
                 }
-                ConversationOutput::PredictTurn { from, last_speech, .. } => {
+                ConversationOutput::PredictTurn { turn, from, last_speech } => {
+                    s.metrics.speech_ended(turn, last_speech);
                     if let Some(agent) = &s.agent {
                         // Speech-to-text starts now, during the endpointing delay, not at the commit.
                         let audio = MediaThread::user_audio(s, transcription_start(from), last_speech);
@@ -405,17 +437,23 @@ impl MediaThread {
                         self.counters.turn_queue_full.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                ConversationOutput::Transcribe { turn, from, to, at } => match &s.agent {
-                    Some(agent) => {
-                        let audio = MediaThread::user_audio(s, transcription_start(from), to);
-                        if !agent.offer(AgentJob::Transcribe { turn, from, to, audio }) {
-                            self.counters.agent_jobs_dropped.fetch_add(1, Ordering::Relaxed);
-                            s.conversation.transcript(turn, String::new(), at);
-                        }
+                ConversationOutput::Transcribe { turn, from, to, at } => {
+                    for superseded in s.metrics.committed(turn, at) {
+                        let _ = s.turn_metrics.try_send(superseded);
                     }
-                    None => s.conversation.transcript(turn, String::new(), at),
-                },
+                    match &s.agent {
+                        Some(agent) => {
+                            let audio = MediaThread::user_audio(s, transcription_start(from), to);
+                            if !agent.offer(AgentJob::Transcribe { turn, from, to, audio }) {
+                                self.counters.agent_jobs_dropped.fetch_add(1, Ordering::Relaxed);
+                                s.conversation.transcript(turn, String::new(), at);
+                            }
+                        }
+                        None => s.conversation.transcript(turn, String::new(), at),
+                    }
+                }
                 ConversationOutput::Respond { turn, epoch, user_text } => {
+                    s.metrics.llm_request(turn, s.now);
                     let offered =
                         s.agent.as_ref().is_some_and(|a| a.offer(AgentJob::Respond { turn, epoch, user_text }));
                     if !offered {

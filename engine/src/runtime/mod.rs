@@ -27,6 +27,7 @@ use crossbeam_channel::{Receiver, Sender, bounded};
 use crate::conversation::ConversationConfig;
 use crate::events::ConversationEvent;
 use crate::responder::Responder;
+use crate::turn_metrics::TurnMetrics;
 
 /// Per-session input ring, in 16 kHz samples (1 s). Full: the newest samples are dropped and counted.
 pub const INPUT_RING_SAMPLES: usize = 16_000;
@@ -34,6 +35,8 @@ pub const INPUT_RING_SAMPLES: usize = 16_000;
 pub const OUTPUT_RING_SAMPLES: usize = 16_000;
 /// Per-session event queue. Full: the media thread waits (events are never dropped; they are rare).
 pub const EVENT_QUEUE: usize = 256;
+/// Turn metrics waiting to be read; full: the newest are dropped (they are diagnostics, not records).
+pub const TURN_METRICS_QUEUE: usize = 64;
 /// VAD windows waiting for inference, across all sessions. Full: the window counts as silence, counted.
 pub const VAD_QUEUE: usize = 8_192;
 /// Turn-model requests waiting. Full: no verdict, so the conservative max delay stands; counted.
@@ -102,6 +105,8 @@ pub struct SessionHandle {
     /// The agent's audio comes out here (16 kHz mono), one 20 ms frame per tick.
     pub output: rtrb::Consumer<f32>,
     pub events: Receiver<ConversationEvent>,
+    /// One line per turn when the turn is over (`turn_metrics`), up to `TURN_METRICS_QUEUE` unread.
+    pub turn_metrics: Receiver<TurnMetrics>,
 }
 
 pub struct Runtime {
@@ -191,14 +196,16 @@ impl Runtime {
         let (input, input_rx) = rtrb::RingBuffer::new(INPUT_RING_SAMPLES);
         let (output_tx, output) = rtrb::RingBuffer::new(OUTPUT_RING_SAMPLES);
         let (events_tx, events) = bounded(EVENT_QUEUE);
+        let (turn_metrics_tx, turn_metrics) = bounded(TURN_METRICS_QUEUE);
         let thread = self.thread_of(id);
         let agent = match (responder, &self.io) {
             (Some(responder), Some(io)) => Some(agent::spawn(io, responder)),
             _ => None,
         };
-        let session = media::MediaSession::new(id, config, input_rx, output_tx, events_tx, agent, slot);
+        let session =
+            media::MediaSession::new(id, config, input_rx, output_tx, (events_tx, turn_metrics_tx), agent, slot);
         self.commands[thread].send(media::Command::Open(Box::new(session))).ok()?;
-        Some(SessionHandle { id, input, output, events })
+        Some(SessionHandle { id, input, output, events, turn_metrics })
     }
 
     /// Hangs up: the call ends cleanly (`call_ended`).
