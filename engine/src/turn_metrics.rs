@@ -32,6 +32,20 @@ pub struct TranscriptTiming {
     pub prepared_ahead: bool,
 }
 
+/// The stages' names in `media_time`, in the order a turn that is answered goes through them
+/// (`interrupted`, when it happens, comes after `first_audio_played`).
+pub const STAGES: [&str; 9] = [
+    "speech_ended",
+    "committed",
+    "transcript_final",
+    "llm_request",
+    "llm_first_token",
+    "first_clause",
+    "tts_first_audio",
+    "first_audio_played",
+    "interrupted",
+];
+
 /// One turn's stages. Media times are seconds since the start of the conversation; a stage that did
 /// not happen (no reply, no interruption) is absent.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -70,23 +84,30 @@ impl TurnMetrics {
         self.tts_first_audio = at(self.reply.tts_first_audio);
     }
 
+    /// Each stage's media time, named as in `STAGES` and in that order.
+    pub fn stages(&self) -> [(&'static str, Option<MediaTime>); 9] {
+        let times = [
+            self.speech_ended,
+            self.committed,
+            self.transcript_final,
+            self.llm_request,
+            self.llm_first_token,
+            self.first_clause,
+            self.tts_first_audio,
+            self.first_audio_played,
+            self.interrupted,
+        ];
+        let mut named = [("", None); 9];
+        for (slot, (name, time)) in named.iter_mut().zip(STAGES.into_iter().zip(times)) {
+            *slot = (name, time);
+        }
+        named
+    }
+
     /// The `turn_metrics` line (without `conversation_id`).
     pub fn to_json(&self) -> Value {
-        let seconds = |t: Option<MediaTime>| t.map(|t| t.as_secs_f64());
-        let stages: BTreeMap<&str, f64> = [
-            ("speech_ended", seconds(self.speech_ended)),
-            ("committed", seconds(self.committed)),
-            ("transcript_final", seconds(self.transcript_final)),
-            ("llm_request", seconds(self.llm_request)),
-            ("llm_first_token", seconds(self.llm_first_token)),
-            ("first_clause", seconds(self.first_clause)),
-            ("tts_first_audio", seconds(self.tts_first_audio)),
-            ("first_audio_played", seconds(self.first_audio_played)),
-            ("interrupted", seconds(self.interrupted)),
-        ]
-        .into_iter()
-        .filter_map(|(name, value)| value.map(|v| (name, v)))
-        .collect();
+        let stages: BTreeMap<&str, f64> =
+            self.stages().into_iter().filter_map(|(name, time)| time.map(|t| (name, t.as_secs_f64()))).collect();
         let mut latency: BTreeMap<&str, f64> = [
             ("stt", self.transcript.map(|t| t.duration)),
             ("llm_first_token", self.reply.llm_first_token),
@@ -226,17 +247,7 @@ mod tests {
         assert_eq!(line["type"], "turn_metrics");
         assert_eq!(line["turn"], 1);
         let stages = &line["media_time"];
-        let order = [
-            "speech_ended",
-            "committed",
-            "transcript_final",
-            "llm_request",
-            "llm_first_token",
-            "first_clause",
-            "tts_first_audio",
-            "first_audio_played",
-        ];
-        let times: Vec<f64> = order.iter().map(|name| stages[name].as_f64().unwrap()).collect();
+        let times: Vec<f64> = STAGES[..8].iter().map(|name| stages[name].as_f64().unwrap()).collect();
         assert_eq!(times, [1.7, 2.2, 2.22, 2.22, 2.34, 2.42, 2.48, 2.54]);
         assert!(stages.get("interrupted").is_none());
         assert_eq!(line["latency_ms"]["commit_to_first_audio"], 340.0);
