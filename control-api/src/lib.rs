@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod live;
 pub mod media;
+pub mod metrics;
 pub mod pagination;
 pub mod routes;
 pub mod session_token;
@@ -142,20 +143,32 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     api
 }
 
+/// `GET /metrics` alone, without the API key: for `confab serve --metrics-addr`, a listener of its own.
+pub fn metrics_app(state: AppState) -> Router {
+    Router::new().route("/metrics", get(metrics::serve_metrics)).with_state(state)
+}
+
 /// The whole HTTP application.
 pub fn app(state: AppState) -> Router {
     let (api, _) = api_routes().split_for_parts();
     let api = api.layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_api_key));
     let (session, _) = routes::sessions::session_router().merge(routes::webrtc::router()).split_for_parts();
     let document = openapi();
+    // Prometheus metrics need the API key here; `confab serve --metrics-addr` serves them without one on a
+    // separate listener.
+    let metrics = Router::new()
+        .route("/metrics", get(metrics::serve_metrics))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_api_key));
     Router::new()
         .route("/", get(landing))
         .route("/join/{id}", get(routes::join::join_page))
         .route("/openapi.json", get(move || std::future::ready(axum::Json(document.clone()))))
         .merge(session)
         .merge(api)
+        .merge(metrics)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(metrics::track_http))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }

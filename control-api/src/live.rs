@@ -15,6 +15,7 @@ use confab_engine::turn_metrics::TurnMetrics;
 use tokio::sync::{Notify, mpsc};
 
 use crate::conversation_events::{self, CallEndHook};
+use crate::metrics::Providers;
 use crate::routes::agents::to_agent;
 use crate::store::Db;
 use crate::store::collection::AGENTS;
@@ -97,7 +98,8 @@ pub async fn start(
         .name(format!("confab-bridge-{}", session.id))
         .spawn(move || bridge(events, turn_metrics, tx, metrics_tx))
         .expect("spawning a bridge thread");
-    tokio::spawn(store_turn_metrics(db.clone(), conversation_id.to_string(), metrics_rx));
+    let providers = Providers::from_pipeline(&agent["avatars"][0]["config"]);
+    tokio::spawn(store_turn_metrics(db.clone(), conversation_id.to_string(), providers, metrics_rx));
     let finished =
         tokio::spawn(conversation_events::consume(db.clone(), conversation_id.to_string(), rx, webhooks, on_call_end));
     Ok(LiveConversation {
@@ -143,9 +145,16 @@ fn bridge(
     }
 }
 
-/// Stores each turn's metrics as the engine reports the turn over (diagnostics: a failed write is logged).
-async fn store_turn_metrics(db: Db, conversation_id: String, mut turns: mpsc::Receiver<TurnMetrics>) {
+/// Stores each turn's metrics as the engine reports the turn over (diagnostics: a failed write is logged)
+/// and counts its stages in `/metrics`.
+async fn store_turn_metrics(
+    db: Db,
+    conversation_id: String,
+    providers: Providers,
+    mut turns: mpsc::Receiver<TurnMetrics>,
+) {
     while let Some(metrics) = turns.recv().await {
+        crate::metrics::metrics().turn(&metrics, &providers);
         let mut body = metrics.to_json();
         body["conversation_id"] = serde_json::json!(conversation_id);
         let turn = metrics.turn.0 as i64;

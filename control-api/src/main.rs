@@ -18,7 +18,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the control plane (REST API).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -80,6 +80,10 @@ struct ServeArgs {
     /// Let webhooks reach loopback and private addresses (local development, tests).
     #[arg(long, env = "CONFAB_WEBHOOK_ALLOW_PRIVATE")]
     allow_private_webhooks: bool,
+    /// Also serve Prometheus metrics (`GET /metrics`) on this address, without the API key (on --addr
+    /// they always need it). Bind it where only your monitoring reaches.
+    #[arg(long, env = "CONFAB_METRICS_ADDR")]
+    metrics_addr: Option<SocketAddr>,
     #[command(flatten)]
     database: DatabaseArgs,
     #[command(flatten)]
@@ -164,7 +168,7 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => serve(*args).await,
         Command::Keys { command } => keys(command).await,
         Command::Models { command: ModelsCommand::Fetch { dir } } => fetch_models(dir),
         Command::Simulate { agent, input, out, realtime, models_dir } => {
@@ -214,6 +218,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         state = state.with_media(media.clone());
     }
     let deliverer = tokio::spawn(deliverer.run());
+    let metrics_server = match args.metrics_addr {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} for metrics"))?;
+            tracing::info!(addr = %listener.local_addr()?, "metrics serving without the API key");
+            let app = confab_api::metrics_app(state.clone());
+            Some(tokio::spawn(async move { axum::serve(listener, app).await }))
+        }
+        None => None,
+    };
     let listener =
         tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, backend = ?db.backend, "confab serving");
@@ -222,6 +237,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         media.shutdown().await;
     }
     deliverer.abort();
+    if let Some(server) = metrics_server {
+        server.abort();
+    }
     tracing::info!("confab stopped");
     Ok(())
 }

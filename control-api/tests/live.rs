@@ -208,6 +208,19 @@ async fn a_live_conversation_is_recorded_and_reported() {
     for stage in ["stt", "llm_first_token", "commit_to_first_audio"] {
         assert!(data[0]["latency_ms"][stage].as_f64().is_some(), "{stage}: {}", data[0]);
     }
+    // The same turn in Prometheus' histogram of stages, by the agent's providers.
+    let request = Request::builder().uri("/metrics").header("x-api-key", &key).body(Body::empty()).unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let text =
+        String::from_utf8(axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap().to_vec()).unwrap();
+    for series in [
+        r#"confab_turn_stage_seconds_count{provider="custom",stage="stt"} 1"#,
+        r#"confab_turn_stage_seconds_count{provider="custom",stage="llm_first_token"} 1"#,
+        r#"confab_turn_stage_seconds_count{provider="local",stage="tts_first_audio"} 1"#,
+        r#"confab_turn_stage_seconds_count{provider="pipeline",stage="commit_to_first_audio"} 1"#,
+    ] {
+        assert!(text.contains(series), "{series} missing: {text}");
+    }
     let missing =
         call(&router, &key, "GET", "/v1/ext/conversation/00000000-0000-0000-0000-000000000000/turn-metrics", None)
             .await;

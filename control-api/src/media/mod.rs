@@ -117,6 +117,11 @@ impl MediaWorker {
         &self.config
     }
 
+    /// The engine's counters (media ticks, overruns, queues refused), for `/metrics`.
+    pub fn engine_counters(&self) -> Arc<confab_engine::runtime::RuntimeCounters> {
+        self.runtime.lock().expect("runtime lock").counters.clone()
+    }
+
     /// Calls in progress.
     pub fn active_calls(&self) -> usize {
         self.calls.lock().expect("calls lock").len()

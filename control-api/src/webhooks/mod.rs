@@ -182,6 +182,13 @@ impl Deliverer {
     async fn attempt(&self, event: Due) {
         let outcome = self.send(&event).await;
         let attempts = event.attempts + 1;
+        let label = match &outcome {
+            Outcome::Delivered => "delivered",
+            Outcome::Fail(_) => "failed",
+            Outcome::Retry { .. } if attempts as usize > RETRY_SCHEDULE.len() => "failed",
+            Outcome::Retry { .. } => "retried",
+        };
+        crate::metrics::metrics().webhook_attempt(label);
         let result = match outcome {
             Outcome::Delivered => self.finish(&event.id, DELIVERED, attempts, "").await,
             Outcome::Fail(error) => self.finish(&event.id, FAILED, attempts, &error).await,

@@ -1,0 +1,224 @@
+//! Prometheus metrics at `GET /metrics` (text exposition format 0.0.4): HTTP requests by route and
+//! status, each live turn's stage latencies by provider, live sessions, the engine's media counters and
+//! webhook deliveries. One registry per process (`metrics()`); the engine's counters and the session
+//! gauges are read when the page is scraped. Every series is listed in docs/api.md ("Metrics").
+
+use std::sync::LazyLock;
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use confab_engine::runtime::RuntimeCounters;
+use confab_engine::turn_metrics::TurnMetrics;
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
+
+use crate::AppState;
+
+/// Seconds: from a fast local stage (tens of ms) to a slow remote answer.
+const STAGE_BUCKETS: &[f64] = &[0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0];
+const HTTP_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+
+/// One of the engine's counters.
+type CounterField = fn(&RuntimeCounters) -> &AtomicU64;
+/// The engine's counters mirrored as Prometheus counters: (name, help, field).
+type EngineCounter = (&'static str, &'static str, CounterField);
+const ENGINE_COUNTERS: &[EngineCounter] = &[
+    ("confab_media_ticks_total", "Media ticks (20 ms of every call) run by the engine.", |c| &c.ticks),
+    ("confab_media_tick_overruns_total", "Media ticks whose work took longer than 20 ms.", |c| &c.missed_deadlines),
+    ("confab_vad_windows_refused_total", "VAD windows dropped because the VAD queue was full.", |c| &c.vad_queue_full),
+    (
+        "confab_turn_requests_dropped_total",
+        "End-of-turn questions dropped because the turn-model queue was full.",
+        |c| &c.turn_queue_full,
+    ),
+    (
+        "confab_agent_jobs_dropped_total",
+        "Speech-to-text or reply jobs dropped because a call's agent queue was full.",
+        |c| &c.agent_jobs_dropped,
+    ),
+    ("confab_engine_panics_total", "Panics caught in the engine's threads (each ended the calls it touched).", |c| {
+        &c.panics
+    }),
+];
+
+pub struct Metrics {
+    registry: Registry,
+    http_requests: IntCounterVec,
+    http_duration: HistogramVec,
+    turn_stage: HistogramVec,
+    webhook_deliveries: IntCounterVec,
+    sessions_active: IntGauge,
+    sessions_max: IntGauge,
+    engine: Vec<(IntCounter, CounterField)>,
+}
+
+/// The providers of a call's agent, as its configuration names them (`avatars[0].config.{stt,llm,tts}.provider`).
+#[derive(Debug, Clone, Default)]
+pub struct Providers {
+    pub stt: String,
+    pub llm: String,
+    pub tts: String,
+}
+
+impl Providers {
+    /// From an agent's pipeline configuration (`avatars[0].config`); a provider not set is `local`.
+    pub fn from_pipeline(pipeline: &serde_json::Value) -> Providers {
+        let name = |stage: &str| pipeline[stage]["provider"].as_str().unwrap_or("local").to_string();
+        Providers { stt: name("stt"), llm: name("llm"), tts: name("tts") }
+    }
+}
+
+fn register<C: prometheus::core::Collector + Clone + 'static>(registry: &Registry, collector: C) -> C {
+    registry.register(Box::new(collector.clone())).expect("each metric is registered once");
+    collector
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let registry = Registry::new();
+        let http_requests = register(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "confab_http_requests_total",
+                    "HTTP requests answered, by route template, method and status.",
+                ),
+                &["route", "method", "status"],
+            )
+            .expect("valid metric"),
+        );
+        let http_duration = register(
+            &registry,
+            HistogramVec::new(
+                HistogramOpts::new("confab_http_request_duration_seconds", "Time to answer an HTTP request.")
+                    .buckets(HTTP_BUCKETS.to_vec()),
+                &["route", "method"],
+            )
+            .expect("valid metric"),
+        );
+        let turn_stage = register(
+            &registry,
+            HistogramVec::new(
+                HistogramOpts::new(
+                    "confab_turn_stage_seconds",
+                    "Each live turn's stages by provider: stt, llm_first_token, tts_first_audio, commit_to_first_audio.",
+                )
+                .buckets(STAGE_BUCKETS.to_vec()),
+                &["stage", "provider"],
+            )
+            .expect("valid metric"),
+        );
+        let webhook_deliveries = register(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "confab_webhook_deliveries_total",
+                    "Webhook delivery attempts by outcome: delivered, retried (will be tried again), failed (for good).",
+                ),
+                &["outcome"],
+            )
+            .expect("valid metric"),
+        );
+        let sessions_active =
+            register(&registry, IntGauge::new("confab_sessions_active", "Live calls held now.").expect("valid metric"));
+        let sessions_max = register(
+            &registry,
+            IntGauge::new("confab_sessions_max", "Live calls this process can hold (--max-calls; 0 without media).")
+                .expect("valid metric"),
+        );
+        let engine = ENGINE_COUNTERS
+            .iter()
+            .map(|(name, help, field)| {
+                (register(&registry, IntCounter::new(*name, *help).expect("valid metric")), *field)
+            })
+            .collect();
+        Metrics {
+            registry,
+            http_requests,
+            http_duration,
+            turn_stage,
+            webhook_deliveries,
+            sessions_active,
+            sessions_max,
+            engine,
+        }
+    }
+
+    /// One webhook attempt's outcome: `delivered`, `retried` or `failed`.
+    pub fn webhook_attempt(&self, outcome: &str) {
+        self.webhook_deliveries.with_label_values(&[outcome]).inc();
+    }
+
+    /// A live turn is over: its provider stages go into `confab_turn_stage_seconds`.
+    pub fn turn(&self, metrics: &TurnMetrics, providers: &Providers) {
+        let observe = |stage: &str, provider: &str, duration: Option<std::time::Duration>| {
+            if let Some(duration) = duration {
+                self.turn_stage.with_label_values(&[stage, provider]).observe(duration.as_secs_f64());
+            }
+        };
+        observe("stt", &providers.stt, metrics.transcript.map(|t| t.duration));
+        observe("llm_first_token", &providers.llm, metrics.reply.llm_first_token);
+        let synthesis = metrics
+            .reply
+            .tts_first_audio
+            .zip(metrics.reply.first_clause)
+            .map(|(audio, clause)| audio.saturating_sub(clause));
+        observe("tts_first_audio", &providers.tts, synthesis);
+        let answered =
+            metrics.committed.zip(metrics.first_audio_played).map(|(c, p)| p.saturating_sub(c).as_duration());
+        observe("commit_to_first_audio", "pipeline", answered);
+    }
+
+    /// The exposition text, with the session gauges and engine counters read now.
+    pub fn render(&self, state: &AppState) -> String {
+        match &state.media {
+            Some(media) => {
+                self.sessions_active.set(media.active_calls() as i64);
+                self.sessions_max.set(media.config().max_calls as i64);
+                let counters = media.engine_counters();
+                for (counter, field) in &self.engine {
+                    let now = RuntimeCounters::get(field(&counters));
+                    counter.inc_by(now.saturating_sub(counter.get()));
+                }
+            }
+            None => {
+                self.sessions_active.set(0);
+                self.sessions_max.set(0);
+            }
+        }
+        let mut text = Vec::new();
+        TextEncoder::new().encode(&self.registry.gather(), &mut text).expect("text encoding never fails");
+        String::from_utf8(text).expect("the text format is UTF-8")
+    }
+}
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+    &METRICS
+}
+
+/// `GET /metrics`.
+pub async fn serve_metrics(State(state): State<AppState>) -> Response {
+    let text = metrics().render(&state);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
+}
+
+/// Counts and times every request by its route template (`unmatched` for paths no route knows, so
+/// arbitrary paths do not become series).
+pub async fn track_http(request: Request, next: Next) -> Response {
+    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |path| path.as_str()).to_string();
+    let method = request.method().as_str().to_string();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status();
+    let metrics = metrics();
+    metrics.http_requests.with_label_values(&[&route, &method, status.as_str()]).inc();
+    metrics.http_duration.with_label_values(&[&route, &method]).observe(started.elapsed().as_secs_f64());
+    response
+}
