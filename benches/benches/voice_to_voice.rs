@@ -1,0 +1,144 @@
+//! Voice to voice on the embedded models: 20 short spoken factual questions (espeak-ng, 160 words per
+//! minute), each a whole `confab simulate --realtime` conversation in this process with every provider
+//! `local`; each turn's `turn_metrics` line gives the stages. Reports p50/p95 per stage and the answers,
+//! judged by keywords (an answer is right when it contains one of its question's keywords), and the
+//! questions heard right (every keyword of the question in the transcript).
+//!
+//! `cargo bench -p confab-benches --bench voice_to_voice [-- N]` (the first N questions; all by default).
+//! Under `cargo test` (no `--bench`) one question, offline, to check the harness.
+
+use std::path::Path;
+
+use confab_benches::espeak;
+use confab_engine::audio::wav;
+use confab_engine::simulate::{SimulateOptions, run};
+use serde_json::Value;
+
+/// (question, words the transcript must hold, an answer is right when it holds any of these).
+const QUESTIONS: &[(&str, &[&str], &[&str])] = &[
+    ("What is the capital of France?", &["capital", "france"], &["paris"]),
+    ("How many days are in a week?", &["days", "week"], &["seven", "7"]),
+    ("What colour is a clear sky?", &["clear", "sky"], &["blue"]),
+    ("What is the capital of Japan?", &["capital", "japan"], &["tokyo"]),
+    ("How many legs does a spider have?", &["legs", "spider"], &["eight", "8"]),
+    ("What is the largest planet in our solar system?", &["largest", "planet"], &["jupiter"]),
+    ("What is two plus two?", &["two", "plus"], &["four", "4"]),
+    ("What is the capital of Italy?", &["capital", "italy"], &["rome"]),
+    ("How many months are in a year?", &["months", "year"], &["twelve", "12"]),
+    ("What do bees make?", &["bees", "make"], &["honey"]),
+    ("What is the freezing point of water in Celsius?", &["freezing", "water"], &["zero", " 0", "0 degrees", "0°"]),
+    ("What colour is fresh grass?", &["grass"], &["green"]),
+    ("Which animal is called the king of the jungle?", &["king", "jungle"], &["lion"]),
+    ("How many hours are in a day?", &["hours", "day"], &["twenty-four", "twenty four", "24"]),
+    ("What is the capital of Germany?", &["capital", "germany"], &["berlin"]),
+    ("What is the opposite of hot?", &["opposite", "hot"], &["cold"]),
+    ("How many sides does a triangle have?", &["sides", "triangle"], &["three", "3"]),
+    ("What planet do we live on?", &["planet", "live"], &["earth"]),
+    ("What is the capital of Spain?", &["capital", "spain"], &["madrid"]),
+    ("What is the chemical symbol for water?", &["symbol", "water"], &["h2o", "h 2 o", "h two o"]),
+];
+
+const AGENT: &str = r#"{"agent_name":"Local","agent_system_prompt":"You are a helpful assistant. Answer in one short sentence.","avatars":[{"avatar_key_id":"stock-amara","config":{"llm":{"provider":"local"},"stt":{"provider":"local","max_endpointing_delay":1.0},"tts":{"provider":"local"}}}]}"#;
+
+struct Outcome {
+    heard: String,
+    answer: String,
+    metrics: Option<Value>,
+}
+
+/// One conversation: the question, then silence while the agent answers.
+fn ask(dir: &Path, index: usize, question: &str, realtime: bool) -> Outcome {
+    let mut audio = vec![0.0; 8_000];
+    audio.extend(espeak(question, 160));
+    let input = dir.join(format!("question-{index}.wav"));
+    wav::write_mono_16k(&input, &audio).unwrap();
+    let options = SimulateOptions {
+        agent: dir.join("agent.json"),
+        input,
+        out_dir: None,
+        realtime,
+        models_dir: confab_models::default_models_dir(),
+    };
+    let mut out = Vec::new();
+    run(&options, &mut out).expect("models are fetched (confab models fetch)");
+    let lines: Vec<Value> =
+        String::from_utf8(out).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let text_of = |name: &str| {
+        lines
+            .iter()
+            .filter(|l| l["event"]["name"] == name)
+            .filter_map(|l| l["event"]["payload"]["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    Outcome {
+        heard: text_of("utterance_committed"),
+        answer: text_of("agent.stopped_speaking"),
+        metrics: lines.iter().find(|l| l["type"] == "turn_metrics").cloned(),
+    }
+}
+
+fn percentile(values: &mut [f64], q: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[((values.len() - 1) as f64 * q).round() as usize]
+}
+
+fn main() {
+    let benchmarking = std::env::args().any(|a| a == "--bench");
+    let asked = std::env::args().skip(1).find_map(|a| a.parse::<usize>().ok()).unwrap_or(QUESTIONS.len());
+    let count = if benchmarking { asked.clamp(1, QUESTIONS.len()) } else { 1 };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agent.json"), AGENT).unwrap();
+    // (stage, from, to) on the media clock, in seconds; and the providers' wall-clock latencies.
+    let spans = [
+        ("commit → transcript", "committed", "transcript_final"),
+        ("transcript → LLM first token", "llm_request", "llm_first_token"),
+        ("LLM first token → first clause", "llm_first_token", "first_clause"),
+        ("first clause → TTS first audio", "first_clause", "tts_first_audio"),
+        ("TTS first audio → played", "tts_first_audio", "first_audio_played"),
+        ("commit → first audio played", "committed", "first_audio_played"),
+    ];
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); spans.len()];
+    let (mut heard_right, mut answered_right) = (0, 0);
+    for (index, (question, question_words, answer_words)) in QUESTIONS.iter().take(count).enumerate() {
+        let outcome = ask(dir.path(), index, question, benchmarking);
+        let heard = outcome.heard.to_lowercase();
+        let answer = outcome.answer.to_lowercase();
+        let heard_ok = question_words.iter().all(|w| heard.contains(w));
+        let answer_ok = answer_words.iter().any(|w| answer.contains(w));
+        heard_right += usize::from(heard_ok);
+        answered_right += usize::from(answer_ok);
+        let stages = outcome.metrics.as_ref().map(|m| m["media_time"].clone()).unwrap_or_default();
+        let at = |stage: &str| stages[stage].as_f64();
+        for ((_, from, to), values) in spans.iter().zip(&mut samples) {
+            if let (Some(from), Some(to)) = (at(from), at(to)) {
+                values.push(to - from);
+            }
+        }
+        let total = at("first_audio_played").zip(at("committed")).map(|(p, c)| p - c);
+        println!(
+            "{:2}. {question:50} heard {:5} {:?} → {:5} {:?} (commit → audio {})",
+            index + 1,
+            if heard_ok { "right" } else { "WRONG" },
+            outcome.heard,
+            if answer_ok { "right" } else { "WRONG" },
+            outcome.answer,
+            total.map_or("none".to_string(), |t| format!("{t:.2} s")),
+        );
+        if !benchmarking {
+            assert!(outcome.metrics.is_some(), "a turn_metrics line: the harness reads its stages");
+        }
+    }
+    println!("\n{count} questions: heard right {heard_right}, answered right {answered_right}");
+    for ((name, _, _), values) in spans.iter().zip(&mut samples) {
+        if values.is_empty() {
+            continue;
+        }
+        let n = values.len();
+        println!(
+            "{name:32} p50 {:6.3} s   p95 {:6.3} s   (n = {n})",
+            percentile(values, 0.5),
+            percentile(values, 0.95)
+        );
+    }
+}
