@@ -78,6 +78,21 @@ pub fn webhook_signature_is_valid(secret: &str, id: &str, timestamp: &str, signa
 
 /// Writes `text` spoken by espeak-ng (22,050 Hz mono WAV) between `before` and `after` seconds of
 /// silence.
+/// `seconds` of silence as a 16 kHz mono WAV.
+pub fn silent_wav(path: &Path, seconds: f32) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 16_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut writer = hound::WavWriter::create(path, spec).unwrap();
+    for _ in 0..(seconds * 16_000.0) as usize {
+        writer.write_sample(0i16).unwrap();
+    }
+    writer.finalize().unwrap();
+}
+
 pub fn spoken_wav(path: &Path, text: &str, before: f32, after: f32) {
     let speech = path.with_extension("speech.wav");
     let status = Command::new("espeak-ng")

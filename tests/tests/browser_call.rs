@@ -1,6 +1,7 @@
 //! A person talks to an agent through `join_link` in a real browser, inside a loopback-only network
 //! namespace, the agent on the local models and a webhook receiver started here checking every signed
-//! event. In Debian's Chromium (its microphone a spoken WAV) the agent's face plays, and the record ends ENDED
+//! event. In Debian's Chromium (its microphone, in the page, a spoken WAV through Web Audio, started once the
+//! call is live) the agent's face plays, and the record ends ENDED
 //! with its transcript and recording, and a second call that loses its browser ends with `participant_left`. In Firefox ESR
 //! (its microphone, in the page, the same spoken WAV through Web Audio: never its fake tone) the agent answers, is
 //! heard, and its face moves with its voice (within the window `assert_the_mouth_follows_the_voice` explains).
@@ -11,7 +12,7 @@ use confab_tests::browser::Browser;
 use confab_tests::netns::enter_loopback_only;
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key};
-use confab_tests::{ffprobe_streams, peak_of_audio, spoken_wav};
+use confab_tests::{ffprobe_streams, peak_of_audio, silent_wav, spoken_wav};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -167,22 +168,30 @@ fn a_person_talks_to_the_agent_in_chromium() {
 
 async fn talk_in_chromium() {
     let dir = scratch("chromium-call");
-    let receiver = Receiver::start(vec![]).await;
+    let question = dir.join("question.wav");
+    spoken_wav(&question, "What is the capital of France?", 1.0, 60.0);
+    let receiver = Receiver::start(vec![("question.wav".into(), std::fs::read(&question).unwrap())]).await;
     let mut setup = Setup::start(&dir.join("data"), &receiver, true).await;
     let secret = setup.secret.clone();
     let (id, join_link) = setup.conversation("Ada", "ada-1").await;
 
-    // One question, then silence long enough for the answer (the fake microphone loops the file).
-    let microphone = dir.join("question.wav");
-    // The tail outlasts the slowest answer seen on a loaded machine, so the looping file never asks twice.
-    spoken_wav(&microphone, "What is the capital of France?", 1.0, 60.0);
+    // The question is spoken once the call is live, through Web Audio (`microphone_from_wav`). Chromium's
+    // fake capture device starts its file when the page opens the microphone, not when media flows: on a
+    // loaded machine the connection took 2.9 s, longer than the file's leading silence, and the engine
+    // heard only the question's last syllable ("this."). The fake device gets silence: were the page's
+    // microphone not replaced, no question would be heard at all.
+    let microphone = dir.join("silence.wav");
+    silent_wav(&microphone, 5.0);
     let mut browser = Browser::chromium(&join_link, &microphone, &dir.join("chromium.log")).await;
     browser.wait_for("document.body.dataset.state", &json!("ready"), Duration::from_secs(15)).await;
     assert_eq!(browser.eval("document.getElementById('title').textContent").await, json!("Geographer"));
+    let wav_url = format!("{}/question.wav", receiver.files_url);
+    assert_eq!(browser.eval(&microphone_from_wav(&wav_url)).await, json!(true));
     browser.eval("document.getElementById('join').click()").await;
     browser.wait_for("document.body.dataset.state", &json!("live"), Duration::from_secs(20)).await;
     setup.wait_for_status(&id, "IN_PROGRESS", Duration::from_secs(5)).await;
     assert_eq!(browser.eval(WATCH_THE_MOUTH).await, json!(true));
+    assert_eq!(browser.eval("window.speak()").await, json!("running"));
 
     // Listening, transcribing, answering and speaking, all on the local models.
     receiver.wait_for_event(&secret, &id, "agent.stopped_speaking", Duration::from_secs(90)).await;
