@@ -4,13 +4,17 @@
 //! judged by keywords (an answer is right when it contains one of its question's keywords), and the
 //! questions heard right (every keyword of the question in the transcript).
 //!
-//! `cargo bench -p confab-benches --bench voice_to_voice [-- N]` (the first N questions; all by default).
+//! `cargo bench -p confab-benches --bench voice_to_voice [-- N] [--stt=MODEL] [--voice=piper]` (the first N
+//! questions, all by default; `MODEL` a local speech-to-text model, `moonshine-base` by default, or
+//! `whisper-tiny.en`; the questions spoken by espeak-ng, or by the Piper voice). The transcripts' word error
+//! against the questions is reported too.
 //! Under `cargo test` (no `--bench`) one question, offline, to check the harness.
 
 use std::path::Path;
 
-use confab_benches::espeak;
+use confab_benches::{espeak, word_errors};
 use confab_engine::audio::wav;
+use confab_engine::providers::piper_tts::PiperTts;
 use confab_engine::simulate::{SimulateOptions, run};
 use serde_json::Value;
 
@@ -38,7 +42,22 @@ const QUESTIONS: &[(&str, &[&str], &[&str])] = &[
     ("What is the chemical symbol for water?", &["symbol", "water"], &["h2o", "h 2 o", "h two o"]),
 ];
 
-const AGENT: &str = r#"{"agent_name":"Local","agent_system_prompt":"You are a helpful assistant. Answer in one short sentence.","avatars":[{"avatar_key_id":"stock-amara","config":{"llm":{"provider":"local"},"stt":{"provider":"local","max_endpointing_delay":1.0},"tts":{"provider":"local"}}}]}"#;
+/// The agent: every provider `local`, the speech-to-text model `stt_model` (empty: the default).
+fn agent(stt_model: &str) -> String {
+    serde_json::json!({
+        "agent_name": "Local",
+        "agent_system_prompt": "You are a helpful assistant. Answer in one short sentence.",
+        "avatars": [{
+            "avatar_key_id": "stock-amara",
+            "config": {
+                "llm": { "provider": "local" },
+                "stt": { "provider": "local", "model": stt_model, "max_endpointing_delay": 1.0 },
+                "tts": { "provider": "local" }
+            }
+        }]
+    })
+    .to_string()
+}
 
 struct Outcome {
     heard: String,
@@ -47,9 +66,12 @@ struct Outcome {
 }
 
 /// One conversation: the question, then silence while the agent answers.
-fn ask(dir: &Path, index: usize, question: &str, realtime: bool) -> Outcome {
+fn ask(dir: &Path, index: usize, question: &str, realtime: bool, piper: Option<&PiperTts>) -> Outcome {
     let mut audio = vec![0.0; 8_000];
-    audio.extend(espeak(question, 160));
+    match piper {
+        Some(piper) => audio.extend(piper.render(question).unwrap()),
+        None => audio.extend(espeak(question, 160)),
+    }
     let input = dir.join(format!("question-{index}.wav"));
     wav::write_mono_16k(&input, &audio).unwrap();
     let options = SimulateOptions {
@@ -88,7 +110,8 @@ fn main() {
     let asked = std::env::args().skip(1).find_map(|a| a.parse::<usize>().ok()).unwrap_or(QUESTIONS.len());
     let count = if benchmarking { asked.clamp(1, QUESTIONS.len()) } else { 1 };
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("agent.json"), AGENT).unwrap();
+    let stt_model = std::env::args().find_map(|a| a.strip_prefix("--stt=").map(str::to_string)).unwrap_or_default();
+    std::fs::write(dir.path().join("agent.json"), agent(&stt_model)).unwrap();
     // (stage, from, to) on the media clock, in seconds; and the providers' wall-clock latencies.
     let spans = [
         ("commit → transcript", "committed", "transcript_final"),
@@ -99,9 +122,14 @@ fn main() {
         ("commit → first audio played", "committed", "first_audio_played"),
     ];
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); spans.len()];
-    let (mut heard_right, mut answered_right) = (0, 0);
+    let piper = std::env::args()
+        .any(|a| a == "--voice=piper")
+        .then(|| PiperTts::load(&confab_models::default_models_dir()).expect("models are fetched"));
+    let (mut heard_right, mut answered_right, mut errors, mut words) = (0, 0, 0, 0);
     for (index, (question, question_words, answer_words)) in QUESTIONS.iter().take(count).enumerate() {
-        let outcome = ask(dir.path(), index, question, benchmarking);
+        let outcome = ask(dir.path(), index, question, benchmarking, piper.as_ref());
+        let (wrong, of) = word_errors(question, &outcome.heard);
+        (errors, words) = (errors + wrong, words + of);
         let heard = outcome.heard.to_lowercase();
         let answer = outcome.answer.to_lowercase();
         let heard_ok = question_words.iter().all(|w| heard.contains(w));
@@ -129,7 +157,10 @@ fn main() {
             assert!(outcome.metrics.is_some(), "a turn_metrics line: the harness reads its stages");
         }
     }
-    println!("\n{count} questions: heard right {heard_right}, answered right {answered_right}");
+    println!(
+        "\n{count} questions: heard right {heard_right}, answered right {answered_right}; transcript word error {:.1}% ({errors} of {words} words)",
+        100.0 * errors as f64 / words.max(1) as f64
+    );
     for ((name, _, _), values) in spans.iter().zip(&mut samples) {
         if values.is_empty() {
             continue;

@@ -64,3 +64,28 @@ pub fn play_users_tick(handles: &mut [SessionHandle], speech: &[f32], offsets: &
     }
     std::hint::black_box(&drain);
 }
+
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Word-level edit distance between `reference` and `hypothesis`, and the reference's word count: their
+/// ratio is the word error rate.
+pub fn word_errors(reference: &str, hypothesis: &str) -> (usize, usize) {
+    let (r, h) = (words(reference), words(hypothesis));
+    let mut row: Vec<usize> = (0..=h.len()).collect();
+    for (i, rw) in r.iter().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, hw) in h.iter().enumerate() {
+            let substitution = previous + usize::from(rw != hw);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    (row[h.len()], r.len())
+}

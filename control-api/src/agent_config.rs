@@ -17,7 +17,9 @@ pub const TURN_HANDLING: &[&str] = &["proactive", "balanced", "deliberate"];
 pub const INTERRUPTABILITY: &[&str] = &["low", "medium", "high"];
 
 pub const DEFAULT_LLM_MODEL: &str = "smollm2-135m-instruct";
-pub const DEFAULT_STT_MODEL: &str = "whisper-tiny.en";
+pub const DEFAULT_STT_MODEL: &str = "moonshine-base";
+/// The speech-to-text models the `local` provider runs (`confab models fetch` provides both).
+pub const LOCAL_STT_MODELS: &[&str] = &["moonshine-base", "whisper-tiny.en"];
 pub const DEFAULT_TTS_MODEL: &str = "piper-en_US-joe-medium";
 /// Longest endpointing delay accepted, in seconds.
 pub const MAX_ENDPOINTING_DELAY_SECONDS: f64 = 30.0;
@@ -114,6 +116,10 @@ impl PipelineConfig {
         default_model(&mut self.llm.model, &self.llm.provider, DEFAULT_LLM_MODEL);
         provider(&format!("{prefix}stt.provider"), &mut self.stt.provider, STT_PROVIDERS)?;
         default_model(&mut self.stt.model, &self.stt.provider, DEFAULT_STT_MODEL);
+        if self.stt.provider == "local" {
+            self.stt.model = self.stt.model.trim().to_string();
+            validate::one_of(&format!("{prefix}stt.model"), &self.stt.model, LOCAL_STT_MODELS)?;
+        }
         provider(&format!("{prefix}tts.provider"), &mut self.tts.provider, TTS_PROVIDERS)?;
         default_model(&mut self.tts.model_id, &self.tts.provider, DEFAULT_TTS_MODEL);
         for (field, value) in [

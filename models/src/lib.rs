@@ -6,8 +6,10 @@
 pub mod face;
 pub mod fetch;
 pub mod mel;
+pub mod moonshine;
 pub mod onnx;
 pub mod piper;
+pub mod python_tools;
 pub mod registry;
 pub mod silero;
 pub mod smart_turn;

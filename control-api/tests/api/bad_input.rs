@@ -42,6 +42,10 @@ async fn agent_bodies_are_validated_and_nothing_is_written(app: TestApp) {
             json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "stt": { "turn_handling": "eager" } } }] }),
             "turn_handling must be one of",
         ),
+        (
+            json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "stt": { "model": "whisper-large" } } }] }),
+            "avatars[0].config.stt.model must be one of moonshine-base, whisper-tiny.en; got \"whisper-large\"",
+        ),
         (json!({ "agent_name": "A", "config": { "maxCallDuration": -5 } }), "maxCallDuration"),
         (json!({ "agent_name": "A", "tool_ids": ["not-a-uuid"] }), "tool_ids contains"),
         (json!({ "agent_name": "A", "record": "yes" }), "invalid type"),

@@ -7,7 +7,7 @@
 //! | LLM | `local` or empty | SmolLM2-135M-Instruct (GGUF, candle) from the models directory |
 //! | STT | `openai`, `custom` | OpenAI-compatible `/audio/transcriptions` (`CONFAB_STT_BASE_URL`, `OPENAI_API_KEY`/`CONFAB_STT_API_KEY`) |
 //! | STT | `deepgram` | Deepgram live streaming (`DEEPGRAM_API_KEY`, `CONFAB_DEEPGRAM_URL`) |
-//! | STT | `local` or empty | Whisper tiny.en (candle) from the models directory |
+//! | STT | `local` or empty | Moonshine Base (`moonshine-base`, the default; ONNX Runtime) or Whisper tiny.en (`whisper-tiny.en`, candle) from the models directory |
 //! | TTS | `openai`, `custom` | OpenAI-compatible `/audio/speech` (`CONFAB_TTS_BASE_URL`, `OPENAI_API_KEY`/`CONFAB_TTS_API_KEY`) |
 //! | TTS | `elevenlabs` | ElevenLabs `stream-input` WebSocket (`ELEVENLABS_API_KEY`, `CONFAB_ELEVENLABS_URL`) |
 //! | TTS | `cartesia` | Cartesia WebSocket (`CARTESIA_API_KEY`, `CONFAB_CARTESIA_URL`) |
@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::deepgram::DeepgramStt;
 use super::llm::LanguageModel;
 use super::local_llm::LocalLlm;
+use super::local_stt::LocalStt;
 use super::openai_audio::OpenAiAudio;
 use super::openai_llm::OpenAiCompatible;
 use super::piper_tts::PiperTts;
@@ -57,35 +58,9 @@ pub fn language_model(llm: &Value, models_dir: &Path) -> Result<(Box<dyn Languag
 
 /// A speech recognizer for whole utterances.
 pub enum Recognizer {
-    Local(LocalWhisper),
+    Local(LocalStt),
     OpenAi(OpenAiAudio),
     Deepgram(DeepgramStt),
-}
-
-/// Whisper tiny.en, run on the blocking pool.
-#[derive(Clone)]
-pub struct LocalWhisper {
-    model: std::sync::Arc<std::sync::Mutex<confab_models::whisper::WhisperStt>>,
-}
-
-impl LocalWhisper {
-    pub fn load(models_dir: &std::path::Path) -> Result<LocalWhisper, ProviderError> {
-        let model = confab_models::whisper::WhisperStt::load(models_dir)
-            .map_err(|e| ProviderError::protocol("whisper", e.to_string()))?;
-        Ok(LocalWhisper { model: std::sync::Arc::new(std::sync::Mutex::new(model)) })
-    }
-
-    pub async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
-        let model = self.model.clone();
-        let audio = audio.to_vec();
-        let fail = |message: String| ProviderError::protocol("whisper", message);
-        tokio::task::spawn_blocking(move || {
-            let mut model = model.lock().map_err(|_| fail("the model panicked earlier".into()))?;
-            model.transcribe(&audio).map_err(|e| fail(e.to_string()))
-        })
-        .await
-        .map_err(|e| fail(e.to_string()))?
-    }
 }
 
 impl Recognizer {
@@ -119,7 +94,7 @@ fn openai_audio_endpoint(kind: &'static str, provider: &str) -> Result<(String, 
 pub fn recognizer(stt: &Value, models_dir: &Path) -> Result<Option<Recognizer>, ProviderError> {
     let provider = field(stt, "provider").to_ascii_lowercase();
     match provider.as_str() {
-        "" | "local" => Ok(Some(Recognizer::Local(LocalWhisper::load(models_dir)?))),
+        "" | "local" => Ok(Some(Recognizer::Local(LocalStt::load(field(stt, "model"), models_dir)?))),
         "deepgram" => {
             let model = or_default(field(stt, "model"), "nova-3").to_string();
             let mut deepgram = DeepgramStt::new(required_key("deepgram", "DEEPGRAM_API_KEY")?, model);

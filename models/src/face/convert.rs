@@ -5,11 +5,12 @@
 //! model (recorded once with the LiteRT interpreter). Only checked files are renamed into place.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use ort::value::TensorRef;
 
 use crate::onnx::load_session;
+use crate::python_tools::{run, venv_with};
 use crate::registry::{FACE_DETECTOR, FACE_DETECTOR_TFLITE, FACE_LANDMARKS, FACE_LANDMARKS_TFLITE};
 
 /// The converter and the versions it was checked with.
@@ -51,14 +52,7 @@ pub fn convert(dir: &Path) -> Result<(), String> {
 }
 
 fn convert_with(dir: &Path, venv: &Path) -> Result<(), String> {
-    run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(venv), "python3 -m venv")?;
-    let python = venv.join("bin").join("python");
-    run(
-        Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--only-binary", ":all:", "--disable-pip-version-check"])
-            .args(CONVERTER),
-        "pip install tflite2onnx",
-    )?;
+    let python = venv_with(venv, CONVERTER, "tflite2onnx")?;
     for (tflite, onnx, reference) in [
         (FACE_DETECTOR_TFLITE, FACE_DETECTOR, DETECTOR_REFERENCE),
         (FACE_LANDMARKS_TFLITE, FACE_LANDMARKS, LANDMARKS_REFERENCE),
@@ -72,13 +66,6 @@ fn convert_with(dir: &Path, venv: &Path) -> Result<(), String> {
         std::fs::rename(dir.join(&partial), dir.join(onnx)).map_err(|err| format!("cannot store {onnx}: {err}"))?;
     }
     Ok(())
-}
-
-fn run(command: &mut Command, what: &str) -> Result<(), String> {
-    // The tools' own output goes to stderr; stdout stays clean for callers that parse it.
-    let status =
-        command.stdout(Stdio::from(std::io::stderr())).status().map_err(|err| format!("cannot run {what}: {err}"))?;
-    if status.success() { Ok(()) } else { Err(format!("{what} failed ({status})")) }
 }
 
 /// The fixed input pattern, laid out as TFLite's NHWC, for a `side`×`side` RGB input.

@@ -1,0 +1,86 @@
+//! The embedded speech-to-text models, chosen by `config.stt.model` when the provider is `local`:
+//! `moonshine-base` (the default; ONNX Runtime) or `whisper-tiny.en` (candle).
+//!
+//! Each model is loaded once per process and models directory and shared by every session; a transcription
+//! runs on the blocking pool and holds the model for its duration, so concurrent utterances queue on it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use confab_models::moonshine::MoonshineStt;
+use confab_models::whisper::WhisperStt;
+
+use super::ProviderError;
+
+/// The local models by name, the default first.
+pub const MODELS: &[&str] = &["moonshine-base", "whisper-tiny.en"];
+/// ONNX Runtime threads per Moonshine call: one, so that calls transcribing at once share the cores.
+const MOONSHINE_THREADS: usize = 1;
+
+enum Loaded {
+    Moonshine(Box<Mutex<MoonshineStt>>),
+    Whisper(Box<Mutex<WhisperStt>>),
+}
+
+/// A loaded local model, shared.
+#[derive(Clone)]
+pub struct LocalStt {
+    name: &'static str,
+    model: Arc<Loaded>,
+}
+
+type Cache = Mutex<HashMap<(PathBuf, &'static str), Arc<Loaded>>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(Cache::default)
+}
+
+impl LocalStt {
+    /// The model named `model` (empty: the default), loaded on first use.
+    pub fn load(model: &str, models_dir: &Path) -> Result<LocalStt, ProviderError> {
+        let name = match model.trim() {
+            "" => MODELS[0],
+            wanted => MODELS.iter().copied().find(|m| *m == wanted).ok_or_else(|| {
+                ProviderError::protocol(
+                    "stt",
+                    format!("the local stt model \"{wanted}\" is not in this build ({})", MODELS.join(", ")),
+                )
+            })?,
+        };
+        let key = (models_dir.to_path_buf(), name);
+        let mut cache = cache().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(model) = cache.get(&key) {
+            return Ok(LocalStt { name, model: model.clone() });
+        }
+        let fail = |e: confab_models::ModelError| ProviderError::protocol(name, e.to_string());
+        let loaded = match name {
+            "whisper-tiny.en" => Loaded::Whisper(Box::new(Mutex::new(WhisperStt::load(models_dir).map_err(fail)?))),
+            _ => Loaded::Moonshine(Box::new(Mutex::new(
+                MoonshineStt::load(models_dir, MOONSHINE_THREADS).map_err(fail)?,
+            ))),
+        };
+        let model = Arc::new(loaded);
+        cache.insert(key, model.clone());
+        Ok(LocalStt { name, model })
+    }
+
+    /// The text of 16 kHz speech.
+    pub async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
+        let model = self.model.clone();
+        let audio = audio.to_vec();
+        let name = self.name;
+        let fail = move |message: String| ProviderError::protocol(name, message);
+        tokio::task::spawn_blocking(move || {
+            let panicked = || fail("the model panicked earlier".into());
+            match &*model {
+                Loaded::Moonshine(m) => m.lock().map_err(|_| panicked())?.transcribe(&audio),
+                Loaded::Whisper(m) => m.lock().map_err(|_| panicked())?.transcribe(&audio),
+            }
+            .map_err(|e| fail(e.to_string()))
+        })
+        .await
+        .map_err(|e| fail(e.to_string()))?
+    }
+}

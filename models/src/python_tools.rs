@@ -1,0 +1,26 @@
+//! Fetch-time conversions that need a Python package: a private virtual environment under the models
+//! directory with exact pinned versions (wheels only), and a way to run its tools with their output on
+//! stderr, so that stdout stays clean for callers that parse it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A fresh virtual environment at `venv` with `packages` installed; its Python.
+pub fn venv_with(venv: &Path, packages: &[&str], what: &str) -> Result<PathBuf, String> {
+    run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(venv), "python3 -m venv")?;
+    let python = venv.join("bin").join("python");
+    run(
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--only-binary", ":all:", "--disable-pip-version-check"])
+            .args(packages),
+        &format!("pip install {what}"),
+    )?;
+    Ok(python)
+}
+
+/// Runs `command`, its output on stderr; an error naming `what` unless it succeeds.
+pub fn run(command: &mut Command, what: &str) -> Result<(), String> {
+    let status =
+        command.stdout(Stdio::from(std::io::stderr())).status().map_err(|err| format!("cannot run {what}: {err}"))?;
+    if status.success() { Ok(()) } else { Err(format!("{what} failed ({status})")) }
+}
