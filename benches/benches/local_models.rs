@@ -1,5 +1,6 @@
-//! The embedded providers on this machine: Whisper tiny.en real-time factor, SmolLM2 time to first token
-//! and tokens per second, Piper and espeak-ng time to first audio and real-time factor. Medians of a few
+//! The embedded providers on this machine: Moonshine Base (one and two threads) and Whisper tiny.en
+//! real-time factor, SmolLM2 time to first token (cold, and with the system prompt's state kept) and tokens
+//! per second, Piper and espeak-ng time to first audio and real-time factor. Medians of a few
 //! runs after a warm-up; `cargo bench -p confab-benches --bench local_models`. Under `cargo test` (no
 //! `--bench`) one run each.
 
@@ -10,11 +11,27 @@ use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, Llm
 use confab_engine::providers::local_llm::LocalLlm;
 use confab_engine::providers::piper_tts::PiperTts;
 use confab_engine::providers::tts::EspeakVoice;
+use confab_models::moonshine::MoonshineStt;
+use confab_models::smollm::{SmolLm, Turn};
 use confab_models::whisper::WhisperStt;
 
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// Seconds until SmolLM2's first token for `question` after `system`.
+fn first_token(smollm: &mut SmolLm, system: &str, question: &str) -> f64 {
+    let turns = [Turn { role: "system", content: system }, Turn { role: "user", content: question }];
+    let started = Instant::now();
+    let mut first = None;
+    smollm
+        .generate(&turns, 1, 0.0, &[], &mut |_| {
+            first.get_or_insert(started.elapsed());
+            true
+        })
+        .unwrap();
+    first.unwrap_or_else(|| started.elapsed()).as_secs_f64()
 }
 
 fn speech(text: &str) -> Vec<f32> {
@@ -28,17 +45,49 @@ fn main() {
 
     let audio = speech(sentence);
     let seconds = audio.len() as f64 / 16_000.0;
+    let timed = |transcribe: &mut dyn FnMut() -> String| {
+        transcribe();
+        median(
+            (0..runs)
+                .map(|_| {
+                    let t = Instant::now();
+                    transcribe();
+                    t.elapsed().as_secs_f64()
+                })
+                .collect(),
+        )
+    };
+    for threads in [1, 2] {
+        let mut moonshine = MoonshineStt::load(&dir, threads).unwrap();
+        let stt = timed(&mut || moonshine.transcribe(&audio).unwrap());
+        println!(
+            "moonshine base, {threads} thread(s): {stt:.3} s for {seconds:.2} s of speech (real-time factor {:.3})",
+            stt / seconds
+        );
+    }
     let mut whisper = WhisperStt::load(&dir).unwrap();
-    whisper.transcribe(&audio).unwrap();
-    let stt: Vec<f64> = (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            whisper.transcribe(&audio).unwrap();
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
-    let stt = median(stt);
+    let stt = timed(&mut || whisper.transcribe(&audio).unwrap());
     println!("whisper tiny.en: {stt:.3} s for {seconds:.2} s of speech (real-time factor {:.2})", stt / seconds);
+
+    // Time to first token of SmolLM2 itself: the whole prompt evaluated, then only the user message after
+    // the kept system-prompt state.
+    let mut smollm = SmolLm::load(&dir).unwrap();
+    let system = "You are a helpful assistant. Answer in one short sentence.";
+    let questions =
+        ["When does the library open tomorrow?", "What is the capital of France?", "How many days are in a week?"];
+    let cold = median(
+        (0..=runs)
+            .map(|i| {
+                smollm.forget_prefixes();
+                first_token(&mut smollm, system, questions[i % questions.len()])
+            })
+            .collect(),
+    );
+    let warm =
+        median((0..=runs).map(|i| first_token(&mut smollm, system, questions[(i + 1) % questions.len()])).collect());
+    println!(
+        "smollm2-135m: time to first token {cold:.3} s with the whole prompt, {warm:.3} s after the kept system prompt"
+    );
 
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let llm = LocalLlm::load(&dir).unwrap();

@@ -1,8 +1,9 @@
-//! SmolLM2-135M-Instruct from its GGUF: streams a non-empty answer to a short question and stops, and
-//! stops early when the stream is dropped.
+//! SmolLM2-135M-Instruct from its GGUF: streams a non-empty answer to a short question and stops, stops
+//! early when the stream is dropped, and reuses kept prompt states without changing the answer.
 
 use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent};
 use confab_engine::providers::local_llm::LocalLlm;
+use confab_models::smollm::{SmolLm, Turn};
 
 fn request(max_tokens: u32) -> ChatRequest {
     ChatRequest {
@@ -49,4 +50,49 @@ async fn streams_an_answer_and_stops() {
     let mut again = llm.stream(request(8));
     while again.recv().await.is_some() {}
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+fn reply(model: &mut confab_models::smollm::SmolLm, turns: &[(&str, &str)]) -> String {
+    let turns: Vec<Turn> = turns.iter().map(|(role, content)| Turn { role, content }).collect();
+    let mut text = String::new();
+    model
+        .generate(&turns, 64, 0.0, &[], &mut |piece| {
+            text.push_str(piece);
+            true
+        })
+        .unwrap();
+    text
+}
+
+/// A conversation's next turn evaluates only the new message (the kept state covers the previous prompt and
+/// reply), and answers exactly as a cold run of the whole prompt does.
+#[test]
+fn kept_prompt_state_gives_the_cold_answer() {
+    const SYSTEM: &str = "You are a helpful assistant. Answer in one short sentence.";
+    let mut model = SmolLm::load(&confab_models::default_models_dir()).expect("models are fetched");
+    let first = [("system", SYSTEM), ("user", "What is the capital of France?")];
+    let answer = reply(&mut model, &first);
+    let first_prompt = model.last_evaluated();
+    assert!(answer.contains("Paris"), "{answer:?}");
+
+    let second = [
+        ("system", SYSTEM),
+        ("user", "What is the capital of France?"),
+        ("assistant", answer.as_str()),
+        ("user", "And of Italy?"),
+    ];
+    let warm = reply(&mut model, &second);
+    let warm_evaluated = model.last_evaluated();
+    // "<|im_end|>\n<|im_start|>user\nAnd of Italy?<|im_end|>\n<|im_start|>assistant\n": a dozen tokens.
+    assert!(warm_evaluated <= 16, "evaluated {warm_evaluated} of the second prompt");
+
+    model.forget_prefixes();
+    let cold = reply(&mut model, &second);
+    assert!(model.last_evaluated() > first_prompt + warm_evaluated, "the cold run evaluates the whole prompt");
+    assert_eq!(warm, cold, "the kept state changes nothing");
+
+    // Another call with the same system prompt starts from the system prompt's state.
+    let other = [("system", SYSTEM), ("user", "How many days are in a week?")];
+    reply(&mut model, &other);
+    assert!(model.last_evaluated() < first_prompt, "{} of {first_prompt}", model.last_evaluated());
 }

@@ -2,6 +2,13 @@
 //! GGUF metadata (byte-level BPE: `tokenizer.ggml.tokens` and `tokenizer.ggml.merges`; no tokenizer.json
 //! ships); prompts use the model's ChatML template; generation streams text and stops at
 //! `<|im_end|>`, the end-of-text token, a stop sequence or the token bound.
+//!
+//! Prompts are not evaluated from scratch each turn: the model's key/value state is kept after each prompt
+//! and after each reply ([`PREFIX_STATES`] of them, most recent first), and a new prompt that begins with a
+//! kept state's tokens evaluates only the tokens after them. A conversation's next turn thus evaluates only
+//! the new user message (its prompt is the previous one plus the reply and the new message); a new call
+//! with the same system prompt starts from the system prompt's state. A kept state costs only its
+//! key/value tensors (the weights are shared).
 
 use std::path::Path;
 
@@ -26,10 +33,24 @@ pub struct Turn<'a> {
     pub content: &'a str,
 }
 
+/// Key/value states kept for prompt reuse.
+pub const PREFIX_STATES: usize = 8;
+
+/// The model after evaluating `tokens`: its key/value cache holds exactly those positions.
+struct PrefixState {
+    tokens: Vec<u32>,
+    model: ModelWeights,
+}
+
 pub struct SmolLm {
+    /// The loaded weights with an empty cache: where a prompt with no kept prefix starts.
     model: ModelWeights,
     tokenizer: Tokenizer,
     end_tokens: Vec<u32>,
+    /// Most recently used first.
+    prefixes: std::collections::VecDeque<PrefixState>,
+    /// Prompt tokens evaluated by the last call, for tests and metrics.
+    last_evaluated: usize,
 }
 
 /// The byte-level BPE tokenizer described by a GGUF's metadata.
@@ -70,14 +91,19 @@ impl SmolLm {
         let tokenizer = tokenizer_from_gguf(&content)?;
         let end_tokens = ["<|im_end|>", "<|endoftext|>"].iter().filter_map(|t| tokenizer.token_to_id(t)).collect();
         let model = ModelWeights::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?;
-        Ok(SmolLm { model, tokenizer, end_tokens })
+        Ok(SmolLm { model, tokenizer, end_tokens, prefixes: Default::default(), last_evaluated: 0 })
+    }
+
+    /// One message in ChatML.
+    fn message(turn: &Turn) -> String {
+        format!("<|im_start|>{}\n{}<|im_end|>\n", turn.role, turn.content)
     }
 
     /// The ChatML prompt of a conversation, ending where the assistant's reply begins.
     pub fn prompt(turns: &[Turn]) -> String {
         let mut prompt = String::new();
         for turn in turns {
-            prompt.push_str(&format!("<|im_start|>{}\n{}<|im_end|>\n", turn.role, turn.content));
+            prompt.push_str(&SmolLm::message(turn));
         }
         prompt.push_str("<|im_start|>assistant\n");
         prompt
@@ -99,14 +125,30 @@ impl SmolLm {
         let mut sampler = LogitsProcessor::new(299_792_458, (temperature > 0.0).then_some(temperature), Some(0.9));
         let mut generated: Vec<u32> = Vec::with_capacity(max_tokens);
         let mut emitted = String::new();
+        let (mut model, mut position) = self.start_from_longest_prefix(&prompt_tokens);
+        self.last_evaluated = prompt_tokens.len() - position;
+        // The system message's state is kept on its own, for the next call with the same system prompt.
+        if let Some(end) = self.system_prompt_end(turns)?.filter(|&end| position < end && end < prompt_tokens.len()) {
+            let system = Tensor::new(&prompt_tokens[position..end], &Device::Cpu).and_then(|t| t.unsqueeze(0));
+            model.forward(&system.map_err(fail)?, position).map_err(fail)?;
+            position = end;
+            self.keep_prefix(prompt_tokens[..end].to_vec(), &model);
+        }
         let mut input =
-            Tensor::new(prompt_tokens.as_slice(), &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(fail)?;
-        let mut position = 0;
-        for _ in 0..max_tokens {
-            let logits = self.model.forward(&input, position).and_then(|l| l.squeeze(0)).map_err(fail)?;
+            Tensor::new(&prompt_tokens[position..], &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(fail)?;
+        let mut evaluated = prompt_tokens.clone();
+        for step in 0..max_tokens {
+            let logits = model.forward(&input, position).and_then(|l| l.squeeze(0)).map_err(fail)?;
             position += input.dim(1).map_err(fail)?;
+            if step == 0 {
+                self.keep_prefix(evaluated.clone(), &model);
+            } else {
+                evaluated.push(*generated.last().expect("a token was fed"));
+            }
             let next = sampler.sample(&logits).map_err(fail)?;
             if self.end_tokens.contains(&next) {
+                // The reply's state: the next turn's prompt begins with this prompt and this reply.
+                self.keep_prefix(evaluated, &model);
                 break;
             }
             generated.push(next);
@@ -127,5 +169,51 @@ impl SmolLm {
             input = Tensor::new(&[next], &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(fail)?;
         }
         Ok(())
+    }
+
+    /// How many of the prompt's tokens are the leading system message, if there is one.
+    fn system_prompt_end(&self, turns: &[Turn]) -> Result<Option<usize>, ModelError> {
+        match turns.first() {
+            Some(first) if first.role == "system" => {
+                let tokens = self.tokenizer.encode(SmolLm::message(first), false).map_err(fail)?;
+                Ok(Some(tokens.get_ids().len()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Prompt tokens the last call evaluated (the rest came from a kept state).
+    pub fn last_evaluated(&self) -> usize {
+        self.last_evaluated
+    }
+
+    /// Forgets every kept state: the next prompt is evaluated whole.
+    pub fn forget_prefixes(&mut self) {
+        self.prefixes.clear();
+    }
+
+    /// The model state to continue from and its position: the longest kept state whose tokens begin
+    /// `prompt` (leaving at least one token to evaluate, whose logits start the reply), else the empty one.
+    fn start_from_longest_prefix(&mut self, prompt: &[u32]) -> (ModelWeights, usize) {
+        let best = (0..self.prefixes.len())
+            .filter(|&i| {
+                let kept = &self.prefixes[i].tokens;
+                kept.len() < prompt.len() && prompt.starts_with(kept)
+            })
+            .max_by_key(|&i| self.prefixes[i].tokens.len());
+        match best.and_then(|i| self.prefixes.remove(i)) {
+            Some(state) => {
+                let start = (state.model.clone(), state.tokens.len());
+                self.prefixes.push_front(state);
+                start
+            }
+            None => (self.model.clone(), 0),
+        }
+    }
+
+    fn keep_prefix(&mut self, tokens: Vec<u32>, model: &ModelWeights) {
+        self.prefixes.retain(|kept| kept.tokens != tokens);
+        self.prefixes.push_front(PrefixState { tokens, model: model.clone() });
+        self.prefixes.truncate(PREFIX_STATES);
     }
 }

@@ -1,9 +1,14 @@
 //! The embedded language model (SmolLM2-135M-Instruct, candle) as a streaming `LanguageModel`. Generation
 //! runs on the blocking pool; each piece of text is sent as it is decoded, and a dropped receiver stops
 //! generation at the next token.
+//!
+//! One model per process and models directory, shared by every call: requests queue on it (one generation
+//! at a time; on two cores a second would only halve both), and its kept prompt states (`SmolLm`) let a
+//! conversation's next turn, and a new call with a known system prompt, skip the prompt already evaluated.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use confab_models::smollm::{SmolLm, Turn};
@@ -18,10 +23,20 @@ pub struct LocalLlm {
     model: Arc<Mutex<SmolLm>>,
 }
 
+type Loaded = Mutex<HashMap<PathBuf, Arc<Mutex<SmolLm>>>>;
+
 impl LocalLlm {
+    /// The process's model for `models_dir`, loaded on first use.
     pub fn load(models_dir: &Path) -> Result<LocalLlm, ProviderError> {
+        static LOADED: OnceLock<Loaded> = OnceLock::new();
+        let mut loaded = LOADED.get_or_init(Loaded::default).lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(model) = loaded.get(models_dir) {
+            return Ok(LocalLlm { model: model.clone() });
+        }
         let model = SmolLm::load(models_dir).map_err(|e| ProviderError::protocol("local-llm", e.to_string()))?;
-        Ok(LocalLlm { model: Arc::new(Mutex::new(model)) })
+        let model = Arc::new(Mutex::new(model));
+        loaded.insert(models_dir.to_path_buf(), model.clone());
+        Ok(LocalLlm { model })
     }
 }
 
