@@ -7,8 +7,13 @@
 //! `cargo bench -p confab-benches --bench voice_to_voice [-- N] [--stt=MODEL] [--voice=piper]` (the first N
 //! questions, all by default; `MODEL` a local speech-to-text model, `moonshine-base` by default, or
 //! `whisper-tiny.en`; the questions spoken by espeak-ng, or by the Piper voice). The transcripts' word error
-//! against the questions is reported too.
+//! against the questions is reported too. With `--remote` every provider is `custom`, served by local
+//! servers speaking the providers' wire protocols with fixed delays (`remote.rs`), and each stage is also
+//! reported less the delay the server put in it: what the engine adds.
 //! Under `cargo test` (no `--bench`) one question, offline, to check the harness.
+
+#[path = "voice_to_voice/remote.rs"]
+mod remote;
 
 use std::path::Path;
 
@@ -42,8 +47,24 @@ const QUESTIONS: &[(&str, &[&str], &[&str])] = &[
     ("What is the chemical symbol for water?", &["symbol", "water"], &["h2o", "h 2 o", "h two o"]),
 ];
 
-/// The agent: every provider `local`, the speech-to-text model `stt_model` (empty: the default).
-fn agent(stt_model: &str) -> String {
+/// The agent: every provider `local`, the speech-to-text model `stt_model` (empty: the default); or,
+/// `remote`, every provider `custom`.
+fn agent(stt_model: &str, remote: bool) -> String {
+    if remote {
+        return serde_json::json!({
+            "agent_name": "Remote",
+            "agent_system_prompt": "You are a helpful assistant. Answer in one short sentence.",
+            "avatars": [{
+                "avatar_key_id": "stock-amara",
+                "config": {
+                    "llm": { "provider": "custom", "model": "bench" },
+                    "stt": { "provider": "custom", "model": "bench", "max_endpointing_delay": 1.0 },
+                    "tts": { "provider": "custom", "model_id": "bench", "voice_id": "bench" }
+                }
+            }]
+        })
+        .to_string();
+    }
     serde_json::json!({
         "agent_name": "Local",
         "agent_system_prompt": "You are a helpful assistant. Answer in one short sentence.",
@@ -111,15 +132,26 @@ fn main() {
     let count = if benchmarking { asked.clamp(1, QUESTIONS.len()) } else { 1 };
     let dir = tempfile::tempdir().unwrap();
     let stt_model = std::env::args().find_map(|a| a.strip_prefix("--stt=").map(str::to_string)).unwrap_or_default();
-    std::fs::write(dir.path().join("agent.json"), agent(&stt_model)).unwrap();
-    // (stage, from, to) on the media clock, in seconds; and the providers' wall-clock latencies.
+    let servers = std::env::args().any(|a| a == "--remote").then(remote::ProtocolServers::start);
+    if let Some(servers) = &servers {
+        for kind in ["STT", "LLM", "TTS"] {
+            // SAFETY: set before any simulated conversation starts; no other thread reads the environment.
+            unsafe { std::env::set_var(format!("CONFAB_{kind}_BASE_URL"), &servers.base_url) };
+        }
+    }
+    std::fs::write(dir.path().join("agent.json"), agent(&stt_model, servers.is_some())).unwrap();
+    // (stage, from, to) on the media clock, in seconds, and the delay the remote servers put in it.
+    let first_clause_words = remote::reply("x").split(',').next().unwrap().split(' ').count();
+    let clause = remote::LLM_WORD.as_secs_f64() * (first_clause_words - 1) as f64;
+    let (llm, tts) = (remote::LLM_FIRST_TOKEN.as_secs_f64(), remote::TTS_FIRST_AUDIO.as_secs_f64());
     let spans = [
-        ("commit → transcript", "committed", "transcript_final"),
-        ("transcript → LLM first token", "llm_request", "llm_first_token"),
-        ("LLM first token → first clause", "llm_first_token", "first_clause"),
-        ("first clause → TTS first audio", "first_clause", "tts_first_audio"),
-        ("TTS first audio → played", "tts_first_audio", "first_audio_played"),
-        ("commit → first audio played", "committed", "first_audio_played"),
+        ("commit → transcript", "committed", "transcript_final", 0.0),
+        ("commit → LLM request", "committed", "llm_request", 0.0),
+        ("LLM request → first token", "llm_request", "llm_first_token", llm),
+        ("LLM first token → first clause", "llm_first_token", "first_clause", clause),
+        ("first clause → TTS first audio", "first_clause", "tts_first_audio", tts),
+        ("TTS first audio → played", "tts_first_audio", "first_audio_played", 0.0),
+        ("commit → first audio played", "committed", "first_audio_played", llm + clause + tts),
     ];
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); spans.len()];
     let piper = std::env::args()
@@ -127,6 +159,9 @@ fn main() {
         .then(|| PiperTts::load(&confab_models::default_models_dir()).expect("models are fetched"));
     let (mut heard_right, mut answered_right, mut errors, mut words) = (0, 0, 0, 0);
     for (index, (question, question_words, answer_words)) in QUESTIONS.iter().take(count).enumerate() {
+        if let Some(servers) = &servers {
+            servers.script(question, answer_words[0]);
+        }
         let outcome = ask(dir.path(), index, question, benchmarking, piper.as_ref());
         let (wrong, of) = word_errors(question, &outcome.heard);
         (errors, words) = (errors + wrong, words + of);
@@ -138,7 +173,7 @@ fn main() {
         answered_right += usize::from(answer_ok);
         let stages = outcome.metrics.as_ref().map(|m| m["media_time"].clone()).unwrap_or_default();
         let at = |stage: &str| stages[stage].as_f64();
-        for ((_, from, to), values) in spans.iter().zip(&mut samples) {
+        for ((_, from, to, _), values) in spans.iter().zip(&mut samples) {
             if let (Some(from), Some(to)) = (at(from), at(to)) {
                 values.push(to - from);
             }
@@ -161,15 +196,17 @@ fn main() {
         "\n{count} questions: heard right {heard_right}, answered right {answered_right}; transcript word error {:.1}% ({errors} of {words} words)",
         100.0 * errors as f64 / words.max(1) as f64
     );
-    for ((name, _, _), values) in spans.iter().zip(&mut samples) {
+    for ((name, _, _, injected), values) in spans.iter().zip(&mut samples) {
         if values.is_empty() {
             continue;
         }
         let n = values.len();
-        println!(
-            "{name:32} p50 {:6.3} s   p95 {:6.3} s   (n = {n})",
-            percentile(values, 0.5),
-            percentile(values, 0.95)
-        );
+        let (p50, p95) = (percentile(values, 0.5), percentile(values, 0.95));
+        let added = if servers.is_some() {
+            format!("   less the servers' {injected:.3} s: p50 {:6.3} s p95 {:6.3} s", p50 - injected, p95 - injected)
+        } else {
+            String::new()
+        };
+        println!("{name:32} p50 {p50:6.3} s   p95 {p95:6.3} s   (n = {n}){added}");
     }
 }
