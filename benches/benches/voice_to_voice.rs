@@ -9,7 +9,8 @@
 //! `whisper-tiny.en`; the questions spoken by espeak-ng, or by the Piper voice). The transcripts' word error
 //! against the questions is reported too. With `--remote` every provider is `custom`, served by local
 //! servers speaking the providers' wire protocols with fixed delays (`remote.rs`), and each stage is also
-//! reported less the delay the server put in it: what the engine adds.
+//! reported less the delay the server put in it: what the engine adds. `--no-preemptive` turns preemptive
+//! generation off (the reply is asked for only at the commit).
 //! Under `cargo test` (no `--bench`) one question, offline, to check the harness.
 
 #[path = "voice_to_voice/remote.rs"]
@@ -139,7 +140,11 @@ fn main() {
             unsafe { std::env::set_var(format!("CONFAB_{kind}_BASE_URL"), &servers.base_url) };
         }
     }
-    std::fs::write(dir.path().join("agent.json"), agent(&stt_model, servers.is_some())).unwrap();
+    let mut agent: Value = serde_json::from_str(&agent(&stt_model, servers.is_some())).unwrap();
+    if std::env::args().any(|a| a == "--no-preemptive") {
+        agent["avatars"][0]["config"]["llm"]["preemptive_generation"] = Value::Bool(false);
+    }
+    std::fs::write(dir.path().join("agent.json"), agent.to_string()).unwrap();
     // (stage, from, to) on the media clock, in seconds, and the delay the remote servers put in it.
     let first_clause_words = remote::reply("x").split(',').next().unwrap().split(' ').count();
     let clause = remote::LLM_WORD.as_secs_f64() * (first_clause_words - 1) as f64;

@@ -50,6 +50,10 @@ pub struct LlmConfig {
     pub provider: String,
     #[serde(default, deserialize_with = "nullable")]
     pub model: String,
+    /// Ask the model for the reply during the endpointing delay, on the transcript prepared then, and
+    /// drop it if the user goes on (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptive_generation: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]

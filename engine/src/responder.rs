@@ -1,6 +1,12 @@
 //! The agent's side of a turn: the conversation so far goes to the language model, its streamed text is
 //! split into sentences, each sentence is synthesized at once, and the audio becomes playout segments
 //! stamped with the turn and epoch. Only what the user heard enters the history.
+//!
+//! Preemptive generation: when a transcript is prepared ahead of the commit (during the endpointing
+//! delay), the language model is asked at once, on that transcript and the history as it stands; the
+//! commit of the same audio uses that reply, already under way. When the user goes on speaking, the next
+//! preparation (or a commit of other audio) drops it, which stops its generation. On by default;
+//! `config.llm.preemptive_generation: false` turns it off.
 
 use std::time::Instant;
 
@@ -9,7 +15,7 @@ use serde_json::Value;
 use crate::core::playout::PlayoutSegment;
 use crate::core::{Epoch, TurnId};
 use crate::providers::ProviderError;
-use crate::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent};
+use crate::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream};
 use crate::providers::select::{self, Recognizer};
 use crate::providers::sentences::SentenceSplitter;
 use crate::providers::tts::{SpeechSynthesizer, TtsEvent};
@@ -32,6 +38,17 @@ pub struct Responder {
     /// The last reply's provider stages (`turn_metrics`); filled in as they happen, so a cancelled reply
     /// keeps what it reached.
     last_reply: ReplyTimings,
+    preemptive_generation: bool,
+    /// A reply asked for on the prepared transcript, before the commit.
+    early_reply: Option<EarlyReply>,
+}
+
+/// A language-model stream started before the commit: the user text it answers and the history length
+/// it was built on (both must still hold when the turn commits).
+struct EarlyReply {
+    user_text: String,
+    history_len: usize,
+    stream: LlmStream,
 }
 
 impl Responder {
@@ -41,16 +58,35 @@ impl Responder {
         system_prompt: String,
         models_dir: &std::path::Path,
     ) -> Result<Responder, ProviderError> {
-        Ok(Responder {
-            llm: select::language_model(&pipeline["llm"], models_dir)?,
-            tts: select::synthesizer(&pipeline["tts"], models_dir)?,
-            stt: select::recognizer(&pipeline["stt"], models_dir)?,
+        let mut responder = Responder::new(
+            select::language_model(&pipeline["llm"], models_dir)?,
+            select::synthesizer(&pipeline["tts"], models_dir)?,
+            select::recognizer(&pipeline["stt"], models_dir)?,
+            system_prompt,
+        );
+        responder.preemptive_generation = pipeline["llm"]["preemptive_generation"].as_bool().unwrap_or(true);
+        Ok(responder)
+    }
+
+    /// A responder on the given adapters (`llm`: the model and its name), preemptive generation on.
+    pub fn new(
+        llm: (Box<dyn LanguageModel>, String),
+        tts: Box<dyn SpeechSynthesizer>,
+        stt: Option<Recognizer>,
+        system_prompt: String,
+    ) -> Responder {
+        Responder {
+            llm,
+            tts,
+            stt,
             system_prompt,
             history: Vec::new(),
             prepared: None,
             last_transcript: None,
             last_reply: ReplyTimings::default(),
-        })
+            preemptive_generation: true,
+            early_reply: None,
+        }
     }
 
     /// The user's words in 16 kHz audio; empty when no recognizer is configured.
@@ -61,12 +97,39 @@ impl Responder {
         }
     }
 
-    /// Transcribes `[from, to)` ahead of the commit (while the endpointing delay runs).
+    /// Transcribes `[from, to)` ahead of the commit (while the endpointing delay runs) and, with
+    /// preemptive generation, asks the language model for the reply to it at once.
     pub async fn prepare_transcript(&mut self, from: MediaTime, to: MediaTime, audio: &[f32]) {
+        self.early_reply = None; // the user went on: an earlier early reply answers too little
         let started = Instant::now();
         match self.transcribe(audio).await {
-            Ok(text) => self.prepared = Some(((from, to), text, started.elapsed())),
+            Ok(text) => self.prepared_text((from, to), text, started.elapsed()),
             Err(err) => tracing::debug!(error = %err, "early speech-to-text failed; it runs again at the commit"),
+        }
+    }
+
+    /// Keeps `text` as the transcript of `range` and, with preemptive generation, asks for its reply.
+    fn prepared_text(&mut self, range: (MediaTime, MediaTime), text: String, took: std::time::Duration) {
+        self.early_reply = None;
+        if self.preemptive_generation && !text.trim().is_empty() {
+            let stream = self.llm.0.stream(self.request(&text));
+            self.early_reply = Some(EarlyReply { user_text: text.clone(), history_len: self.history.len(), stream });
+        }
+        self.prepared = Some((range, text, took));
+    }
+
+    /// The language-model request answering `user_text` after the history.
+    fn request(&self, user_text: &str) -> ChatRequest {
+        let mut messages = vec![ChatMessage::new("system", self.system_prompt.clone())];
+        messages.extend(self.history.iter().cloned());
+        messages.push(ChatMessage::new("user", user_text));
+        ChatRequest {
+            model: self.llm.1.clone(),
+            messages,
+            tools: Vec::new(),
+            max_tokens: MAX_REPLY_TOKENS,
+            temperature: 0.6,
+            stop: Vec::new(),
         }
     }
 
@@ -84,6 +147,7 @@ impl Responder {
                 (text, TranscriptTiming { duration, prepared_ahead: true })
             }
             _ => {
+                self.early_reply = None; // it answers other audio
                 let text = self.transcribe(audio).await?;
                 (text, TranscriptTiming { duration: started.elapsed(), prepared_ahead: false })
             }
@@ -117,21 +181,16 @@ impl Responder {
         user_text: &str,
         on_segment: &mut (dyn FnMut(PlayoutSegment) + Send),
     ) -> Result<(), ProviderError> {
-        self.history.push(ChatMessage::new("user", user_text));
-        let (llm, model) = &self.llm;
-        let mut messages = vec![ChatMessage::new("system", self.system_prompt.clone())];
-        messages.extend(self.history.iter().cloned());
-        let request = ChatRequest {
-            model: model.clone(),
-            messages,
-            tools: Vec::new(),
-            max_tokens: MAX_REPLY_TOKENS,
-            temperature: 0.6,
-            stop: Vec::new(),
-        };
         let requested = Instant::now();
         self.last_reply = ReplyTimings::default();
-        let mut stream = llm.stream(request);
+        let mut stream = match self.early_reply.take() {
+            Some(early) if early.user_text == user_text && early.history_len == self.history.len() => {
+                self.last_reply.llm_started_early = true;
+                early.stream
+            }
+            _ => self.llm.0.stream(self.request(user_text)),
+        };
+        self.history.push(ChatMessage::new("user", user_text));
         let mut splitter = SentenceSplitter::default();
         while let Some(event) = stream.recv().await {
             match event? {
@@ -176,5 +235,93 @@ impl Responder {
         self.last_reply.first_segment.get_or_insert_with(|| requested.elapsed());
         on_segment(PlayoutSegment { turn, epoch, text, audio });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::providers::CallMetrics;
+    use crate::providers::tts::TtsStream;
+
+    /// Answers every request with "Paris." and records the user messages it was asked about.
+    struct CountingLlm(Arc<Mutex<Vec<String>>>);
+
+    impl LanguageModel for CountingLlm {
+        fn stream(&self, request: ChatRequest) -> LlmStream {
+            self.0.lock().unwrap().push(request.messages.last().unwrap().content.clone());
+            let (tx, rx) = mpsc::channel(8);
+            tx.try_send(Ok(LlmEvent::Text("Paris.".into()))).unwrap();
+            tx.try_send(Ok(LlmEvent::Done { finish_reason: "stop".into(), metrics: CallMetrics::default() })).unwrap();
+            rx
+        }
+    }
+
+    struct Silence;
+
+    impl SpeechSynthesizer for Silence {
+        fn synthesize(&self, _text: &str) -> TtsStream {
+            let (tx, rx) = mpsc::channel(4);
+            tx.try_send(Ok(TtsEvent::Audio(vec![0.0; 160]))).unwrap();
+            tx.try_send(Ok(TtsEvent::Done(CallMetrics::default()))).unwrap();
+            rx
+        }
+    }
+
+    fn responder(asked: &Arc<Mutex<Vec<String>>>, preemptive: bool) -> Responder {
+        let llm: Box<dyn LanguageModel> = Box::new(CountingLlm(asked.clone()));
+        let mut responder = Responder::new((llm, "test".into()), Box::new(Silence), None, "Be brief.".into());
+        responder.preemptive_generation = preemptive;
+        responder
+    }
+
+    fn prepare(responder: &mut Responder, from: u64, to: u64, text: &str) {
+        let range = (MediaTime::from_samples(from), MediaTime::from_samples(to));
+        responder.prepared_text(range, text.into(), std::time::Duration::ZERO);
+    }
+
+    async fn commit(responder: &mut Responder, from: u64, to: u64, text: &str) -> ReplyTimings {
+        let range = (MediaTime::from_samples(from), MediaTime::from_samples(to));
+        let heard = responder.transcript_for(range.0, range.1, &[]).await.unwrap();
+        let text = if heard.is_empty() { text.to_string() } else { heard };
+        responder.respond(TurnId(1), Epoch(1), &text, &mut |_| {}).await.unwrap();
+        responder.last_reply()
+    }
+
+    #[tokio::test]
+    async fn the_commit_of_the_prepared_audio_uses_the_reply_started_early() {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let mut responder = responder(&asked, true);
+        prepare(&mut responder, 0, 16_000, "What is the capital of France?");
+        let timings = commit(&mut responder, 0, 16_000, "").await;
+        assert!(timings.llm_started_early);
+        assert_eq!(*asked.lock().unwrap(), ["What is the capital of France?"], "one request, made early");
+    }
+
+    #[tokio::test]
+    async fn speech_that_goes_on_drops_the_early_reply() {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let mut responder = responder(&asked, true);
+        prepare(&mut responder, 0, 16_000, "What is the capital");
+        // The user went on: the commit covers more audio, transcribed again (here: given).
+        let timings = commit(&mut responder, 0, 32_000, "What is the capital of France?").await;
+        assert!(!timings.llm_started_early);
+        assert_eq!(*asked.lock().unwrap(), ["What is the capital", "What is the capital of France?"]);
+        assert_eq!(responder.history.last().unwrap().content, "What is the capital of France?");
+    }
+
+    #[tokio::test]
+    async fn without_preemptive_generation_the_request_waits_for_the_commit() {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let mut responder = responder(&asked, false);
+        prepare(&mut responder, 0, 16_000, "What is the capital of France?");
+        assert!(asked.lock().unwrap().is_empty());
+        let timings = commit(&mut responder, 0, 16_000, "").await;
+        assert!(!timings.llm_started_early);
+        assert_eq!(asked.lock().unwrap().len(), 1);
     }
 }

@@ -22,6 +22,9 @@ pub struct ReplyTimings {
     pub tts_first_audio: Option<Duration>,
     /// The first piece's audio complete and handed to playout.
     pub first_segment: Option<Duration>,
+    /// The reply was asked for before the commit (preemptive generation); its stages count from the
+    /// commit's request all the same.
+    pub llm_started_early: bool,
 }
 
 /// Wall-clock duration of a turn's speech-to-text, and whether it ran ahead of the commit.
@@ -127,6 +130,7 @@ impl TurnMetrics {
             "media_time": stages,
             "latency_ms": latency,
             "stt_prepared_ahead": self.transcript.map(|t| t.prepared_ahead),
+            "llm_started_early": self.reply.llm_started_early,
         })
     }
 }
@@ -238,6 +242,7 @@ mod tests {
             first_clause: Some(Duration::from_millis(200)),
             tts_first_audio: Some(Duration::from_millis(260)),
             first_segment: Some(Duration::from_millis(300)),
+            llm_started_early: true,
         };
         log.reply(turn, reply);
         log.started_speaking(ms(2_540));
@@ -253,6 +258,7 @@ mod tests {
         assert_eq!(line["latency_ms"]["commit_to_first_audio"], 340.0);
         assert_eq!(line["latency_ms"]["stt"], 150.0);
         assert_eq!(line["stt_prepared_ahead"], true);
+        assert_eq!(line["llm_started_early"], true);
     }
 
     #[test]
