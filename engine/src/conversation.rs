@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use crate::core::call_timer::{CallTimer, CallTimerOutput};
 use crate::core::endpoint::{EndpointConfig, EndpointInput, EndpointOutput, Endpointer};
 use crate::core::interruption::{InterruptionConfig, InterruptionDetector, InterruptionInput, InterruptionOutput};
-use crate::core::playout::{Playout, PlayoutOutput, PlayoutSegment};
+use crate::core::playout::{Playout, PlayoutOutput, PlayoutPiece};
 use crate::core::vad_gate::{VadGate, VadGateConfig, VadGateOutput};
 use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
@@ -173,8 +173,9 @@ impl Conversation {
         }
     }
 
-    pub fn agent_segment(&mut self, segment: PlayoutSegment) {
-        self.playout.enqueue(segment);
+    /// A sentence's audio, or more of it, for playout.
+    pub fn agent_segment(&mut self, piece: PlayoutPiece) {
+        self.playout.push(piece);
     }
 
     pub fn agent_reply_end(&mut self, turn: TurnId, now: MediaTime) {
@@ -317,6 +318,7 @@ impl Conversation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::playout::PlayoutSegment;
 
     const W: u64 = 512;
     const FRAME: usize = 320;
@@ -353,12 +355,13 @@ mod tests {
                     ConversationOutput::PredictTurn { last_speech, .. } => c.turn_prediction(*last_speech, true, end),
                     ConversationOutput::Transcribe { turn, .. } => c.transcript(*turn, "what time is it".into(), end),
                     ConversationOutput::Respond { turn, epoch, .. } => {
-                        c.agent_segment(PlayoutSegment {
+                        c.agent_segment(PlayoutPiece::Segment(PlayoutSegment {
                             turn: *turn,
                             epoch: *epoch,
                             text: "It is noon and the sun is out.".into(),
                             audio: vec![0.2; 64_000],
-                        });
+                            open: false,
+                        }));
                         c.agent_reply_end(*turn, end);
                     }
                     _ => {}
@@ -417,12 +420,13 @@ mod tests {
     #[test]
     fn a_participant_leaving_mid_reply_ends_the_call() {
         let mut c = Conversation::new(ConversationConfig::default());
-        c.agent_segment(PlayoutSegment {
+        c.agent_segment(PlayoutPiece::Segment(PlayoutSegment {
             turn: TurnId(0),
             epoch: Epoch(0),
             text: "Hello there, how can I help?".into(),
             audio: vec![0.2; 32_000],
-        });
+            open: false,
+        }));
         let mut frame = [0.0f32; FRAME];
         for t in 0..10u64 {
             c.render(MediaTime(t * FRAME as u64), &mut frame);

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::core::playout::PlayoutSegment;
+use crate::core::playout::{PlayoutPiece, PlayoutSegment};
 use crate::core::{Epoch, TurnId};
 use crate::providers::ProviderError;
 use crate::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream};
@@ -173,13 +173,13 @@ impl Responder {
         }
     }
 
-    /// Answers `user_text`, calling `on_segment` with each synthesized sentence as soon as it is ready.
+    /// Answers `user_text`, calling `on_segment` with each sentence's audio as soon as it arrives.
     pub async fn respond(
         &mut self,
         turn: TurnId,
         epoch: Epoch,
         user_text: &str,
-        on_segment: &mut (dyn FnMut(PlayoutSegment) + Send),
+        on_segment: &mut (dyn FnMut(PlayoutPiece) + Send),
     ) -> Result<(), ProviderError> {
         let requested = Instant::now();
         self.last_reply = ReplyTimings::default();
@@ -210,30 +210,42 @@ impl Responder {
         Ok(())
     }
 
-    /// Synthesizes one piece of the reply and hands it to playout; `requested` is when the reply's
-    /// language-model request went out (the stages are timed from it).
+    /// Synthesizes one piece of the reply and hands it to playout as its audio arrives (an open segment,
+    /// then more audio, then the close); `requested` is when the reply's language-model request went out
+    /// (the stages are timed from it).
     async fn speak(
         &mut self,
         requested: Instant,
         turn: TurnId,
         epoch: Epoch,
         text: String,
-        on_segment: &mut (dyn FnMut(PlayoutSegment) + Send),
+        on_segment: &mut (dyn FnMut(PlayoutPiece) + Send),
     ) -> Result<(), ProviderError> {
         self.last_reply.first_clause.get_or_insert_with(|| requested.elapsed());
         let mut stream = self.tts.synthesize(&text);
-        let mut audio = Vec::new();
+        // The first audio opens the segment at once (playout starts with it); later audio extends it.
+        let mut text = Some(text);
         while let Some(event) = stream.recv().await {
             match event? {
-                TtsEvent::Audio(chunk) => {
-                    self.last_reply.tts_first_audio.get_or_insert_with(|| requested.elapsed());
-                    audio.extend(chunk);
-                }
+                TtsEvent::Audio(audio) if audio.is_empty() => {}
+                TtsEvent::Audio(audio) => match text.take() {
+                    Some(text) => {
+                        self.last_reply.tts_first_audio.get_or_insert_with(|| requested.elapsed());
+                        on_segment(PlayoutPiece::Segment(PlayoutSegment { turn, epoch, text, audio, open: true }));
+                    }
+                    None => on_segment(PlayoutPiece::More { epoch, audio, last: false }),
+                },
                 TtsEvent::Done(_) => break,
             }
         }
         self.last_reply.first_segment.get_or_insert_with(|| requested.elapsed());
-        on_segment(PlayoutSegment { turn, epoch, text, audio });
+        match text {
+            // No audio came: the text alone still counts as said (as before streaming).
+            Some(text) => {
+                on_segment(PlayoutPiece::Segment(PlayoutSegment { turn, epoch, text, audio: vec![], open: false }))
+            }
+            None => on_segment(PlayoutPiece::More { epoch, audio: vec![], last: true }),
+        }
         Ok(())
     }
 }
@@ -267,6 +279,7 @@ mod tests {
         fn synthesize(&self, _text: &str) -> TtsStream {
             let (tx, rx) = mpsc::channel(4);
             tx.try_send(Ok(TtsEvent::Audio(vec![0.0; 160]))).unwrap();
+            tx.try_send(Ok(TtsEvent::Audio(vec![0.0; 80]))).unwrap();
             tx.try_send(Ok(TtsEvent::Done(CallMetrics::default()))).unwrap();
             rx
         }
@@ -300,6 +313,29 @@ mod tests {
         let timings = commit(&mut responder, 0, 16_000, "").await;
         assert!(timings.llm_started_early);
         assert_eq!(*asked.lock().unwrap(), ["What is the capital of France?"], "one request, made early");
+    }
+
+    #[tokio::test]
+    async fn a_sentence_reaches_playout_with_its_first_audio_and_grows_as_more_arrives() {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let mut responder = responder(&asked, false);
+        let mut pieces = Vec::new();
+        responder.respond(TurnId(1), Epoch(2), "Hi", &mut |piece| pieces.push(piece)).await.unwrap();
+        let segment = PlayoutSegment {
+            turn: TurnId(1),
+            epoch: Epoch(2),
+            text: "Paris.".into(),
+            audio: vec![0.0; 160],
+            open: true,
+        };
+        assert_eq!(
+            pieces,
+            [
+                PlayoutPiece::Segment(segment),
+                PlayoutPiece::More { epoch: Epoch(2), audio: vec![0.0; 80], last: false },
+                PlayoutPiece::More { epoch: Epoch(2), audio: vec![], last: true },
+            ]
+        );
     }
 
     #[tokio::test]

@@ -19,7 +19,7 @@ use crate::audio::level::{SilenceGate, VadDecision};
 use crate::audio::{AudioError, wav};
 use crate::conversation::{Conversation, ConversationConfig, ConversationOutput, transcription_start};
 use crate::core::TurnId;
-use crate::core::playout::PlayoutSegment;
+use crate::core::playout::PlayoutPiece;
 use crate::events::{ConversationEvent, EventKind};
 use crate::responder::Responder;
 use crate::time::MediaTime;
@@ -128,7 +128,7 @@ struct Simulation<'a> {
 }
 
 enum ReplyPart {
-    Segment(PlayoutSegment),
+    Segment(PlayoutPiece),
     End(TurnId),
 }
 

@@ -2,6 +2,10 @@
 //! heard. It renders fixed frames of audio, pauses and resumes for overlapping user speech, flushes on
 //! interruption, and reports the agent starting and stopping speaking — on stop, with the text the user
 //! actually heard (truncated at the playout position when interrupted).
+//!
+//! A segment may arrive open (its first audio only, from a speech provider that streams) and grow
+//! (`PlayoutPiece::More`) until its last audio closes it: playout starts at the first audio, and if it
+//! catches up with an open segment it plays silence until more comes, still speaking.
 
 use std::collections::VecDeque;
 
@@ -15,6 +19,20 @@ pub struct PlayoutSegment {
     pub epoch: Epoch,
     pub text: String,
     pub audio: Vec<f32>,
+    /// More audio of this sentence follows (`PlayoutPiece::More`).
+    pub open: bool,
+}
+
+/// What a reply hands to playout: a new segment, or more audio for the open one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlayoutPiece {
+    Segment(PlayoutSegment),
+    /// The next audio of the open segment of `epoch`; `last` closes it.
+    More {
+        epoch: Epoch,
+        audio: Vec<f32>,
+        last: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +90,22 @@ impl Playout {
         }
     }
 
+    /// A new segment, or more audio for the open one (stale epochs are dropped).
+    pub fn push(&mut self, piece: PlayoutPiece) {
+        match piece {
+            PlayoutPiece::Segment(segment) => self.enqueue(segment),
+            PlayoutPiece::More { epoch, audio, last } => {
+                if epoch < self.epoch {
+                    return;
+                }
+                if let Some(open) = self.queue.iter_mut().rev().find(|s| s.open && s.epoch == epoch) {
+                    open.audio.extend_from_slice(&audio);
+                    open.open = !last;
+                }
+            }
+        }
+    }
+
     /// No more segments will come for `turn`.
     pub fn end_of_reply(&mut self, turn: TurnId, now: MediaTime) {
         self.finished_turn = Some(turn);
@@ -119,11 +153,14 @@ impl Playout {
                 self.outputs.push_back(PlayoutOutput::AgentStartedSpeaking { at, turn: front.turn, text });
                 self.speaking = Some((front.turn, String::new()));
             }
+            if self.position == front.audio.len() && front.open {
+                break; // caught up with a segment still arriving: silence until more comes
+            }
             let n = (front.audio.len() - self.position).min(out.len() - written);
             out[written..written + n].copy_from_slice(&front.audio[self.position..self.position + n]);
             written += n;
             self.position += n;
-            if self.position == front.audio.len() {
+            if self.position == front.audio.len() && !front.open {
                 let done = self.queue.pop_front().expect("front exists");
                 self.position = 0;
                 if let Some((_, heard)) = &mut self.speaking {
@@ -186,7 +223,13 @@ mod tests {
     const FRAME: usize = 320; // 20 ms
 
     fn segment(turn: u64, text: &str, samples: usize) -> PlayoutSegment {
-        PlayoutSegment { turn: TurnId(turn), epoch: Epoch(0), text: text.into(), audio: vec![0.5; samples] }
+        PlayoutSegment {
+            turn: TurnId(turn),
+            epoch: Epoch(0),
+            text: text.into(),
+            audio: vec![0.5; samples],
+            open: false,
+        }
     }
 
     fn render_frames(p: &mut Playout, from_frame: u64, frames: u64) -> Vec<PlayoutOutput> {
@@ -277,6 +320,39 @@ mod tests {
                 interrupted: false
             }]
         );
+    }
+
+    #[test]
+    fn an_open_segment_plays_as_it_arrives_and_waits_in_silence_for_more() {
+        let mut p = Playout::new();
+        p.push(PlayoutPiece::Segment(PlayoutSegment { open: true, ..segment(1, "Hello there.", 480) }));
+        let mut buf = [9.0f32; FRAME];
+        p.render(MediaTime(0), &mut buf);
+        assert!(buf.iter().all(|s| *s == 0.5));
+        // 160 samples left, then silence: the segment is still arriving, the agent still speaking.
+        p.render(MediaTime(320), &mut buf);
+        assert!(buf[..160].iter().all(|s| *s == 0.5) && buf[160..].iter().all(|s| *s == 0.0));
+        p.end_of_reply(TurnId(1), MediaTime(640));
+        assert!(p.is_speaking());
+        p.push(PlayoutPiece::More { epoch: Epoch(0), audio: vec![0.25; 320], last: false });
+        p.push(PlayoutPiece::More { epoch: Epoch(0), audio: vec![], last: true });
+        let out = render_frames(&mut p, 2, 2);
+        assert_eq!(
+            out,
+            vec![
+                PlayoutOutput::AgentStartedSpeaking { at: MediaTime(0), turn: TurnId(1), text: "Hello there.".into() },
+                PlayoutOutput::AgentStoppedSpeaking {
+                    at: MediaTime(640 + 320),
+                    turn: TurnId(1),
+                    heard: "Hello there.".into(),
+                    interrupted: false
+                },
+            ]
+        );
+        // More audio for a flushed epoch is dropped.
+        p.flush(Epoch(1), MediaTime(1280));
+        p.push(PlayoutPiece::More { epoch: Epoch(0), audio: vec![0.5; 320], last: true });
+        assert!(!p.has_audio());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use tokio::sync::mpsc;
 
-use crate::core::playout::PlayoutSegment;
+use crate::core::playout::PlayoutPiece;
 use crate::core::{Epoch, TurnId};
 use crate::responder::Responder;
 use crate::time::MediaTime;
@@ -47,17 +47,11 @@ pub enum AgentJob {
 
 pub enum AgentResult {
     /// The committed turn's text, and how long speech-to-text took (`turn_metrics`).
-    Transcript {
-        turn: TurnId,
-        text: String,
-        timing: Option<TranscriptTiming>,
-    },
-    Segment(PlayoutSegment),
+    Transcript { turn: TurnId, text: String, timing: Option<TranscriptTiming> },
+    /// A sentence's audio as it arrives (`PlayoutPiece`).
+    Segment(PlayoutPiece),
     /// The reply is complete; the provider stages it went through (`turn_metrics`).
-    ReplyEnd {
-        turn: TurnId,
-        timings: ReplyTimings,
-    },
+    ReplyEnd { turn: TurnId, timings: ReplyTimings },
 }
 
 /// The media thread's ends of the queues.
