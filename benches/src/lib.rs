@@ -7,6 +7,7 @@ use std::process::Command;
 use confab_engine::audio::opus_egress::FRAME_16K;
 use confab_engine::audio::wav;
 use confab_engine::runtime::SessionHandle;
+pub use confab_engine::word_error::word_errors;
 
 /// `text` spoken by espeak-ng (`en-us`, `words_per_minute`), as 16 kHz mono.
 pub fn espeak(text: &str, words_per_minute: u32) -> Vec<f32> {
@@ -63,29 +64,4 @@ pub fn play_users_tick(handles: &mut [SessionHandle], speech: &[f32], offsets: &
         while handle.events.try_recv().is_ok() {}
     }
     std::hint::black_box(&drain);
-}
-
-fn words(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-/// Word-level edit distance between `reference` and `hypothesis`, and the reference's word count: their
-/// ratio is the word error rate.
-pub fn word_errors(reference: &str, hypothesis: &str) -> (usize, usize) {
-    let (r, h) = (words(reference), words(hypothesis));
-    let mut row: Vec<usize> = (0..=h.len()).collect();
-    for (i, rw) in r.iter().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, hw) in h.iter().enumerate() {
-            let substitution = previous + usize::from(rw != hw);
-            previous = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    (row[h.len()], r.len())
 }

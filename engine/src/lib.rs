@@ -17,6 +17,7 @@ pub mod simulate;
 pub mod time;
 pub mod turn_metrics;
 pub mod video;
+pub mod word_error;
 
 pub use events::{ConversationEvent, EVENT_NAMES, EventKind};
 pub use time::MediaTime;

@@ -7,32 +7,9 @@ mod common;
 use common::speak;
 
 use confab_engine::providers::piper_tts::PiperTts;
+use confab_engine::word_error::{word_error_rate, word_errors};
 use confab_models::moonshine::MoonshineStt;
 use confab_models::whisper::WhisperStt;
-
-fn words(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-/// Word error rate: word-level edit distance over the reference length.
-fn word_error_rate(reference: &str, hypothesis: &str) -> f32 {
-    let (r, h) = (words(reference), words(hypothesis));
-    let mut row: Vec<usize> = (0..=h.len()).collect();
-    for (i, rw) in r.iter().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, hw) in h.iter().enumerate() {
-            let substitution = previous + usize::from(rw != hw);
-            previous = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[h.len()] as f32 / r.len().max(1) as f32
-}
 
 const SENTENCES: [&str; 5] = [
     "The library opens at nine o'clock tomorrow morning.",
@@ -42,24 +19,17 @@ const SENTENCES: [&str; 5] = [
     "The weather will be sunny and warm this afternoon.",
 ];
 
-#[test]
-fn word_error_rate_counts_edits() {
-    assert_eq!(word_error_rate("a b c d", "a b c d"), 0.0);
-    assert_eq!(word_error_rate("a b c d", "a x c"), 0.5);
-}
-
 /// Word error rate over all the sentences (errors summed, over all reference words).
 fn corpus_word_error_rate(label: &str, audio: &[Vec<f32>], transcribe: &mut dyn FnMut(&[f32]) -> String) -> f32 {
-    let (mut errors, mut total) = (0.0, 0.0);
+    let (mut errors, mut total) = (0, 0);
     for (sentence, audio) in SENTENCES.iter().zip(audio) {
         let heard = transcribe(audio);
-        let wer = word_error_rate(sentence, &heard);
-        eprintln!("{label}: {sentence:?} → {heard:?} (WER {wer:.2})");
-        let n = words(sentence).len() as f32;
-        errors += wer * n;
-        total += n;
+        eprintln!("{label}: {sentence:?} → {heard:?} (WER {:.2})", word_error_rate(sentence, &heard));
+        let (wrong, words) = word_errors(sentence, &heard);
+        errors += wrong;
+        total += words;
     }
-    errors / total
+    errors as f32 / total as f32
 }
 
 /// Moonshine's and Whisper's word error rates over the sentences spoken by `speak`.
