@@ -183,12 +183,16 @@ impl Responder {
     ) -> Result<(), ProviderError> {
         let requested = Instant::now();
         self.last_reply = ReplyTimings::default();
-        let mut stream = match self.early_reply.take() {
+        let early = self.early_reply.take();
+        let mut stream = match early {
             Some(early) if early.user_text == user_text && early.history_len == self.history.len() => {
                 self.last_reply.llm_started_early = true;
                 early.stream
             }
-            _ => self.llm.0.stream(self.request(user_text)),
+            stale => {
+                drop(stale); // stops its generation before the new request queues on the model
+                self.llm.0.stream(self.request(user_text))
+            }
         };
         self.history.push(ChatMessage::new("user", user_text));
         let mut splitter = SentenceSplitter::default();
