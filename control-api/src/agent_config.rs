@@ -17,9 +17,9 @@ pub const TURN_HANDLING: &[&str] = &["proactive", "balanced", "deliberate"];
 pub const INTERRUPTABILITY: &[&str] = &["low", "medium", "high"];
 
 pub const DEFAULT_LLM_MODEL: &str = "smollm2-135m-instruct";
-pub const DEFAULT_STT_MODEL: &str = "moonshine-base";
-/// The speech-to-text models the `local` provider runs (`confab models fetch` provides both).
-pub const LOCAL_STT_MODELS: &[&str] = &["moonshine-base", "whisper-tiny.en"];
+/// The speech-to-text models the `local` provider runs, the default first (`confab models fetch` provides them).
+pub const LOCAL_STT_MODELS: &[&str] = confab_engine::providers::local_stt::MODELS;
+pub const DEFAULT_STT_MODEL: &str = LOCAL_STT_MODELS[0];
 pub const DEFAULT_TTS_MODEL: &str = "piper-en_US-joe-medium";
 /// Longest endpointing delay accepted, in seconds.
 pub const MAX_ENDPOINTING_DELAY_SECONDS: f64 = 30.0;

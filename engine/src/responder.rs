@@ -110,11 +110,11 @@ impl Responder {
 
     /// Keeps `text` as the transcript of `range` and, with preemptive generation, asks for its reply.
     fn prepared_text(&mut self, range: (MediaTime, MediaTime), text: String, took: std::time::Duration) {
-        self.early_reply = None;
-        if self.preemptive_generation && !text.trim().is_empty() {
-            let stream = self.llm.0.stream(self.request(&text));
-            self.early_reply = Some(EarlyReply { user_text: text.clone(), history_len: self.history.len(), stream });
-        }
+        self.early_reply = (self.preemptive_generation && !text.trim().is_empty()).then(|| EarlyReply {
+            stream: self.llm.0.stream(self.request(&text)),
+            user_text: text.clone(),
+            history_len: self.history.len(),
+        });
         self.prepared = Some((range, text, took));
     }
 

@@ -6,7 +6,6 @@
 //! at a time; on two cores a second would only halve both), and its kept prompt states (`SmolLm`) let a
 //! conversation's next turn, and a new call with a known system prompt, skip the prompt already evaluated.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
@@ -16,6 +15,7 @@ use tokio::sync::mpsc;
 
 use super::llm::{ChatRequest, LanguageModel, LlmEvent, LlmStream};
 use super::openai_llm::LLM_STREAM_CAPACITY;
+use super::shared_model::{SharedModels, get_or_load};
 use super::{CallMetrics, ProviderError};
 
 #[derive(Clone)]
@@ -23,19 +23,13 @@ pub struct LocalLlm {
     model: Arc<Mutex<SmolLm>>,
 }
 
-type Loaded = Mutex<HashMap<PathBuf, Arc<Mutex<SmolLm>>>>;
-
 impl LocalLlm {
     /// The process's model for `models_dir`, loaded on first use.
     pub fn load(models_dir: &Path) -> Result<LocalLlm, ProviderError> {
-        static LOADED: OnceLock<Loaded> = OnceLock::new();
-        let mut loaded = LOADED.get_or_init(Loaded::default).lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(model) = loaded.get(models_dir) {
-            return Ok(LocalLlm { model: model.clone() });
-        }
-        let model = SmolLm::load(models_dir).map_err(|e| ProviderError::protocol("local-llm", e.to_string()))?;
-        let model = Arc::new(Mutex::new(model));
-        loaded.insert(models_dir.to_path_buf(), model.clone());
+        static LOADED: OnceLock<SharedModels<PathBuf, Mutex<SmolLm>>> = OnceLock::new();
+        let model = get_or_load(LOADED.get_or_init(Default::default), models_dir.to_path_buf(), || {
+            SmolLm::load(models_dir).map(Mutex::new).map_err(|e| ProviderError::protocol("local-llm", e.to_string()))
+        })?;
         Ok(LocalLlm { model })
     }
 }

@@ -4,7 +4,6 @@
 //! Each model is loaded once per process and models directory and shared by every session; a transcription
 //! runs on the blocking pool and holds the model for its duration, so concurrent utterances queue on it.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -12,6 +11,7 @@ use confab_models::moonshine::MoonshineStt;
 use confab_models::whisper::WhisperStt;
 
 use super::ProviderError;
+use super::shared_model::{SharedModels, get_or_load};
 
 /// The local models by name, the default first.
 pub const MODELS: &[&str] = &["moonshine-base", "whisper-tiny.en"];
@@ -30,13 +30,6 @@ pub struct LocalStt {
     model: Arc<Loaded>,
 }
 
-type Cache = Mutex<HashMap<(PathBuf, &'static str), Arc<Loaded>>>;
-
-fn cache() -> &'static Cache {
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    CACHE.get_or_init(Cache::default)
-}
-
 impl LocalStt {
     /// The model named `model` (empty: the default), loaded on first use.
     pub fn load(model: &str, models_dir: &Path) -> Result<LocalStt, ProviderError> {
@@ -49,20 +42,16 @@ impl LocalStt {
                 )
             })?,
         };
-        let key = (models_dir.to_path_buf(), name);
-        let mut cache = cache().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(model) = cache.get(&key) {
-            return Ok(LocalStt { name, model: model.clone() });
-        }
+        static LOADED: OnceLock<SharedModels<(PathBuf, &'static str), Loaded>> = OnceLock::new();
         let fail = |e: confab_models::ModelError| ProviderError::protocol(name, e.to_string());
-        let loaded = match name {
-            "whisper-tiny.en" => Loaded::Whisper(Box::new(Mutex::new(WhisperStt::load(models_dir).map_err(fail)?))),
-            _ => Loaded::Moonshine(Box::new(Mutex::new(
-                MoonshineStt::load(models_dir, MOONSHINE_THREADS).map_err(fail)?,
-            ))),
-        };
-        let model = Arc::new(loaded);
-        cache.insert(key, model.clone());
+        let model = get_or_load(LOADED.get_or_init(Default::default), (models_dir.to_path_buf(), name), || {
+            Ok(match name {
+                "whisper-tiny.en" => Loaded::Whisper(Box::new(Mutex::new(WhisperStt::load(models_dir).map_err(fail)?))),
+                _ => Loaded::Moonshine(Box::new(Mutex::new(
+                    MoonshineStt::load(models_dir, MOONSHINE_THREADS).map_err(fail)?,
+                ))),
+            })
+        })?;
         Ok(LocalStt { name, model })
     }
 

@@ -15,6 +15,7 @@ pub mod openai_llm;
 pub mod piper_tts;
 pub mod select;
 pub mod sentences;
+pub mod shared_model;
 pub mod sse;
 pub mod tts;
 pub mod websocket;
