@@ -19,6 +19,8 @@ need pulseaudio pulseaudio  # Firefox's sound device in the browser tests (a pri
 need pactl pulseaudio-utils
 need ffprobe ffmpeg         # checks the avatar's WebM files in the tests
 pkg-config --exists vpx 2>/dev/null || apt_packages+=(libvpx-dev)  # VP8 for the avatar's video
+need npm npm                # the reference MCP server the tests talk to (below)
+python3 -c "import ensurepip" 2>/dev/null || apt_packages+=(python3-venv)  # the Python MCP SDK's venv
 
 if ((${#apt_packages[@]})); then
   echo "setup: installing ${apt_packages[*]}" >&2
@@ -26,4 +28,22 @@ if ((${#apt_packages[@]})); then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${apt_packages[@]}"
+fi
+
+# MCP servers the tests talk to, pinned, outside the clone (like the cargo target directory): the
+# reference TypeScript server (npm) and the official Python SDK (PyPI) that runs tests/fixtures/mcp_server.py.
+tools_dir="${CONFAB_TEST_TOOLS:-/var/tmp/confab-tools}"
+mkdir -p "$tools_dir"
+everything_version="2026.8.31"
+if ! grep -qs "\"version\": \"$everything_version\"" \
+  "$tools_dir/mcp-everything/node_modules/@modelcontextprotocol/server-everything/package.json"; then
+  echo "setup: installing @modelcontextprotocol/server-everything@$everything_version" >&2
+  npm install --silent --no-audit --no-fund --prefix "$tools_dir/mcp-everything" \
+    "@modelcontextprotocol/server-everything@$everything_version" >&2
+fi
+python_mcp_version="2.3.0"
+if ! "$tools_dir/mcp-python/bin/python" -c "import mcp, importlib.metadata as m; assert m.version('mcp') == '$python_mcp_version'" 2>/dev/null; then
+  echo "setup: installing the Python MCP SDK $python_mcp_version" >&2
+  python3 -m venv "$tools_dir/mcp-python"
+  "$tools_dir/mcp-python/bin/pip" install --quiet "mcp==$python_mcp_version" >&2
 fi

@@ -102,6 +102,7 @@ fn ask(dir: &Path, index: usize, question: &str, realtime: bool, piper: Option<&
         out_dir: None,
         realtime,
         models_dir: confab_models::default_models_dir(),
+        allow_private_urls: false,
     };
     let mut out = Vec::new();
     run(&options, &mut out).expect("models are fetched (confab models fetch)");

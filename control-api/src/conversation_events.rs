@@ -9,28 +9,25 @@ use tokio::sync::mpsc;
 use crate::store::Db;
 use crate::store::conversations::{self, STATUS_ENDED, STATUS_IN_PROGRESS};
 
-pub const ROLE_USER: &str = "user";
-pub const ROLE_ASSISTANT: &str = "assistant";
+pub use confab_engine::events::{ROLE_ASSISTANT, ROLE_TOOL, ROLE_USER};
 
 /// Records what one event means for the conversation, and queues its webhook.
 pub async fn apply(db: &Db, conversation_id: &str, event: &ConversationEvent) -> Result<(), sqlx::Error> {
     crate::webhooks::enqueue(db, conversation_id, event).await?;
     let media_seconds = event.media_time.as_secs_f64();
     match &event.kind {
-        EventKind::UserStartedSpeaking | EventKind::AgentStartedSpeaking { .. } => {
+        EventKind::UserStartedSpeaking
+        | EventKind::AgentStartedSpeaking { .. }
+        | EventKind::UtteranceCommitted { .. } => {
             conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS).await?;
-        }
-        EventKind::UtteranceCommitted { text } => {
-            conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS).await?;
-            conversations::append_transcript(db, conversation_id, ROLE_USER, text, media_seconds).await?;
-        }
-        EventKind::AgentStoppedSpeaking { text } if !text.is_empty() => {
-            conversations::append_transcript(db, conversation_id, ROLE_ASSISTANT, text, media_seconds).await?;
         }
         EventKind::CallEnded | EventKind::MaxCallDurationTimeout { .. } => {
             conversations::advance_status(db, conversation_id, STATUS_ENDED).await?;
         }
         _ => {}
+    }
+    if let Some((role, content)) = event.kind.transcript_entry() {
+        conversations::append_transcript(db, conversation_id, role, &content, media_seconds).await?;
     }
     Ok(())
 }

@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use confab_engine::actions::{ActionSettings, Actions};
 use confab_engine::agent_spec::AgentSpec;
 use confab_engine::events::ConversationEvent;
 use confab_engine::responder::Responder;
@@ -64,6 +65,7 @@ pub async fn start(
     runtime: &Arc<Mutex<Runtime>>,
     conversation_id: &str,
     models_dir: &Path,
+    allow_private_urls: bool,
     webhooks: Option<Arc<Notify>>,
     on_call_end: Option<CallEndHook>,
 ) -> Result<LiveConversation, LiveError> {
@@ -86,8 +88,16 @@ pub async fn start(
             prompt = format!("{prompt}\n\n{extra}");
         }
     }
+    let settings = ActionSettings {
+        allow_private_urls,
+        conversation_id: conversation_id.to_string(),
+        webhook_secret: agent["webhook_secret"].as_str().unwrap_or_default().to_string(),
+    };
+    let mut actions = Actions::from_agent(&agent, settings);
+    actions.connect_mcp().await;
     let responder = Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)
-        .map_err(|e| LiveError::Agent(e.to_string()))?;
+        .map_err(|e| LiveError::Agent(e.to_string()))?
+        .with_actions(actions);
     let session =
         runtime.lock().map_err(|_| LiveError::Full)?.open_session(config, Some(responder)).ok_or(LiveError::Full)?;
 

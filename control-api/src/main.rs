@@ -27,8 +27,18 @@ enum Command {
     /// Run one conversation from a WAV file through the engine, offline; events as JSON lines on stdout.
     Simulate {
         /// The agent, in the Agent resource's JSON shape.
+        #[arg(long, required_unless_present = "agent_id", conflicts_with = "agent_id")]
+        agent: Option<PathBuf>,
+        /// A stored agent (from --data or --database-url), with everything attached to it: the
+        /// conversation is recorded and its webhooks delivered, as for a live call.
         #[arg(long)]
-        agent: PathBuf,
+        agent_id: Option<String>,
+        #[command(flatten)]
+        database: DatabaseArgs,
+        /// Let tools and guardrail callbacks (and, with --agent-id, webhooks) reach loopback and private
+        /// addresses.
+        #[arg(long, env = "CONFAB_ALLOW_PRIVATE_URLS")]
+        allow_private_urls: bool,
         /// The user's side of the conversation (WAV).
         #[arg(long)]
         input: PathBuf,
@@ -77,9 +87,10 @@ struct ServeArgs {
     /// Base URL browsers use to reach this server (join links); defaults to http://ADDR.
     #[arg(long, env = "CONFAB_PUBLIC_URL")]
     public_url: Option<String>,
-    /// Let webhooks reach loopback and private addresses (local development, tests).
-    #[arg(long, env = "CONFAB_WEBHOOK_ALLOW_PRIVATE")]
-    allow_private_webhooks: bool,
+    /// Let webhooks, tools, MCP servers and guardrail callbacks reach loopback and private addresses
+    /// (local development, tests). `--allow-private-webhooks` is the older name.
+    #[arg(long = "allow-private-urls", visible_alias = "allow-private-webhooks", env = "CONFAB_ALLOW_PRIVATE_URLS")]
+    allow_private_urls: bool,
     /// Also serve Prometheus metrics (`GET /metrics`) on this address, without the API key (on --addr
     /// they always need it). Bind it where only your monitoring reaches.
     #[arg(long, env = "CONFAB_METRICS_ADDR")]
@@ -171,14 +182,20 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(args) => serve(*args).await,
         Command::Keys { command } => keys(command).await,
         Command::Models { command: ModelsCommand::Fetch { dir } } => fetch_models(dir),
-        Command::Simulate { agent, input, out, realtime, models_dir } => {
+        Command::Simulate { agent, agent_id, database, allow_private_urls, input, out, realtime, models_dir } => {
             let options = confab_engine::simulate::SimulateOptions {
-                agent,
+                agent: agent.unwrap_or_default(),
                 input,
                 out_dir: out,
                 realtime,
                 models_dir: models_dir.unwrap_or_else(confab_models::default_models_dir),
+                allow_private_urls,
             };
+            if let Some(agent_id) = agent_id {
+                let db = open_database(&database).await?;
+                confab_api::simulate_stored::run(db, &agent_id, options).await?;
+                return Ok(());
+            }
             // The engine drives its own threads and I/O runtime; keep it off this async runtime.
             std::thread::Builder::new()
                 .name("confab-simulate".into())
@@ -210,10 +227,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if resumed > 0 {
         tracing::info!(resumed, "resumed unfinished custom avatar jobs");
     }
-    let webhook_config =
-        confab_api::webhooks::WebhookConfig { allow_private: args.allow_private_webhooks, ..Default::default() };
+    let webhook_config = confab_api::webhooks::WebhookConfig {
+        allow_private: allow_private_urls(args.allow_private_urls),
+        ..Default::default()
+    };
     let deliverer = confab_api::webhooks::Deliverer::new(db.clone(), webhook_config);
-    let media = start_media(&args.media, &db, &args.addr, public_url, recordings_dir, deliverer.waker()).await;
+    let allow_private = allow_private_urls(args.allow_private_urls);
+    let media =
+        start_media(&args.media, &db, &args.addr, public_url, recordings_dir, allow_private, deliverer.waker()).await;
     if let Some(media) = &media {
         state = state.with_media(media.clone());
     }
@@ -246,12 +267,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Starts the engine runtime for live calls. Without the models the control plane still serves; joining a
 /// call then answers 503.
+/// `--allow-private-urls`, or the older variable `CONFAB_WEBHOOK_ALLOW_PRIVATE=true`.
+fn allow_private_urls(flag: bool) -> bool {
+    flag || std::env::var("CONFAB_WEBHOOK_ALLOW_PRIVATE").is_ok_and(|v| matches!(v.as_str(), "true" | "1" | "yes"))
+}
+
 async fn start_media(
     args: &MediaArgs,
     db: &Db,
     addr: &SocketAddr,
     public_url: String,
     recordings_dir: PathBuf,
+    allow_private_urls: bool,
     webhooks: std::sync::Arc<tokio::sync::Notify>,
 ) -> Option<std::sync::Arc<confab_api::media::MediaWorker>> {
     let models_dir = args.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
@@ -281,6 +308,7 @@ async fn start_media(
         ice_credential: args.ice_credential.clone(),
         no_media_timeout: std::time::Duration::from_secs_f64(args.no_media_timeout.max(1.0)),
         recordings_dir,
+        allow_private_urls,
     };
     tracing::info!(max_calls = config.max_calls, rtc_ip = %config.rtc_ip, "media worker ready");
     let runtime = std::sync::Arc::new(std::sync::Mutex::new(runtime));

@@ -137,7 +137,7 @@ async fn a_live_conversation_is_recorded_and_reported() {
     let deliverer = Deliverer::new(db.clone(), WebhookConfig { allow_private: true, ..WebhookConfig::default() });
     let wake = deliverer.waker();
     let delivering = tokio::spawn(deliverer.run());
-    let mut session = live::start(&db, &runtime, &id, &models, Some(wake), None).await.unwrap();
+    let mut session = live::start(&db, &runtime, &id, &models, true, Some(wake), None).await.unwrap();
     assert_eq!(call(&router, &key, "GET", &format!("/v1/ext/conversation/{id}"), None).await["status"], "STARTED");
     // The transport marks the call IN_PROGRESS when the participant's media flows.
     confab_api::conversation_events::media_started(&db, &id).await.unwrap();

@@ -178,6 +178,13 @@ impl Conversation {
         self.playout.push(piece);
     }
 
+    /// An event the agent's side observed while replying (a `tool_call`), stamped `at`.
+    pub fn agent_event(&mut self, at: MediaTime, kind: EventKind) {
+        if !self.ended {
+            self.event(at, kind);
+        }
+    }
+
     pub fn agent_reply_end(&mut self, turn: TurnId, now: MediaTime) {
         if self.awaiting_reply == Some(turn) {
             self.awaiting_reply = None;

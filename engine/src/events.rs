@@ -104,6 +104,26 @@ impl EventKind {
     }
 }
 
+/// Transcript roles: the user's committed words, what the user heard the agent say, and the agent's tool
+/// calls.
+pub const ROLE_USER: &str = "user";
+pub const ROLE_ASSISTANT: &str = "assistant";
+pub const ROLE_TOOL: &str = "tool";
+
+impl EventKind {
+    /// The transcript entry this event makes (role, content), if any: `utterance_committed` (user),
+    /// `agent.stopped_speaking` with heard text (assistant), and `tool_call` (tool; the content is the
+    /// event's payload as JSON text: `{"tool_name", "parameters", "result"}`).
+    pub fn transcript_entry(&self) -> Option<(&'static str, String)> {
+        match self {
+            EventKind::UtteranceCommitted { text } => Some((ROLE_USER, text.clone())),
+            EventKind::AgentStoppedSpeaking { text } if !text.is_empty() => Some((ROLE_ASSISTANT, text.clone())),
+            EventKind::ToolCall { .. } => Some((ROLE_TOOL, self.payload().to_string())),
+            _ => None,
+        }
+    }
+}
+
 /// An event with the media time at which its node observed it (time since the conversation began).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationEvent {

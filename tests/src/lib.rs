@@ -1,6 +1,7 @@
 //! End-to-end tests that run the real `confab` binary (the tests live in `tests/`); this library holds
 //! what they share: finding the binary, running `confab simulate`, reading what it wrote.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -26,22 +27,29 @@ pub fn simulate(agent: &Path, input: &Path, out: &Path, env: &[(&str, &str)]) ->
 
 /// Runs `confab simulate` (asserting success) with extra environment; returns every stdout line as JSON.
 pub fn simulate_lines(agent: &Path, input: &Path, out: &Path, env: &[(&str, &str)]) -> Vec<Value> {
+    let args = [OsStr::new("--agent"), agent.as_os_str(), OsStr::new("--out"), out.as_os_str()];
+    simulate_with(&args, input, env).0
+}
+
+/// Runs `confab simulate ARGS --input INPUT` (asserting success) with extra environment; returns every
+/// stdout line as JSON, and stderr.
+pub fn simulate_with(args: &[&OsStr], input: &Path, env: &[(&str, &str)]) -> (Vec<Value>, String) {
     let output = Command::new(confab_bin())
-        .args(["simulate", "--agent"])
-        .arg(agent)
+        .arg("simulate")
+        .args(args)
         .arg("--input")
         .arg(input)
-        .arg("--out")
-        .arg(out)
         .envs(env.iter().copied())
         .output()
         .expect("confab runs");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout)
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(output.status.success(), "{stderr}");
+    let lines = String::from_utf8(output.stdout)
         .expect("UTF-8 output")
         .lines()
         .map(|line| serde_json::from_str(line).expect("each line is JSON"))
-        .collect()
+        .collect();
+    (lines, stderr)
 }
 
 /// `agent.wav` as floats.

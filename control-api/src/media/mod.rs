@@ -47,6 +47,8 @@ pub struct MediaConfig {
     pub no_media_timeout: Duration,
     /// Where recordings are written (`<conversation id>.webm`).
     pub recordings_dir: PathBuf,
+    /// Tools and guardrail callbacks may reach loopback and private addresses (`--allow-private-urls`).
+    pub allow_private_urls: bool,
 }
 
 impl MediaConfig {
@@ -64,6 +66,7 @@ impl MediaConfig {
             ice_credential: None,
             no_media_timeout: DEFAULT_NO_MEDIA_TIMEOUT,
             recordings_dir,
+            allow_private_urls: false,
         }
     }
 }
@@ -181,6 +184,7 @@ impl MediaWorker {
             &self.runtime,
             conversation_id,
             &self.config.models_dir,
+            self.config.allow_private_urls,
             self.webhooks.clone(),
             Some(hook),
         )

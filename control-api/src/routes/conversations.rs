@@ -104,13 +104,29 @@ pub async fn create_record(state: &AppState, new: NewConversation<'_>) -> ApiRes
     let agent =
         AGENTS.get(&state.db, &agent_id).await.map_err(failed)?.ok_or(ApiError::NotFoundMessage(AGENT_NOT_FOUND))?;
     let fields: AgentFields = agent.fields().map_err(ApiError::internal("Failed to create conversation"))?;
-    let now = crate::time::now_iso();
     let id = uuid::Uuid::new_v4().to_string();
-    let conversation = ConversationSummary {
-        join_link: if new.conversation_type == TYPE_CONVERSATION { state.join_link(&id, None) } else { String::new() },
+    let join_link = if new.conversation_type == TYPE_CONVERSATION { state.join_link(&id, None) } else { String::new() };
+    let conversation = new_summary(id, agent_id, &fields, new, join_link);
+    conversations::insert(&state.db, &conversation)
+        .await
+        .map_err(ApiError::internal("Failed to create conversation"))?;
+    Ok(conversation)
+}
+
+/// A new conversation record (STARTED, active) of the agent `agent_id`.
+pub fn new_summary(
+    id: String,
+    agent_id: String,
+    fields: &AgentFields,
+    new: NewConversation<'_>,
+    join_link: String,
+) -> ConversationSummary {
+    let now = crate::time::now_iso();
+    ConversationSummary {
+        join_link,
         id,
         agent_id,
-        agent_name: fields.agent_name,
+        agent_name: fields.agent_name.clone(),
         context: new.context.to_string(),
         meta_data: new.meta_data,
         status: STATUS_STARTED.to_string(),
@@ -130,11 +146,7 @@ pub async fn create_record(state: &AppState, new: NewConversation<'_>) -> ApiRes
         avatar_id: fields.avatars.first().map(|avatar| avatar.avatar_key_id.clone()).unwrap_or_default(),
         is_recorded: false,
         recording_url: String::new(),
-    };
-    conversations::insert(&state.db, &conversation)
-        .await
-        .map_err(ApiError::internal("Failed to create conversation"))?;
-    Ok(conversation)
+    }
 }
 
 pub fn validate_user_fields(user_name: &str, user_id: &str, context: &str) -> ApiResult<()> {

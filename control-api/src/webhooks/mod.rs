@@ -8,8 +8,8 @@
 //! refuses, or an exhausted schedule marks the event failed, and the next one goes. Each delivery is
 //! signed (Standard Webhooks); a redelivery keeps its `webhook-id`.
 
-pub mod signing;
-pub mod ssrf;
+pub use confab_engine::outbound::guard as ssrf;
+pub use confab_engine::outbound::signing;
 
 use std::sync::Arc;
 use std::time::Duration;

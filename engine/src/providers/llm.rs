@@ -6,17 +6,47 @@ use tokio::sync::mpsc;
 
 use super::{CallMetrics, ProviderError};
 
+/// One message of the conversation, in OpenAI's chat shape: an assistant message may carry the tool
+/// calls it made, and each `tool` message answers one of them by `tool_call_id`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChatMessage {
     /// `system`, `user`, `assistant` or `tool`.
     pub role: String,
     pub content: String,
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "wire_tool_calls")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl ChatMessage {
     pub fn new(role: &str, content: impl Into<String>) -> ChatMessage {
-        ChatMessage { role: role.to_string(), content: content.into() }
+        ChatMessage { role: role.to_string(), content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
     }
+
+    /// The assistant's message that made `calls`.
+    pub fn tool_calls(calls: Vec<ToolCall>) -> ChatMessage {
+        ChatMessage { tool_calls: calls, ..ChatMessage::new("assistant", "") }
+    }
+
+    /// The result of the call `call_id`, as JSON text.
+    pub fn tool_result(call_id: &str, result: &Value) -> ChatMessage {
+        ChatMessage { tool_call_id: Some(call_id.to_string()), ..ChatMessage::new("tool", result.to_string()) }
+    }
+}
+
+/// `tool_calls` as OpenAI's wire format: `{id, type: "function", function: {name, arguments}}`.
+fn wire_tool_calls<S: serde::Serializer>(calls: &[ToolCall], serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = serializer.serialize_seq(Some(calls.len()))?;
+    for call in calls {
+        seq.serialize_element(&serde_json::json!({
+            "id": call.id,
+            "type": "function",
+            "function": { "name": call.name, "arguments": call.arguments },
+        }))?;
+    }
+    seq.end()
 }
 
 /// A tool the model may call, as OpenAI's `tools[].function`.

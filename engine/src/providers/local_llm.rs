@@ -41,8 +41,14 @@ impl LanguageModel for LocalLlm {
         tokio::task::spawn_blocking(move || {
             let started = Instant::now();
             let mut metrics = CallMetrics { attempts: 1, ..CallMetrics::default() };
-            let turns: Vec<Turn> =
-                request.messages.iter().map(|m| Turn { role: &m.role, content: &m.content }).collect();
+            // SmolLM2 has no tool format: the assistant's tool-call messages (empty text) are left out,
+            // tool results stay as `tool` turns.
+            let turns: Vec<Turn> = request
+                .messages
+                .iter()
+                .filter(|m| !m.content.is_empty() || m.tool_calls.is_empty())
+                .map(|m| Turn { role: &m.role, content: &m.content })
+                .collect();
             let Ok(mut model) = model.lock() else {
                 let _ = tx.blocking_send(Err(ProviderError::protocol("local-llm", "the model panicked earlier")));
                 return;

@@ -56,6 +56,15 @@ pub fn language_model(llm: &Value, models_dir: &Path) -> Result<(Box<dyn Languag
     Ok((Box::new(adapter), field(llm, "model").to_string()))
 }
 
+/// The moderation endpoint of the `openai` provider (same base URL and key as its chat completions);
+/// None for other providers, whose guardrail checks ask the language model instead.
+pub fn moderation_endpoint(llm: &Value) -> Option<crate::actions::moderation::ModerationEndpoint> {
+    let provider = field(llm, "provider").to_ascii_lowercase();
+    (provider == "openai").then(|| OpenAiCompatible::from_env(&provider).ok()).flatten().map(|adapter| {
+        crate::actions::moderation::ModerationEndpoint { base_url: adapter.base_url, api_key: adapter.api_key }
+    })
+}
+
 /// A speech recognizer for whole utterances.
 pub enum Recognizer {
     Local(LocalStt),

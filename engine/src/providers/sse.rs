@@ -1,15 +1,21 @@
-//! Server-sent events, incrementally: bytes in as they arrive, `data:` payloads out. Handles events split
-//! across chunks, CRLF line ends, comments and multi-line data.
+//! Server-sent events, incrementally: bytes in as they arrive, `data:` payloads (and event names) out.
+//! Handles events split across chunks, CRLF line ends, comments and multi-line data.
 
 #[derive(Debug, Default)]
 pub struct SseParser {
     buffer: Vec<u8>,
     data: String,
+    event: String,
 }
 
 impl SseParser {
     /// Feeds bytes; calls `on_data` with each complete event's data.
     pub fn push(&mut self, bytes: &[u8], on_data: &mut dyn FnMut(&str)) {
+        self.push_events(bytes, &mut |_, data| on_data(data));
+    }
+
+    /// Feeds bytes; calls `on_event` with each complete event's name (`message` when it has none) and data.
+    pub fn push_events(&mut self, bytes: &[u8], on_event: &mut dyn FnMut(&str, &str)) {
         self.buffer.extend_from_slice(bytes);
         while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
             let mut line: Vec<u8> = self.buffer.drain(..=end).collect();
@@ -20,16 +26,20 @@ impl SseParser {
             let line = String::from_utf8_lossy(&line);
             if line.is_empty() {
                 if !self.data.is_empty() {
-                    on_data(&self.data);
+                    let name = if self.event.is_empty() { "message" } else { self.event.as_str() };
+                    on_event(name, &self.data);
                     self.data.clear();
                 }
+                self.event.clear();
             } else if let Some(value) = line.strip_prefix("data:") {
                 if !self.data.is_empty() {
                     self.data.push('\n');
                 }
                 self.data.push_str(value.strip_prefix(' ').unwrap_or(value));
+            } else if let Some(value) = line.strip_prefix("event:") {
+                self.event = value.trim().to_string();
             }
-            // `event:`, `id:`, `retry:` and `:` comments carry nothing we use.
+            // `id:`, `retry:` and `:` comments carry nothing we use.
         }
     }
 }
@@ -49,5 +59,15 @@ mod tests {
             parser.push(&stream[split..], &mut |d| out.push(d.to_string()));
             assert_eq!(out, ["{\"a\":1}", "line one\nline two", "[DONE]"], "split at {split}");
         }
+    }
+
+    #[test]
+    fn event_names_come_with_their_data() {
+        let mut parser = SseParser::default();
+        let mut out = Vec::new();
+        parser.push_events(b"event: endpoint\ndata: /messages?s=1\n\ndata: {}\n\n", &mut |e, d| {
+            out.push((e.to_string(), d.to_string()))
+        });
+        assert_eq!(out, [("endpoint".into(), "/messages?s=1".into()), ("message".into(), "{}".into())]);
     }
 }

@@ -10,7 +10,8 @@ use tokio::sync::mpsc;
 
 use crate::core::playout::PlayoutPiece;
 use crate::core::{Epoch, TurnId};
-use crate::responder::Responder;
+use crate::events::EventKind;
+use crate::responder::{ReplyOutput, Responder};
 use crate::time::MediaTime;
 use crate::turn_metrics::{ReplyTimings, TranscriptTiming};
 
@@ -50,6 +51,8 @@ pub enum AgentResult {
     Transcript { turn: TurnId, text: String, timing: Option<TranscriptTiming> },
     /// A sentence's audio as it arrives (`PlayoutPiece`).
     Segment(PlayoutPiece),
+    /// An event of the reply (`tool_call`), stamped when the media thread takes it.
+    Event(EventKind),
     /// The reply is complete; the provider stages it went through (`turn_metrics`).
     ReplyEnd { turn: TurnId, timings: ReplyTimings },
 }
@@ -85,6 +88,13 @@ async fn deliver(results: &Sender<AgentResult>, mut result: AgentResult) -> bool
                 tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             }
         }
+    }
+}
+
+fn agent_result(output: ReplyOutput) -> AgentResult {
+    match output {
+        ReplyOutput::Audio(piece) => AgentResult::Segment(piece),
+        ReplyOutput::Event(kind) => AgentResult::Event(kind),
     }
 }
 
@@ -128,8 +138,8 @@ async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, resul
                                 }
                                 break true;
                             }
-                            Some(segment) = segments_rx.recv() => {
-                                if !deliver(&results, AgentResult::Segment(segment)).await {
+                            Some(output) = segments_rx.recv() => {
+                                if !deliver(&results, agent_result(output)).await {
                                     return;
                                 }
                             }
@@ -142,8 +152,8 @@ async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, resul
                     }
                 }; // the reply future is dropped here: a cancelled reply closes its provider streams
                 if finished {
-                    while let Ok(segment) = segments_rx.try_recv() {
-                        if !deliver(&results, AgentResult::Segment(segment)).await {
+                    while let Ok(output) = segments_rx.try_recv() {
+                        if !deliver(&results, agent_result(output)).await {
                             return;
                         }
                     }

@@ -377,6 +377,7 @@ impl MediaThread {
                     s.conversation.transcript(turn, text, now);
                 }
                 AgentResult::Segment(segment) => s.conversation.agent_segment(segment),
+                AgentResult::Event(kind) => s.conversation.agent_event(now, kind),
                 AgentResult::ReplyEnd { turn, timings } => {
                     s.metrics.reply(turn, timings);
                     s.conversation.agent_reply_end(turn, now);

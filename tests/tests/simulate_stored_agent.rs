@@ -1,0 +1,186 @@
+//! `confab simulate --agent-id`: an agent stored through the REST API, with a tool attached, answers a
+//! spoken question by calling its tool. The language model and speech-to-text are a local
+//! OpenAI-compatible server (real SSE `tool_calls`), the tool a local HTTP server, the voice espeak-ng.
+//! The run records the conversation (status, transcript with the tool call) in the same database the API
+//! reads, and delivers its webhooks, signed, as a live call would.
+
+use std::ffi::OsStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::post;
+use confab_tests::receiver::Receiver;
+use confab_tests::server::{Server, api, create_key};
+use confab_tests::{simulate_with, spoken_wav};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+const QUESTION: &str = "What is the weather in Paris?";
+const ANSWER: &str = "It is sunny in Paris.";
+
+#[derive(Default)]
+struct Seen {
+    chat: Mutex<Vec<Value>>,
+    tool: Mutex<Vec<(String, Value)>>,
+}
+
+fn sse(chunks: Vec<Value>) -> Response {
+    let mut parts: Vec<String> = chunks.into_iter().map(|chunk| format!("data: {chunk}\n\n")).collect();
+    parts.push("data: [DONE]\n\n".into());
+    let stream = futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::io::Error>));
+    Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
+}
+
+/// Calls `get_weather` for the question; answers from the tool's result once it is in the history.
+async fn chat(State(seen): State<Arc<Seen>>, body: String) -> Response {
+    let request: Value = serde_json::from_str(&body).unwrap();
+    seen.chat.lock().unwrap().push(request.clone());
+    let last = request["messages"].as_array().unwrap().last().unwrap().clone();
+    if last["role"] == "tool" {
+        return sse(vec![json!({ "choices": [{ "index": 0, "delta": { "content": ANSWER } }] })]);
+    }
+    sse(vec![
+        json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [{ "index": 0, "id": "call_w", "type": "function",
+            "function": { "name": "get_weather", "arguments": "{\"city\":" } }] } }] }),
+        json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [{ "index": 0,
+            "function": { "arguments": "\"Paris\"}" } }] } }] }),
+        json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] }),
+    ])
+}
+
+async fn weather(State(seen): State<Arc<Seen>>, headers: axum::http::HeaderMap, body: String) -> axum::Json<Value> {
+    let key = headers.get("x-api-key").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    seen.tool.lock().unwrap().push((key, serde_json::from_str(&body).unwrap()));
+    axum::Json(json!({ "forecast": "sunny" }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_agent_calls_its_tool_and_the_conversation_is_recorded() {
+    let seen = Arc::new(Seen::default());
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/audio/transcriptions", post(|| async { axum::Json(json!({ "text": QUESTION })) }))
+        .route("/weather", post(weather))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let receiver = Receiver::start(vec![]).await;
+
+    let dir = std::env::temp_dir().join(format!("confab-sim-stored-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let key = create_key(&data);
+    let mut server = Server::start(&data, &[]).await;
+    let client = reqwest::Client::new();
+    let call = |method: Method, path: &str, body: Option<Value>| {
+        let (client, key, url) = (client.clone(), key.clone(), format!("{}{path}", server.base));
+        async move { api(&client, &key, method, url, body).await }
+    };
+    let tool = call(
+        Method::POST,
+        "/v1/ext/tool",
+        Some(json!({
+            "type": "tool.api",
+            "schema": { "type": "function", "name": "get_weather", "description": "Today's weather in a city",
+                "parameters": { "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] } },
+            "request_config": { "method": "POST", "url": format!("{base}/weather"), "headers": { "x-api-key": "k-9" } },
+            "event_messages": { "on_start": { "message": "Let me check." } }
+        })),
+    )
+    .await;
+    let agent = call(
+        Method::POST,
+        "/v1/ext/agent",
+        Some(json!({
+            "agent_name": "Forecaster",
+            "agent_system_prompt": "You tell the weather.",
+            "avatars": [{ "avatar_key_id": "stock-amara", "config": {
+                "llm": { "provider": "custom", "model": "test-model" },
+                "stt": { "provider": "custom", "model": "whisper-1", "max_endpointing_delay": 1.0 },
+                "tts": { "provider": "local", "model_id": "espeak-ng" } } }],
+            "callback_url": receiver.hook_url,
+            "callback_events": ["utterance_committed", "tool_call", "call_ended"],
+            "tool_ids": [tool["id"]]
+        })),
+    )
+    .await;
+    let agent_id = agent["id"].as_str().unwrap().to_string();
+    let secret = agent["webhook_secret"].as_str().unwrap().to_string();
+    server.terminate();
+
+    let input = dir.join("question.wav");
+    spoken_wav(&input, QUESTION, 0.5, 2.0);
+    let (lines, stderr) = tokio::task::spawn_blocking({
+        let (input, data, agent_id, llm_base) = (input.clone(), data.clone(), agent_id.clone(), format!("{base}/v1"));
+        move || {
+            let env = [("CONFAB_LLM_BASE_URL", llm_base.as_str()), ("CONFAB_STT_BASE_URL", llm_base.as_str())];
+            let args = [
+                OsStr::new("--agent-id"),
+                OsStr::new(&agent_id),
+                OsStr::new("--data"),
+                data.as_os_str(),
+                OsStr::new("--allow-private-urls"),
+            ];
+            simulate_with(&args, &input, &env)
+        }
+    })
+    .await
+    .unwrap();
+
+    let conversation_id = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("conversation "))
+        .unwrap_or_else(|| panic!("no conversation id in {stderr}"))
+        .trim()
+        .to_string();
+    let tool_call = lines.iter().find(|l| l["event"]["name"] == "tool_call").expect("a tool_call line");
+    assert_eq!(tool_call["conversation_id"], conversation_id.as_str());
+    assert_eq!(
+        tool_call["event"]["payload"],
+        json!({ "tool_name": "get_weather", "parameters": { "city": "Paris" }, "result": { "forecast": "sunny" } })
+    );
+    let spoken: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["event"]["name"] == "agent.stopped_speaking")
+        .filter_map(|l| l["event"]["payload"]["text"].as_str())
+        .collect();
+    assert_eq!(spoken, [format!("Let me check. {ANSWER}")]);
+    assert_eq!(*seen.tool.lock().unwrap(), [("k-9".to_string(), json!({ "city": "Paris" }))]);
+    assert_eq!(seen.chat.lock().unwrap()[0]["messages"][0]["content"], "You tell the weather.");
+
+    // Webhooks were delivered by the run, signed with the agent's secret, in order.
+    receiver.wait_for_event(&secret, &conversation_id, "call_ended", Duration::from_secs(30)).await;
+    assert_eq!(receiver.event_names(&secret, &conversation_id), ["utterance_committed", "tool_call", "call_ended"]);
+
+    // The record, as the API shows it.
+    let mut server = Server::start(&data, &[]).await;
+    let url = format!("{}/v1/ext/conversation/{conversation_id}", server.base);
+    let record = api(&client, &key, Method::GET, url, None).await;
+    assert_eq!(record["status"], "ENDED");
+    assert_eq!(record["agent_id"], agent_id.as_str());
+    let transcript = record["transcript"].as_array().unwrap();
+    let roles: Vec<&str> = transcript.iter().map(|e| e["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "tool", "assistant"]);
+    assert_eq!(transcript[0]["content"], QUESTION);
+    let call: Value = serde_json::from_str(transcript[1]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(call["tool_name"], "get_weather");
+    assert_eq!(call["result"], json!({ "forecast": "sunny" }));
+    assert_eq!(transcript[2]["content"], format!("Let me check. {ANSWER}"));
+    let metrics = api(
+        &client,
+        &key,
+        Method::GET,
+        format!("{}/v1/ext/conversation/{conversation_id}/turn-metrics", server.base),
+        None,
+    )
+    .await;
+    assert!(!metrics["data"].as_array().map(Vec::is_empty).unwrap_or(true), "turn metrics stored: {metrics}");
+    server.terminate();
+    let _ = std::fs::remove_dir_all(&dir);
+}
