@@ -5,6 +5,7 @@ pub mod agent_config;
 pub mod auth;
 pub mod avatars;
 pub mod conversation_events;
+pub mod conversation_knowledge;
 pub mod error;
 pub mod extract;
 pub mod live;

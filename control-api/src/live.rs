@@ -95,9 +95,14 @@ pub async fn start(
     };
     let mut actions = Actions::from_agent(&agent, settings);
     actions.connect_mcp().await;
-    let responder = Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)
+    let mut responder = Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)
         .map_err(|e| LiveError::Agent(e.to_string()))?
         .with_actions(actions);
+    if let Some((retrieval, _writer)) =
+        crate::conversation_knowledge::retrieval(db, models_dir, &agent, conversation_id).await
+    {
+        responder = responder.with_retrieval(retrieval);
+    }
     let session =
         runtime.lock().map_err(|_| LiveError::Full)?.open_session(config, Some(responder)).ok_or(LiveError::Full)?;
 

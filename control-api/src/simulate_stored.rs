@@ -3,7 +3,7 @@
 //! prompt and providers resolved; a template's attachments were copied into the agent when it was made);
 //! a conversation record (`type: "simulation"`, no join link) is created; every event is applied like a
 //! live call's (status, transcript, webhook outbox) and each turn's metrics are stored; guardrail
-//! callbacks go out from the engine. When the conversation is over, this process delivers its webhooks
+//! callbacks go out from the engine, and each turn's knowledge-base snippets are recorded. When the conversation is over, this process delivers its webhooks
 //! (`WEBHOOK_DRAIN` at most; what is still pending stays in the outbox for `confab serve` on the same
 //! database to deliver). Event lines go to stdout as with `--agent FILE`; the conversation id is printed
 //! on stderr.
@@ -59,6 +59,9 @@ pub async fn run(db: Db, agent_id: &str, options: SimulateOptions) -> anyhow::Re
             }
         })
     };
+    let models_dir = options.models_dir.clone();
+    let (retrieval, snippets_writer) =
+        crate::conversation_knowledge::retrieval(&db, &models_dir, &agent, &id).await.unzip();
     let (agent_json, conversation_id) = (agent.to_string(), id.clone());
     let allow_private = options.allow_private_urls;
     let engine = tokio::task::spawn_blocking(move || {
@@ -73,12 +76,22 @@ pub async fn run(db: Db, agent_id: &str, options: SimulateOptions) -> anyhow::Re
             }
         };
         let mut stdout = std::io::stdout().lock();
-        confab_engine::simulate::run_agent(&agent_json, &conversation_id, &options, &mut stdout, &mut observe)
-            .map(|_| ())
+        confab_engine::simulate::run_agent(
+            &agent_json,
+            &conversation_id,
+            &options,
+            retrieval,
+            &mut stdout,
+            &mut observe,
+        )
+        .map(|_| ())
     });
     let outcome = engine.await.context("the simulation panicked")?;
     recorder.await.context("recording the conversation failed")?;
     metrics_writer.await.context("storing turn metrics failed")?;
+    if let Some(writer) = snippets_writer {
+        writer.await.context("recording snippets failed")?;
+    }
     outcome?;
     deliver_webhooks(&db, &id, allow_private).await?;
     Ok(id)

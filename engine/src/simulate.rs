@@ -22,6 +22,7 @@ use crate::conversation::{Conversation, ConversationConfig, ConversationOutput, 
 use crate::core::TurnId;
 use crate::core::playout::PlayoutPiece;
 use crate::events::{ConversationEvent, EventKind};
+use crate::knowledge::Retrieval;
 use crate::responder::{ReplyOutput, Responder};
 use crate::time::MediaTime;
 use crate::turn_metrics::{TurnMetrics, TurnMetricsLog};
@@ -413,7 +414,7 @@ pub fn run(options: &SimulateOptions, out: &mut dyn Write) -> Result<SimulationR
     let agent_json = std::fs::read_to_string(&options.agent)
         .map_err(|source| SimulateError::Read { path: options.agent.display().to_string(), source })?;
     let conversation_id = format!("sim-{}", std::process::id());
-    run_agent(&agent_json, &conversation_id, options, out, &mut |_| {})
+    run_agent(&agent_json, &conversation_id, options, None, out, &mut |_| {})
 }
 
 /// What a run shows as it goes, besides its output lines.
@@ -424,11 +425,13 @@ pub enum Observed<'a> {
 
 /// Runs the agent `agent_json` (the Agent resource's shape) as conversation `conversation_id` on
 /// `options.input`: event and `turn_metrics` lines to `out` (each also shown to `observe` as it is
-/// written), then the files in `options.out_dir`.
+/// written), then the files in `options.out_dir`. `retrieval`: the agent's knowledge bases, when the
+/// caller has them (a stored agent).
 pub fn run_agent(
     agent_json: &str,
     conversation_id: &str,
     options: &SimulateOptions,
+    retrieval: Option<Retrieval>,
     out: &mut dyn Write,
     observe: &mut dyn FnMut(Observed<'_>),
 ) -> Result<SimulationRecord, SimulateError> {
@@ -444,6 +447,9 @@ pub fn run_agent(
     };
     let io = io_runtime()?;
     let mut responder = responder_for(&io, &agent, &spec, &options.models_dir, settings)?;
+    if let Some(retrieval) = retrieval {
+        responder = responder.with_retrieval(retrieval);
+    }
     let started = chrono::Utc::now();
     let out = std::cell::RefCell::new(out);
     let observe = std::cell::RefCell::new(observe);

@@ -184,3 +184,85 @@ async fn a_stored_agent_calls_its_tool_and_the_conversation_is_recorded() {
     server.terminate();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Answers every turn the same way; records what it was asked.
+async fn plain_chat(State(seen): State<Arc<Seen>>, body: String) -> Response {
+    seen.chat.lock().unwrap().push(serde_json::from_str(&body).unwrap());
+    sse(vec![json!({ "choices": [{ "index": 0, "delta": { "content": "The garage is on Elm Street." } }] })])
+}
+
+/// A spoken question (local speech-to-text, the real embedding model) retrieves the right chunk of the
+/// agent's knowledge base: it reaches the language model with the turn, and the conversation records it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_agent_answers_from_its_knowledge_base() {
+    let seen = Arc::new(Seen::default());
+    let app = Router::new().route("/v1/chat/completions", post(plain_chat)).with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let llm_base = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let dir = std::env::temp_dir().join(format!("confab-sim-kb-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let key = create_key(&data);
+    let mut server = Server::start(&data, &[]).await;
+    let client = reqwest::Client::new();
+    let base = server.base.clone();
+    let kb =
+        api(&client, &key, Method::POST, format!("{base}/v1/ext/kb"), Some(json!({ "name": "Visitor guide" }))).await;
+    let kb_id = kb["id"].as_str().unwrap().to_string();
+    let documents = json!({ "documents": [
+        { "title": "Hours", "content": "The museum opens at ten in the morning and closes at five in the afternoon." },
+        { "title": "Parking", "content": "Visitors park their cars in the underground garage on Elm Street, two hours free." },
+        { "title": "Tickets", "content": "Tickets cost twelve dollars; children under six enter for free." },
+    ] });
+    api(&client, &key, Method::POST, format!("{base}/v1/ext/kb/{kb_id}/documents"), Some(documents)).await;
+    let agent = json!({
+        "agent_name": "Guide",
+        "agent_system_prompt": "You help museum visitors.",
+        "avatars": [{ "avatar_key_id": "stock-amara", "config": {
+            "llm": { "provider": "custom", "model": "test-model" },
+            "stt": { "provider": "local", "max_endpointing_delay": 1.0 },
+            "tts": { "provider": "local", "model_id": "espeak-ng" } } }],
+        "knowledge_base_ids": [kb_id],
+    });
+    let agent = api(&client, &key, Method::POST, format!("{base}/v1/ext/agent"), Some(agent)).await;
+    let agent_id = agent["id"].as_str().unwrap().to_string();
+    server.terminate();
+
+    let input = dir.join("question.wav");
+    spoken_wav(&input, "Where do visitors park their cars?", 0.5, 2.0);
+    let (_, stderr) = tokio::task::spawn_blocking({
+        let (input, data, agent_id) = (input.clone(), data.clone(), agent_id.clone());
+        move || {
+            let args = [OsStr::new("--agent-id"), OsStr::new(&agent_id), OsStr::new("--data"), data.as_os_str()];
+            simulate_with(&args, &input, &[("CONFAB_LLM_BASE_URL", llm_base.as_str()), ("RUST_LOG", "info")])
+        }
+    })
+    .await
+    .unwrap();
+    let conversation_id = stderr.lines().find_map(|l| l.strip_prefix("conversation ")).unwrap().trim().to_string();
+
+    let request = seen.chat.lock().unwrap()[0].clone();
+    let messages = request["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "system", "user"], "{messages:#?}\n{stderr}");
+    let facts = messages[1]["content"].as_str().unwrap();
+    assert!(facts.contains("underground garage on Elm Street"), "{facts}");
+    assert!(!facts.contains("Tickets cost"), "only chunks that match: {facts}");
+    assert!(messages[2]["content"].as_str().unwrap().to_lowercase().contains("park"), "{messages:#?}");
+
+    let mut server = Server::start(&data, &[]).await;
+    let url = format!("{}/v1/ext/conversation/{conversation_id}", server.base);
+    let list = api(&client, &key, Method::GET, format!("{}/v1/ext/conversation", server.base), None).await;
+    let record = api(&client, &key, Method::GET, url, None).await;
+    assert_eq!(record["status"], "ENDED");
+    let listed = list.as_array().unwrap().iter().find(|c| c["id"] == conversation_id.as_str()).cloned().unwrap();
+    let turn = &listed["snippets"]["turns"][0];
+    assert_eq!(turn["snippets"][0]["title"], "Parking", "{listed:#}");
+    assert_eq!(turn["snippets"][0]["knowledge_base_id"], kb_id.as_str());
+    assert!(turn["snippets"][0]["score"].as_f64().unwrap() >= 0.25);
+    server.terminate();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,5 +1,5 @@
-//! Knowledge bases and their text documents. Retrieval over them belongs to the engine; this module owns
-//! the records.
+//! Knowledge bases and their text documents. Documents are chunked and embedded as they are added
+//! (`store::knowledge`); retrieval during conversations belongs to the engine (`confab_engine::knowledge`).
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -14,7 +14,7 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, parse_id};
 use crate::store::collection::KNOWLEDGE_BASES;
-use crate::store::{Db, Page, StoredRecord};
+use crate::store::{Db, Page, StoredRecord, knowledge};
 use crate::validate;
 
 const NOT_FOUND: &str = "Knowledge Base not found";
@@ -217,6 +217,15 @@ async fn add_documents(
         document_ids.push(document_id);
     }
     tx.commit().await.map_err(ApiError::internal("Failed to add documents"))?;
+    // Chunked and embedded now; if that fails (the model is missing), the first conversation that needs
+    // the documents indexes them.
+    for (document_id, document) in document_ids.iter().zip(&input.documents) {
+        let indexed =
+            knowledge::index_document(&state.db, &state.config.models_dir, &id, document_id, &document.content).await;
+        if let Err(err) = indexed {
+            tracing::warn!(knowledge_base = %id, document = %document_id, error = %err, "document not indexed yet");
+        }
+    }
     Ok(Json(json!({ "id": id, "document_ids": document_ids, "message": "Documents added successfully" })))
 }
 
@@ -233,6 +242,7 @@ async fn delete_knowledge_base(State(state): State<AppState>, Path(id): Path<Str
         .execute(&mut *tx)
         .await
         .map_err(ApiError::internal(READ_FAILED))?;
+    knowledge::delete_chunks(&mut tx, &id).await.map_err(ApiError::internal(READ_FAILED))?;
     tx.commit().await.map_err(ApiError::internal(READ_FAILED))?;
     Ok(Json(json!({ "id": id, "message": "Knowledge base deleted successfully" })))
 }

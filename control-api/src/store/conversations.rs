@@ -293,6 +293,29 @@ pub async fn advance_status(db: &Db, id: &str, status: &str) -> Result<bool, sql
 }
 
 /// Marks the call recorded, with the URL its recording is served at.
+/// Adds one turn's retrieved knowledge to the conversation's `snippets`: `{"turns": [{turn, query,
+/// snippets: [{knowledge_base_id, document_id, title, text, score}]}]}`.
+pub async fn append_snippets(db: &Db, id: &str, used: &Value) -> Result<(), sqlx::Error> {
+    let mut tx = db.begin_write().await?;
+    let Some(row) =
+        sqlx::query("SELECT snippets FROM conversations WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?
+    else {
+        return Ok(());
+    };
+    let mut snippets = json_column(&row, "snippets")?;
+    if !snippets["turns"].is_array() {
+        snippets = serde_json::json!({ "turns": [] });
+    }
+    snippets["turns"].as_array_mut().expect("an array").push(used.clone());
+    sqlx::query("UPDATE conversations SET snippets = $1, updated_at = $2 WHERE id = $3")
+        .bind(snippets.to_string())
+        .bind(crate::time::now_iso())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await
+}
+
 pub async fn set_recording(db: &Db, id: &str, recording_url: &str) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE conversations SET is_recorded = 1, recording_url = $1, updated_at = $2 WHERE id = $3")
         .bind(recording_url)

@@ -146,13 +146,30 @@ fn migration_4() -> Vec<String> {
     ]
 }
 
+/// Knowledge-base chunks and their embeddings (`store::knowledge`): 384 little-endian f32, base64.
+fn migration_5() -> Vec<String> {
+    [
+        "CREATE TABLE IF NOT EXISTS knowledge_chunks (
+            document_id TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            knowledge_base_id TEXT NOT NULL,
+            content TEXT NOT NULL,
+            embedding TEXT NOT NULL,
+            PRIMARY KEY (document_id, seq)
+        )",
+        "CREATE INDEX IF NOT EXISTS knowledge_chunks_kb ON knowledge_chunks (knowledge_base_id)",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
 /// Applies every migration newer than the recorded version, each in its own transaction.
 pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
     sqlx::query("CREATE TABLE IF NOT EXISTS confab_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
         .execute(&db.pool)
         .await?;
     let migrations: Vec<(i64, Vec<String>)> =
-        vec![(1, migration_1()), (2, migration_2()), (3, migration_3()), (4, migration_4())];
+        vec![(1, migration_1()), (2, migration_2()), (3, migration_3()), (4, migration_4()), (5, migration_5())];
     for (version, statements) in migrations {
         let mut tx = db.begin_write().await?;
         if db.backend == Backend::Postgres {

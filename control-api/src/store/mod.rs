@@ -4,6 +4,7 @@
 
 pub mod collection;
 pub mod conversations;
+pub mod knowledge;
 mod migrations;
 pub mod settings;
 pub mod turn_metrics;

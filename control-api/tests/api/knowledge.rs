@@ -1,10 +1,12 @@
 use axum::http::StatusCode;
+use confab_api::store::knowledge;
+use confab_engine::knowledge::Embedder;
 use serde_json::json;
 
 use crate::on_both_databases;
 use crate::support::TestApp;
 
-on_both_databases!(knowledge_base_lifecycle);
+on_both_databases!(knowledge_base_lifecycle, documents_are_chunked_embedded_and_retrieved);
 
 async fn knowledge_base_lifecycle(app: TestApp) {
     let created = app.post("/v1/ext/kb", json!({ "name": "Handbook", "description": "Staff rules" })).await;
@@ -38,4 +40,38 @@ async fn knowledge_base_lifecycle(app: TestApp) {
     }
     let orphan = app.post(&format!("/v1/ext/kb/{id}/documents"), json!({ "documents": [{ "content": "x" }] })).await;
     assert_eq!((orphan.status, orphan.json()), (StatusCode::NOT_FOUND, not_found));
+}
+
+/// Documents added through the API are chunked and embedded (the real all-MiniLM-L6-v2), stored in the
+/// database, and loaded back as an index that finds the chunk answering a question; deleting the
+/// knowledge base removes its chunks.
+async fn documents_are_chunked_embedded_and_retrieved(app: TestApp) {
+    let id = app.create("/v1/ext/kb", json!({ "name": "Front desk" })).await;
+    let documents = json!({ "documents": [
+        { "title": "Hours", "content": "# Opening hours\n\nThe library opens at nine in the morning and closes at six in the evening. On Sundays it is closed." },
+        { "title": "Parking", "content": "Visitors can park their cars in the underground garage on Elm Street. The first two hours are free." },
+        { "title": "Cards", "content": "A library card is free for residents. Bring a photo ID and proof of address to the front desk." },
+    ] });
+    let added = app.post(&format!("/v1/ext/kb/{id}/documents"), documents).await;
+    assert_eq!(added.status, StatusCode::OK, "{}", added.text());
+    let models = confab_models::default_models_dir();
+    let knowledge = knowledge::load(&app.db, &models, std::slice::from_ref(&id)).await.unwrap().unwrap();
+    assert_eq!(knowledge.len(), 3, "one chunk per short document");
+    let embedder = Embedder::load(&models).unwrap();
+    for (question, title) in [
+        ("Where can I leave my car?", "Parking"),
+        ("When do you open tomorrow?", "Hours"),
+        ("What do I need to get a library card?", "Cards"),
+    ] {
+        let query = embedder.embed(&[question]).unwrap()[0];
+        let hits = knowledge.search(&query, 3, 0.0);
+        assert_eq!(hits[0].chunk.title, title, "{question}: {hits:?}");
+        assert_eq!(hits[0].chunk.knowledge_base_id, id);
+    }
+    let hours = knowledge.search(&embedder.embed(&["opening hours"]).unwrap()[0], 1, 0.0);
+    assert!(hours[0].chunk.text.starts_with("Opening hours\n\n"), "the heading leads its chunk");
+
+    app.delete(&format!("/v1/ext/kb/{id}")).await;
+    let left = sqlx::query("SELECT COUNT(*) AS n FROM knowledge_chunks").fetch_one(&app.db.pool).await.unwrap();
+    assert_eq!(sqlx::Row::try_get::<i64, _>(&left, "n").unwrap(), 0);
 }

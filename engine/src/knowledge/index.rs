@@ -29,8 +29,28 @@ fn quantize(vector: &[f32], codes: &mut [i8]) -> f32 {
     scale
 }
 
-fn dot(a: &[i8], b: &[i8]) -> i32 {
+fn dot_portable(a: &[i8], b: &[i8]) -> i32 {
     a.iter().zip(b).map(|(&x, &y)| i32::from(x) * i32::from(y)).sum()
+}
+
+/// The same loop compiled for AVX2 (16 products per instruction instead of SSE2's 4).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn dot_avx2(a: &[i8], b: &[i8]) -> i32 {
+    a.iter().zip(b).map(|(&x, &y)| i32::from(x) * i32::from(y)).sum()
+}
+
+/// The integer dot product, on AVX2 where the CPU has it (checked once).
+fn dot(a: &[i8], b: &[i8]) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2")) {
+            // SAFETY: the CPU supports AVX2 (detected above).
+            return unsafe { dot_avx2(a, b) };
+        }
+    }
+    dot_portable(a, b)
 }
 
 /// The best `k` (score, position) pairs, best first.
@@ -133,6 +153,15 @@ mod tests {
 
     fn exact(a: &[f32], b: &[f32]) -> f32 {
         a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    #[test]
+    fn every_dot_product_agrees() {
+        let a: Vec<i8> = (0..DIMENSIONS).map(|i| (i as i32 * 37 % 255 - 127) as i8).collect();
+        let b: Vec<i8> = (0..DIMENSIONS).map(|i| (i as i32 * 91 % 255 - 127) as i8).collect();
+        assert_eq!(dot(&a, &b), dot_portable(&a, &b));
+        let extreme = vec![-127i8; DIMENSIONS];
+        assert_eq!(dot(&extreme, &extreme), 127 * 127 * DIMENSIONS as i32);
     }
 
     #[test]
