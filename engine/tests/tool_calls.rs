@@ -4,6 +4,8 @@
 //! synthesizer (silence whose length follows the text), since what is checked is what is said, in what
 //! order, and what the model and the tools receive.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -473,4 +475,76 @@ async fn a_private_tool_address_is_refused_unless_allowed() {
     assert_eq!(said.texts, ["I could not reach the service.", ANSWER]);
     let EventKind::ToolCall { result, .. } = &said.events[0] else { panic!() };
     assert!(result["error"].as_str().unwrap().contains("private or reserved"), "{result}");
+}
+
+/// A steady tone, 60 ms per character: audible agent speech whose end is easy to see.
+struct ToneVoice;
+
+impl SpeechSynthesizer for ToneVoice {
+    fn synthesize(&self, text: &str) -> TtsStream {
+        let (tx, rx) = mpsc::channel(4);
+        let samples = 960 * text.len().max(1);
+        let tone = (0..samples).map(|i| 0.3 * (i as f32 * 0.17).sin()).collect();
+        tx.try_send(Ok(TtsEvent::Audio(tone))).unwrap();
+        tx.try_send(Ok(TtsEvent::Done(CallMetrics::default()))).unwrap();
+        rx
+    }
+}
+
+/// The whole graph offline (real VAD, turn model and local speech-to-text on espeak-ng speech): the user
+/// asks, the agent starts saying the tool's `on_start` message, and the user barges in. On the media
+/// clock: the message stops on the very frame of the interruption (`agent.interrupted` and
+/// `agent.stopped_speaking` at the same instant, silence from that sample on, the heard text a strict
+/// prefix of the message), the tool was called once, and its `tool_call` event was emitted.
+#[test]
+fn a_barge_in_stops_the_tool_message_on_the_interruption_frame() {
+    use confab_engine::conversation::ConversationConfig;
+    use confab_engine::core::endpoint::EndpointConfig;
+    use confab_engine::simulate::{ListeningModels, run_audio};
+    use confab_engine::time::MediaTime;
+
+    const START: &str = "Let me look up the weather for you, this will only take a moment while I check.";
+    let io = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let servers = io.block_on(start(&[("get_weather", r#"{"city":"Paris"}"#)]));
+    let models = confab_models::default_models_dir();
+    let weather =
+        api_tool("get_weather", "POST", &format!("{}/fast", servers.tools_base), messages(START, None, "", ""));
+    let llm = OpenAiCompatible::new("custom", servers.llm_base.clone(), None, CallPolicy::default());
+    let stt = confab_engine::providers::select::recognizer(&json!({ "provider": "local" }), &models).unwrap();
+    let settings = ActionSettings { allow_private_urls: true, ..ActionSettings::default() };
+    let mut responder = Responder::new((Box::new(llm), "m".into()), Box::new(ToneVoice), stt, "Be brief.".into())
+        .with_actions(Actions::new(vec![weather], vec![], settings));
+
+    let mut audio = vec![0.0; 8_000];
+    audio.extend(common::speak("What is the weather in Paris?"));
+    audio.extend(vec![0.0; 16_000 * 2]);
+    audio.extend(common::speak("Stop, stop, never mind that."));
+    audio.extend(vec![0.0; 16_000 * 3]);
+    let config = ConversationConfig {
+        endpoint: EndpointConfig { min_delay: MediaTime::from_millis(300), max_delay: MediaTime::from_millis(800) },
+        ..ConversationConfig::default()
+    };
+    let mut listening = ListeningModels::load(&models).unwrap();
+    let record =
+        run_audio(&audio, config, &mut listening, Some(&mut responder), false, &mut |_| {}, &mut |_| {}).unwrap();
+
+    let at = |name: &str| -> Vec<(Duration, Value)> {
+        record.events.iter().filter(|e| e.kind.name() == name).map(|e| (e.media_time, e.kind.payload())).collect()
+    };
+    let interrupted = at("agent.interrupted");
+    assert_eq!(interrupted.len(), 1, "{:?}", record.events);
+    let stopped = at("agent.stopped_speaking");
+    assert_eq!(stopped[0].0, interrupted[0].0, "the message stops on the interruption's frame");
+    let heard = stopped[0].1["text"].as_str().unwrap().to_string();
+    assert!(START.starts_with(&heard) && heard.len() < START.len(), "a strict prefix: {heard:?}");
+    let starts = at("agent.started_speaking");
+    let sample = |t: Duration| MediaTime::from_duration(t).samples() as usize;
+    let (from, to) = (sample(starts[0].0), sample(interrupted[0].0));
+    // Until the agent answers the user's second turn.
+    let next = starts.get(1).map_or(record.agent_audio.len(), |(t, _)| sample(*t));
+    assert!(record.agent_audio[from..to].iter().any(|s| s.abs() > 0.1), "the message was playing");
+    assert!(record.agent_audio[to..next].iter().all(|s| *s == 0.0), "silence from the interruption's sample on");
+    assert!(next > to + 1_600, "silence for a while");
+    assert_eq!(servers.tools.received.lock().unwrap().len(), 1, "the tool was called once");
+    assert_eq!(at("tool_call").len(), 1);
 }
