@@ -104,20 +104,23 @@ async fn python_mcp() -> PythonMcp {
     let tools = std::env::var_os("CONFAB_TEST_TOOLS").map(PathBuf::from).unwrap_or("/var/tmp/confab-tools".into());
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp_server.py");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(tools.join("mcp-python/bin/python"))
-        .arg(script)
-        .args(["sse", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the Python MCP SDK is installed (scripts/setup.sh)");
+    let server = PythonMcp(
+        Command::new(tools.join("mcp-python/bin/python"))
+            .arg(script)
+            .args(["sse", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the Python MCP SDK is installed (scripts/setup.sh)"),
+        port,
+    );
     for _ in 0..300 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return PythonMcp(child, port);
+            return server;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("the MCP server did not start");
+    panic!("the MCP server did not start"); // `server` is dropped: the process is killed and waited for
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
