@@ -5,6 +5,7 @@
 //! reads, and delivers its webhooks, signed, as a live call would.
 
 use std::ffi::OsStr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -58,6 +59,17 @@ async fn weather(State(seen): State<Arc<Seen>>, headers: axum::http::HeaderMap, 
     axum::Json(json!({ "forecast": "sunny" }))
 }
 
+/// A scratch directory, its data directory with an API key, and `confab serve` on it.
+async fn fresh_server(name: &str) -> (PathBuf, PathBuf, String, Server) {
+    let dir = std::env::temp_dir().join(format!("confab-sim-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let key = create_key(&data);
+    let server = Server::start(&data, &[]).await;
+    (dir, data, key, server)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stored_agent_calls_its_tool_and_the_conversation_is_recorded() {
     let seen = Arc::new(Seen::default());
@@ -71,12 +83,7 @@ async fn a_stored_agent_calls_its_tool_and_the_conversation_is_recorded() {
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let receiver = Receiver::start(vec![]).await;
 
-    let dir = std::env::temp_dir().join(format!("confab-sim-stored-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let data = dir.join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let key = create_key(&data);
-    let mut server = Server::start(&data, &[]).await;
+    let (dir, data, key, mut server) = fresh_server("stored").await;
     let client = reqwest::Client::new();
     let call = |method: Method, path: &str, body: Option<Value>| {
         let (client, key, url) = (client.clone(), key.clone(), format!("{}{path}", server.base));
@@ -201,12 +208,7 @@ async fn a_stored_agent_answers_from_its_knowledge_base() {
     let llm_base = format!("http://{}/v1", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
-    let dir = std::env::temp_dir().join(format!("confab-sim-kb-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let data = dir.join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let key = create_key(&data);
-    let mut server = Server::start(&data, &[]).await;
+    let (dir, data, key, mut server) = fresh_server("kb").await;
     let client = reqwest::Client::new();
     let base = server.base.clone();
     let kb =
