@@ -76,7 +76,7 @@ async fn a_server_killed_mid_delivery_loses_no_event() {
         }
     }
     assert!(first_arrivals.windows(2).all(|w| w[0] <= w[1]), "delivery order kept across the crash");
-    assert!(got.len() <= EVENTS as usize + webhooks::BATCH as usize, "{} deliveries", got.len());
+    assert!(got.len() <= EVENTS as usize + webhooks::MAX_IN_FLIGHT, "{} deliveries", got.len());
     server.kill();
     let _ = std::fs::remove_dir_all(&dir);
 }

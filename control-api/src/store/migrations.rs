@@ -163,13 +163,31 @@ fn migration_5() -> Vec<String> {
     .to_vec()
 }
 
+/// Webhook delivery leases (several deliverers share the outbox) and each event's creation time in
+/// milliseconds (retries are bounded by time since then).
+fn migration_6() -> Vec<String> {
+    [
+        "ALTER TABLE webhook_outbox ADD COLUMN lease_until BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE webhook_outbox ADD COLUMN created_ms BIGINT NOT NULL DEFAULT 0",
+        "UPDATE webhook_outbox SET created_ms = next_attempt_at WHERE created_ms = 0",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
 /// Applies every migration newer than the recorded version, each in its own transaction.
 pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
     sqlx::query("CREATE TABLE IF NOT EXISTS confab_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
         .execute(&db.pool)
         .await?;
-    let migrations: Vec<(i64, Vec<String>)> =
-        vec![(1, migration_1()), (2, migration_2()), (3, migration_3()), (4, migration_4()), (5, migration_5())];
+    let migrations: Vec<(i64, Vec<String>)> = vec![
+        (1, migration_1()),
+        (2, migration_2()),
+        (3, migration_3()),
+        (4, migration_4()),
+        (5, migration_5()),
+        (6, migration_6()),
+    ];
     for (version, statements) in migrations {
         let mut tx = db.begin_write().await?;
         if db.backend == Backend::Postgres {

@@ -2,31 +2,34 @@
 //! in SPEC.md's envelope, from a durable outbox.
 //!
 //! Every event is stored before it is sent, so a crash or restart loses none. The deliverer sends, per
-//! conversation, the oldest pending event first (order is kept); different conversations go in
-//! parallel. Network errors, timeouts, 5xx and 429 are retried on `RETRY_SCHEDULE` (× `retry_unit`,
-//! with ±20% jitter, `Retry-After` honoured up to an hour); any other 4xx, an address the SSRF guard
-//! refuses, or an exhausted schedule marks the event failed, and the next one goes. Each delivery is
+//! conversation, the oldest pending event first (order is kept); each conversation goes on its own, so a
+//! slow receiver delays only its own conversation's events. A delivery is claimed with a lease
+//! (`lease_until`, compare-and-set), so several deliverers (control-plane replicas) can share one
+//! outbox and each row is sent by one of them at a time; a crashed deliverer's lease runs out and another
+//! takes the row. Network errors, timeouts, 5xx and 429 are retried for a day (`schedule`); any other 4xx
+//! or an address the SSRF guard refuses marks the event failed, and the next one goes. Each delivery is
 //! signed (Standard Webhooks); a redelivery keeps its `webhook-id`.
+
+pub mod schedule;
 
 pub use confab_engine::outbound::guard as ssrf;
 pub use confab_engine::outbound::signing;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use confab_engine::ConversationEvent;
 use sqlx::Row;
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 
 use crate::routes::agents::AgentFields;
 use crate::store::Db;
 use crate::store::collection::AGENTS;
 
-/// Delays before each retry, in units of `retry_unit` (seconds in production): about 1 h 45 min in all,
-/// 8 attempts.
-pub const RETRY_SCHEDULE: [u32; 7] = [1, 5, 30, 120, 600, 1800, 3600];
-/// Events claimed per pass of the deliverer.
-pub const BATCH: i64 = 64;
+/// Deliveries under way at once, per deliverer (each a different conversation).
+pub const MAX_IN_FLIGHT: usize = 64;
 
 pub const PENDING: &str = "pending";
 pub const DELIVERED: &str = "delivered";
@@ -38,8 +41,13 @@ pub struct WebhookConfig {
     pub allow_private: bool,
     /// Time for one delivery attempt, connection to answer.
     pub request_timeout: Duration,
-    /// The unit of `RETRY_SCHEDULE`.
+    /// The unit of `schedule::RETRY_SCHEDULE` (a second in production).
     pub retry_unit: Duration,
+    /// How long after it was stored an event is still retried.
+    pub retry_window: Duration,
+    /// A claimed delivery is leased for `request_timeout` plus this; a deliverer that dies mid-delivery
+    /// holds its rows that long, then another deliverer sends them again (same `webhook-id`).
+    pub lease_margin: Duration,
     /// How often the deliverer looks for due events when not woken.
     pub poll_interval: Duration,
 }
@@ -50,6 +58,8 @@ impl Default for WebhookConfig {
             allow_private: false,
             request_timeout: Duration::from_secs(10),
             retry_unit: Duration::from_secs(1),
+            retry_window: Duration::from_secs(24 * 3600),
+            lease_margin: Duration::from_secs(5),
             poll_interval: Duration::from_millis(500),
         }
     }
@@ -85,7 +95,8 @@ pub async fn enqueue(db: &Db, conversation_id: &str, event: &ConversationEvent) 
             .try_get("next")?;
     sqlx::query(
         "INSERT INTO webhook_outbox (id, conversation_id, seq, agent_id, url, event_name, body, status, attempts, \
-         next_attempt_at, last_error, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, '', $10)",
+         next_attempt_at, last_error, created_at, created_ms, lease_until) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, '', $10, $9, 0)",
     )
     .bind(format!("msg_{}", uuid::Uuid::new_v4().simple()))
     .bind(conversation_id)
@@ -105,36 +116,56 @@ pub async fn enqueue(db: &Db, conversation_id: &str, event: &ConversationEvent) 
 
 struct Due {
     id: String,
+    conversation_id: String,
     agent_id: String,
     url: String,
     body: String,
     attempts: i64,
+    created_ms: i64,
 }
 
-/// The oldest pending event of each conversation, when due.
-async fn due(db: &Db) -> Result<Vec<Due>, sqlx::Error> {
+/// Claims up to `limit` due deliveries: the oldest pending event of conversations not in `busy`, when due
+/// and not leased by another deliverer. Each is leased until `lease_until` by a compare-and-set, so two
+/// deliverers never send the same row at once.
+async fn claim(db: &Db, limit: usize, busy: &HashSet<String>, lease_until: i64) -> Result<Vec<Due>, sqlx::Error> {
+    let now = now_millis();
     let rows = sqlx::query(
-        "SELECT o.id, o.agent_id, o.url, o.body, o.attempts FROM webhook_outbox o \
+        "SELECT o.id, o.conversation_id, o.agent_id, o.url, o.body, o.attempts, o.created_ms FROM webhook_outbox o \
          JOIN (SELECT conversation_id, MIN(seq) AS head FROM webhook_outbox WHERE status = $1 GROUP BY conversation_id) h \
          ON o.conversation_id = h.conversation_id AND o.seq = h.head \
-         WHERE o.next_attempt_at <= $2 ORDER BY o.next_attempt_at LIMIT $3",
+         WHERE o.next_attempt_at <= $2 AND o.lease_until <= $2 ORDER BY o.next_attempt_at LIMIT $3",
     )
     .bind(PENDING)
-    .bind(now_millis())
-    .bind(BATCH)
+    .bind(now)
+    .bind((limit + busy.len()) as i64)
     .fetch_all(&db.pool)
     .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(Due {
-                id: r.try_get("id")?,
-                agent_id: r.try_get("agent_id")?,
-                url: r.try_get("url")?,
-                body: r.try_get("body")?,
-                attempts: r.try_get("attempts")?,
-            })
-        })
-        .collect()
+    let mut claimed = Vec::new();
+    for row in rows {
+        let due = Due {
+            id: row.try_get("id")?,
+            conversation_id: row.try_get("conversation_id")?,
+            agent_id: row.try_get("agent_id")?,
+            url: row.try_get("url")?,
+            body: row.try_get("body")?,
+            attempts: row.try_get("attempts")?,
+            created_ms: row.try_get("created_ms")?,
+        };
+        if claimed.len() == limit || busy.contains(&due.conversation_id) {
+            continue;
+        }
+        let taken = sqlx::query("UPDATE webhook_outbox SET lease_until = $1 WHERE id = $2 AND lease_until <= $3")
+            .bind(lease_until)
+            .bind(&due.id)
+            .bind(now)
+            .execute(&db.pool)
+            .await?
+            .rows_affected();
+        if taken == 1 {
+            claimed.push(due);
+        }
+    }
+    Ok(claimed)
 }
 
 enum Outcome {
@@ -161,20 +192,42 @@ impl Deliverer {
         self.wake.clone()
     }
 
-    /// Delivers until the task is dropped.
+    /// Delivers until the task is dropped: each claimed delivery runs on its own, so one slow receiver
+    /// holds up only its own conversation.
     pub async fn run(self) {
+        let this = Arc::new(self);
+        let mut deliveries: JoinSet<String> = JoinSet::new();
+        let mut busy: HashSet<String> = HashSet::new();
         loop {
-            match due(&self.db).await {
-                Ok(batch) if !batch.is_empty() => {
-                    futures_util::future::join_all(batch.into_iter().map(|event| self.attempt(event))).await;
-                    continue;
+            let room = MAX_IN_FLIGHT.saturating_sub(busy.len());
+            let lease_until =
+                now_millis() + (this.config.request_timeout + this.config.lease_margin).as_millis() as i64;
+            if room > 0 {
+                match claim(&this.db, room, &busy, lease_until).await {
+                    Ok(claimed) => {
+                        for event in claimed {
+                            busy.insert(event.conversation_id.clone());
+                            let deliverer = this.clone();
+                            deliveries.spawn(async move {
+                                let conversation = event.conversation_id.clone();
+                                deliverer.attempt(event).await;
+                                conversation
+                            });
+                        }
+                    }
+                    Err(err) => tracing::error!(error = %err, "cannot read the webhook outbox"),
                 }
-                Ok(_) => {}
-                Err(err) => tracing::error!(error = %err, "cannot read the webhook outbox"),
             }
             tokio::select! {
-                _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(self.config.poll_interval) => {}
+                Some(done) = deliveries.join_next() => {
+                    if let Ok(conversation) = done {
+                        busy.remove(&conversation);
+                    }
+                    // A panicked delivery keeps its conversation busy until its lease runs out and the
+                    // process restarts; it is logged by the runtime.
+                }
+                _ = this.wake.notified() => {}
+                _ = tokio::time::sleep(this.config.poll_interval) => {}
             }
         }
     }
@@ -182,34 +235,47 @@ impl Deliverer {
     async fn attempt(&self, event: Due) {
         let outcome = self.send(&event).await;
         let attempts = event.attempts + 1;
-        let label = match &outcome {
-            Outcome::Delivered => "delivered",
-            Outcome::Fail(_) => "failed",
-            Outcome::Retry { .. } if attempts as usize > RETRY_SCHEDULE.len() => "failed",
-            Outcome::Retry { .. } => "retried",
+        let now = now_millis();
+        let next = match &outcome {
+            Outcome::Retry { retry_after, .. } => {
+                let jitter = 0.8 + rand::random::<f64>() * 0.4;
+                let config = &self.config;
+                schedule::next_attempt(
+                    event.created_ms,
+                    now,
+                    attempts,
+                    *retry_after,
+                    config.retry_unit,
+                    config.retry_window,
+                    jitter,
+                )
+            }
+            _ => None,
+        };
+        let label = match (&outcome, next) {
+            (Outcome::Delivered, _) => "delivered",
+            (Outcome::Retry { .. }, Some(_)) => "retried",
+            _ => "failed",
         };
         crate::metrics::metrics().webhook_attempt(label);
-        let result = match outcome {
-            Outcome::Delivered => self.finish(&event.id, DELIVERED, attempts, "").await,
-            Outcome::Fail(error) => self.finish(&event.id, FAILED, attempts, &error).await,
-            Outcome::Retry { error, .. } if attempts as usize > RETRY_SCHEDULE.len() => {
-                self.finish(&event.id, FAILED, attempts, &format!("gave up after {attempts} attempts: {error}")).await
+        let result = match (outcome, next) {
+            (Outcome::Delivered, _) => self.finish(&event.id, DELIVERED, attempts, "").await,
+            (Outcome::Fail(error), _) => self.finish(&event.id, FAILED, attempts, &error).await,
+            (Outcome::Retry { error, .. }, None) => {
+                let error = format!("gave up after {attempts} attempts, the retry window closed: {error}");
+                self.finish(&event.id, FAILED, attempts, &error).await
             }
-            Outcome::Retry { error, retry_after } => {
-                let planned = self.config.retry_unit * RETRY_SCHEDULE[attempts as usize - 1];
-                let jitter = 0.8 + rand::random::<f64>() * 0.4;
-                let delay = retry_after.map(|r| r.min(Duration::from_secs(3600))).unwrap_or(planned.mul_f64(jitter));
-                sqlx::query(
-                    "UPDATE webhook_outbox SET attempts = $1, next_attempt_at = $2, last_error = $3 WHERE id = $4",
-                )
-                .bind(attempts)
-                .bind(now_millis() + delay.as_millis() as i64)
-                .bind(error)
-                .bind(&event.id)
-                .execute(&self.db.pool)
-                .await
-                .map(|_| ())
-            }
+            (Outcome::Retry { error, .. }, Some(at)) => sqlx::query(
+                "UPDATE webhook_outbox SET attempts = $1, next_attempt_at = $2, last_error = $3, lease_until = 0 \
+                 WHERE id = $4",
+            )
+            .bind(attempts)
+            .bind(at)
+            .bind(error)
+            .bind(&event.id)
+            .execute(&self.db.pool)
+            .await
+            .map(|_| ()),
         };
         if let Err(err) = result {
             tracing::error!(error = %err, webhook_id = %event.id, "cannot record a webhook attempt");
@@ -220,14 +286,16 @@ impl Deliverer {
         if status == FAILED {
             tracing::warn!(webhook_id = %id, %error, "webhook failed");
         }
-        sqlx::query("UPDATE webhook_outbox SET status = $1, attempts = $2, last_error = $3 WHERE id = $4")
-            .bind(status)
-            .bind(attempts)
-            .bind(error)
-            .bind(id)
-            .execute(&self.db.pool)
-            .await
-            .map(|_| ())
+        sqlx::query(
+            "UPDATE webhook_outbox SET status = $1, attempts = $2, last_error = $3, lease_until = 0 WHERE id = $4",
+        )
+        .bind(status)
+        .bind(attempts)
+        .bind(error)
+        .bind(id)
+        .execute(&self.db.pool)
+        .await
+        .map(|_| ())
     }
 
     async fn send(&self, event: &Due) -> Outcome {

@@ -22,6 +22,8 @@ use crate::support::TestApp;
 on_both_databases!(
     signed_envelopes_arrive_in_order_for_subscribed_events_only,
     failures_are_retried_or_not_as_the_status_says,
+    a_hanging_receiver_delays_only_its_own_conversation,
+    a_short_retry_after_never_shortens_the_retry_window,
     a_crashed_deliverer_loses_nothing,
     the_ssrf_guard_refuses_private_targets,
 );
@@ -38,6 +40,10 @@ struct Delivery {
 struct Receiver {
     deliveries: Mutex<Vec<(String, Delivery)>>,
     calls: Mutex<HashMap<String, usize>>,
+    /// When each request arrived, by path.
+    arrivals: Mutex<Vec<(String, std::time::Instant)>>,
+    /// Releases the requests to `hang`.
+    release: tokio::sync::Notify,
 }
 
 async fn receive(
@@ -47,6 +53,7 @@ async fn receive(
     body: String,
 ) -> Response {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    receiver.arrivals.lock().unwrap().push((path.clone(), std::time::Instant::now()));
     let call = {
         let mut calls = receiver.calls.lock().unwrap();
         let n = calls.entry(path.clone()).or_default();
@@ -67,6 +74,11 @@ async fn receive(
             StatusCode::OK.into_response()
         }
         ("gone", _) => StatusCode::GONE.into_response(),
+        ("busy", _) => (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "1")]).into_response(),
+        ("hang", _) => {
+            receiver.release.notified().await;
+            StatusCode::OK.into_response()
+        }
         _ => StatusCode::OK.into_response(),
     };
     if answer.status().is_success() {
@@ -90,6 +102,8 @@ fn config(allow_private: bool) -> WebhookConfig {
         // Generous: the whole suite runs in parallel on two cores; only "slow" must time out.
         request_timeout: Duration::from_millis(1500),
         retry_unit: Duration::from_millis(20),
+        retry_window: Duration::from_secs(60),
+        lease_margin: Duration::from_millis(200),
         poll_interval: Duration::from_millis(20),
     }
 }
@@ -119,10 +133,10 @@ async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-/// The outbox's counts by status once `failed` events have failed (or after 4 s).
+/// The outbox's counts by status once `failed` events have failed (or after about 15 s).
 async fn wait_for_failed(app: &TestApp, failed: i64) -> BTreeMap<String, i64> {
     let mut counts = BTreeMap::new();
-    for _ in 0..200 {
+    for _ in 0..750 {
         counts = webhooks::status_counts(&app.db).await.unwrap();
         if counts.get("failed") == Some(&failed) {
             break;
@@ -211,6 +225,72 @@ async fn failures_are_retried_or_not_as_the_status_says(app: TestApp) {
         assert_eq!(names.last().map(String::as_str), Some("call_ended"), "{path}: {names:?}");
         assert_eq!(names.iter().filter(|n| *n == "call_ended").count(), 1, "{path}: {names:?}");
     }
+}
+
+/// Issue 10, defect 2: a receiver that does not answer holds up its own conversation's events, and no
+/// other conversation's.
+async fn a_hanging_receiver_delays_only_its_own_conversation(app: TestApp) {
+    let (receiver, base) = start_receiver().await;
+    let events = ["user.started_speaking", "call_ended"];
+    let (hanging, _) = conversation(&app, &format!("{base}/hang"), &events).await;
+    let (quick, _) = conversation(&app, &format!("{base}/quick"), &events).await;
+    for id in [&hanging, &quick] {
+        webhooks::enqueue(&app.db, id, &event(0, EventKind::UserStartedSpeaking)).await.unwrap();
+        webhooks::enqueue(&app.db, id, &event(10, EventKind::CallEnded)).await.unwrap();
+    }
+    // The hanging request is never timed out during the test.
+    let config = WebhookConfig { request_timeout: Duration::from_secs(120), ..config(true) };
+    let task = tokio::spawn(Deliverer::new(app.db.clone(), config).run());
+    wait_for("the quick conversation's two events while the other hangs", || {
+        receiver.deliveries.lock().unwrap().iter().filter(|(p, _)| p == "quick").count() == 2
+    })
+    .await;
+    assert_eq!(receiver.calls.lock().unwrap()["hang"], 1, "its first event is still being sent");
+    assert!(receiver.deliveries.lock().unwrap().iter().all(|(p, _)| p != "hang"));
+    receiver.release.notify_one();
+    wait_for("the released conversation's events, in order", || {
+        let hang = receiver.calls.lock().unwrap().get("hang").copied().unwrap_or(0);
+        if hang == 2 {
+            receiver.release.notify_one();
+        }
+        receiver.deliveries.lock().unwrap().iter().filter(|(p, _)| p == "hang").count() == 2
+    })
+    .await;
+    task.abort();
+    let names: Vec<String> = receiver
+        .deliveries
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(p, _)| p == "hang")
+        .map(|(_, d)| serde_json::from_str::<Value>(&d.body).unwrap()["event"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["user.started_speaking", "call_ended"]);
+}
+
+/// Issue 10, defect 3: `503` with `Retry-After: 1` on every attempt. The retries keep at least a second
+/// apart (the schedule would be faster here), and the event fails only once its window has closed.
+async fn a_short_retry_after_never_shortens_the_retry_window(app: TestApp) {
+    let (receiver, base) = start_receiver().await;
+    let (id, _) = conversation(&app, &format!("{base}/busy"), &["call_ended"]).await;
+    let stored = std::time::Instant::now();
+    webhooks::enqueue(&app.db, &id, &event(0, EventKind::CallEnded)).await.unwrap();
+    let window = Duration::from_secs(3);
+    let config = WebhookConfig { retry_window: window, ..config(true) };
+    let task = tokio::spawn(Deliverer::new(app.db.clone(), config).run());
+    let counts = wait_for_failed(&app, 1).await;
+    task.abort();
+    assert_eq!(counts.get("failed"), Some(&1), "{counts:?}");
+    let arrivals: Vec<std::time::Instant> = receiver.arrivals.lock().unwrap().iter().map(|(_, at)| *at).collect();
+    assert!(arrivals.len() >= 3, "{} attempts", arrivals.len());
+    for pair in arrivals.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= Duration::from_millis(990),
+            "Retry-After is a lower bound: {:?}",
+            pair[1] - pair[0]
+        );
+    }
+    assert!(*arrivals.last().unwrap() - stored >= window - Duration::from_millis(50), "tried until the window closed");
 }
 
 async fn a_crashed_deliverer_loses_nothing(app: TestApp) {
