@@ -1,5 +1,7 @@
 //! Request extractors that turn every malformed input into SPEC.md's error shape:
-//! bad JSON, wrong types and missing fields become 400 `{error}`, an oversized body becomes 413.
+//! bad JSON, wrong types and missing fields become 400 `{error}`, an oversized body becomes 413. Text
+//! holding a NUL character (`\u0000`) is refused with 400 naming the field, on every database alike
+//! (PostgreSQL cannot store it in text; SQLite could).
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -16,10 +18,55 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
+        let (parts, body) = req.into_parts();
+        let bytes = axum::body::Bytes::from_request(Request::from_parts(parts.clone(), body), state).await.map_err(
+            |rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::PayloadTooLarge
+                } else {
+                    ApiError::bad_request(format!("Invalid request body: {}", rejection.body_text()))
+                }
+            },
+        )?;
+        if has_escaped_nul(&bytes)
+            && let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes)
+            && let Some(field) = nul_field(&value, "")
+        {
+            return Err(ApiError::bad_request(format!(
+                "Invalid request body: {field} must not contain a NUL character"
+            )));
+        }
+        match axum::Json::<T>::from_request(Request::from_parts(parts, axum::body::Body::from(bytes)), state).await {
             Ok(axum::Json(value)) => Ok(ApiJson(value)),
             Err(rejection) => Err(json_rejection(rejection)),
         }
+    }
+}
+
+/// Whether the JSON text holds a `\u0000` escape (one not itself escaped: an odd run of backslashes).
+fn has_escaped_nul(bytes: &[u8]) -> bool {
+    bytes.windows(6).enumerate().any(|(at, window)| {
+        window == b"\\u0000" && bytes[..at].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0
+    })
+}
+
+/// The path (`name`, `avatars[0].config.tts.voice`, a key itself) of the first string holding a NUL.
+fn nul_field(value: &serde_json::Value, path: &str) -> Option<String> {
+    use serde_json::Value;
+    match value {
+        Value::String(text) if text.contains('\0') => {
+            Some(if path.is_empty() { "the body".into() } else { path.into() })
+        }
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| nul_field(item, &format!("{path}[{i}]"))),
+        Value::Object(fields) => fields.iter().find_map(|(key, item)| {
+            let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            if key.contains('\0') {
+                Some(format!("a key of {}", if path.is_empty() { "the body" } else { path }))
+            } else {
+                nul_field(item, &here)
+            }
+        }),
+        _ => None,
     }
 }
 
@@ -67,5 +114,22 @@ pub fn parse_id(raw: &str, not_found: ApiError) -> Result<String, ApiError> {
     match uuid::Uuid::parse_str(raw) {
         Ok(id) => Ok(id.hyphenated().to_string()),
         Err(_) => Err(not_found),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_escaped_nul_characters_and_names_their_field() {
+        assert!(has_escaped_nul(br#"{"name":"a\u0000b"}"#));
+        assert!(!has_escaped_nul(br#"{"name":"a\\u0000b"}"#), "an escaped backslash, then text");
+        assert!(has_escaped_nul(br#"{"name":"a\\\u0000b"}"#));
+        let value: serde_json::Value =
+            serde_json::from_str(r#"{"avatars":[{"config":{"tts":{"voice":"x\u0000"}}}]}"#).unwrap();
+        assert_eq!(nul_field(&value, "").as_deref(), Some("avatars[0].config.tts.voice"));
+        let key: serde_json::Value = serde_json::from_str(r#"{"meta_data":{"k\u0000":1}}"#).unwrap();
+        assert_eq!(nul_field(&key, "").as_deref(), Some("a key of meta_data"));
     }
 }

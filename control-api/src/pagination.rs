@@ -43,6 +43,9 @@ pub fn search(value: &Option<String>) -> Result<Option<&str>, ApiError> {
         Some(text) if text.chars().count() > MAX_SEARCH_CHARS => {
             Err(ApiError::bad_request(format!("Invalid query: search is longer than {MAX_SEARCH_CHARS} characters")))
         }
+        Some(text) if text.contains('\0') => {
+            Err(ApiError::bad_request("Invalid query: search must not contain a NUL character"))
+        }
         other => Ok(other),
     }
 }

@@ -65,9 +65,25 @@ pub fn is_present(dir: &Path, file: &ModelFile) -> bool {
     path.exists() && sha256_file(&path).map(|sum| sum == file.sha256).unwrap_or(false)
 }
 
-/// Fetches every package whose files are not all present. Progress lines go to `progress`.
+/// The lock file that makes concurrent fetches into one directory take turns.
+pub const LOCK_FILE: &str = ".fetch.lock";
+
+/// Fetches every package whose files are not all present. Progress lines go to `progress`. Runs in the
+/// same directory take turns (an exclusive lock on `LOCK_FILE`, released when the process ends even if it
+/// dies): the second finds what the first stored.
 pub fn fetch_all(dir: &Path, progress: &mut dyn Write) -> Result<FetchReport, FetchError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let lock_path = dir.join(LOCK_FILE);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io_err(&lock_path))?;
+    if lock.try_lock().is_err() {
+        let _ = writeln!(progress, "waiting for another `confab models fetch` into {}…", dir.display());
+        lock.lock().map_err(io_err(&lock_path))?;
+    }
     let mut report = FetchReport::default();
     for (index, package) in PACKAGES.iter().enumerate() {
         let label =

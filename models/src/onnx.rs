@@ -1,5 +1,5 @@
 //! ONNX Runtime, loaded dynamically from the models directory (the library of the pinned `onnxruntime`
-//! wheel), once per process.
+//! wheel), once per process, with its telemetry off.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -17,7 +17,14 @@ static ENVIRONMENT: OnceLock<Result<Environment, String>> = OnceLock::new();
 pub fn environment(models_dir: &Path) -> Result<&'static Environment, ModelError> {
     let library = require(models_dir, ONNXRUNTIME_LIBRARY)?;
     let loaded = ENVIRONMENT.get_or_init(|| {
-        ort::init_from(&library).map_err(|e| e.to_string())?.with_name("confab").build().map_err(|e| e.to_string())
+        // Microsoft's builds send telemetry unless told not to: an offline product makes no call it was not
+        // asked to make.
+        ort::init_from(&library)
+            .map_err(|e| e.to_string())?
+            .with_name("confab")
+            .with_telemetry(false)
+            .build()
+            .map_err(|e| e.to_string())
     });
     loaded
         .as_ref()

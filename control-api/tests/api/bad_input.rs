@@ -10,8 +10,34 @@ use crate::support::TestApp;
 on_both_databases!(
     agent_bodies_are_validated_and_nothing_is_written,
     list_queries_are_validated,
-    oversized_bodies_get_413
+    oversized_bodies_get_413,
+    nul_characters_are_refused_alike_on_both_databases
 );
+
+/// Issue 10, defect 5: PostgreSQL cannot store a NUL in text, SQLite can; both answer 400 naming the field.
+async fn nul_characters_are_refused_alike_on_both_databases(app: TestApp) {
+    let kb = app.create("/v1/ext/kb", json!({ "name": "Docs" })).await;
+    let agent = app.create("/v1/ext/agent", json!({ "agent_name": "A" })).await;
+    let documents = format!("/v1/ext/kb/{kb}/documents");
+    let cases = [
+        ("/v1/ext/agent", json!({ "agent_name": "A\u{0}B" }), "agent_name"),
+        ("/v1/ext/guardrail", json!({ "name": "No\u{0}pe" }), "name"),
+        ("/v1/ext/conversation", json!({ "agent_id": agent, "user_name": "\u{0}" }), "user_name"),
+        (documents.as_str(), json!({ "documents": [{ "title": "T\u{0}", "content": "x" }] }), "documents[0].title"),
+    ];
+    for (path, body, field) in cases {
+        let response = app.post(path, body).await;
+        assert_eq!(response.status, StatusCode::BAD_REQUEST, "{path}: {}", response.text());
+        assert_eq!(error_of(&response), format!("Invalid request body: {field} must not contain a NUL character"));
+    }
+    let search = app.get("/v1/ext/conversation?search=a%00b").await;
+    assert_eq!(search.status, StatusCode::BAD_REQUEST, "{}", search.text());
+    assert_eq!(error_of(&search), "Invalid query: search must not contain a NUL character");
+    let agents = app.get("/v1/ext/agent?search=%00").await;
+    assert_eq!(agents.status, StatusCode::BAD_REQUEST, "{}", agents.text());
+    // Nothing was written.
+    assert_eq!(app.get("/v1/ext/guardrail").await.json(), json!([]));
+}
 
 fn error_of(response: &crate::support::TestResponse) -> String {
     response.json()["error"].as_str().unwrap_or_else(|| panic!("no error field: {}", response.text())).to_string()
