@@ -13,6 +13,7 @@ pub mod media;
 pub mod metrics;
 pub mod pagination;
 pub mod routes;
+pub mod server;
 pub mod session_token;
 pub mod simulate_stored;
 pub mod store;

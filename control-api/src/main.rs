@@ -91,6 +91,9 @@ struct ServeArgs {
     /// (local development, tests). `--allow-private-webhooks` is the older name.
     #[arg(long = "allow-private-urls", visible_alias = "allow-private-webhooks", env = "CONFAB_ALLOW_PRIVATE_URLS")]
     allow_private_urls: bool,
+    /// Connections served at once (more wait until one closes); request headers must arrive within 10 s.
+    #[arg(long, env = "CONFAB_MAX_CONNECTIONS", default_value_t = confab_api::server::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
     /// Also serve Prometheus metrics (`GET /metrics`) on this address, without the API key (on --addr
     /// they always need it). Bind it where only your monitoring reaches.
     #[arg(long, env = "CONFAB_METRICS_ADDR")]
@@ -253,7 +256,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener =
         tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, backend = ?db.backend, "confab serving");
-    axum::serve(listener, confab_api::app(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    confab_api::server::serve(listener, confab_api::app(state), args.max_connections, shutdown_signal()).await?;
     if let Some(media) = media {
         media.shutdown().await;
     }

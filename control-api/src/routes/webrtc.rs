@@ -16,6 +16,8 @@ use crate::routes::sessions::authorize;
 use crate::store::conversations;
 
 pub const NO_MEDIA_WORKER: &str = "Media worker unavailable: run `confab models fetch` and restart the server";
+/// Largest SDP offer read (a browser's, with every candidate, is a few kilobytes).
+pub const MAX_OFFER_BYTES: usize = 64 * 1024;
 pub const NO_CALL: &str = "No call in progress";
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -27,19 +29,23 @@ pub fn router() -> OpenApiRouter<AppState> {
     request_body(content = String, content_type = "application/sdp"),
     responses((status = 201, description = "The SDP answer (`application/sdp`); `Location` names the call"),
         (status = 400, description = "Invalid SDP offer"), (status = 401), (status = 404),
+        (status = 413, description = "An offer over 64 KiB"),
         (status = 409, description = "The conversation has ended, or already has a participant"),
         (status = 415), (status = 503, description = "No media worker, or no free session")))]
 async fn join_call(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    offer: String,
+    body: axum::body::Body,
 ) -> ApiResult<Response> {
+    // The token first: nothing of the body is read for a caller without one.
     let id = authorize(&state, &headers, &id)?;
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/sdp");
     if !content_type.trim().to_ascii_lowercase().starts_with("application/sdp") {
         return Err(ApiError::UnsupportedMediaType("The offer must be application/sdp"));
     }
+    let bytes = axum::body::to_bytes(body, MAX_OFFER_BYTES).await.map_err(|_| ApiError::PayloadTooLarge)?;
+    let offer = String::from_utf8(bytes.to_vec()).map_err(|_| ApiError::bad_request("Invalid SDP offer: not UTF-8"))?;
     conversations::get(&state.db, &id).await?.ok_or(ApiError::NotFound(NOT_FOUND))?;
     let media = state.media.as_ref().ok_or(ApiError::Unavailable(NO_MEDIA_WORKER))?;
     let answer = media.join(&id, offer).await.map_err(|err| match err {

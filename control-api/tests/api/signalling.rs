@@ -37,6 +37,32 @@ async fn signalling_needs_the_session_token_and_a_media_worker(app: TestApp) {
         assert_eq!(response.status, StatusCode::UNAUTHORIZED, "{name}");
         assert_eq!(response.json(), unauthorized, "{name}");
     }
+    // Issue 10, defect 9: the token is checked before the body is read; the answers are JSON.
+    let big = || Body::from(vec![b'v'; 3 << 20]);
+    let anonymous = Request::post(&path).header("content-type", "application/sdp").body(big()).unwrap();
+    let response = app.send(anonymous).await;
+    assert_eq!((response.status, response.json()), (StatusCode::UNAUTHORIZED, unauthorized.clone()));
+    let bearer = format!("Bearer {token}");
+    let oversized = Request::post(&path)
+        .header("content-type", "application/sdp")
+        .header("authorization", &bearer)
+        .body(big())
+        .unwrap();
+    let response = app.send(oversized).await;
+    assert_eq!(
+        (response.status, response.json()),
+        (StatusCode::PAYLOAD_TOO_LARGE, json!({ "error": "Request body too large" }))
+    );
+    let binary = Request::post(&path)
+        .header("content-type", "application/sdp")
+        .header("authorization", &bearer)
+        .body(Body::from(vec![0xff, 0xfe, 0x00]))
+        .unwrap();
+    let response = app.send(binary).await;
+    assert_eq!(
+        (response.status, response.json()),
+        (StatusCode::BAD_REQUEST, json!({ "error": "Invalid SDP offer: not UTF-8" }))
+    );
     let response = app.send(offer(&path, Some(token), "application/json")).await;
     assert_eq!(response.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(response.json(), json!({ "error": "The offer must be application/sdp" }));
