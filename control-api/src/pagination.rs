@@ -26,6 +26,23 @@ pub struct ListQuery {
     pub search: Option<String>,
 }
 
+/// Paging of the lists SPEC.md shows unpaged (guardrails, tools, MCP configurations, knowledge bases):
+/// the same `offset`/`perpage`, but a first page of `MAX_PER_PAGE` by default, so a client that never
+/// pages still sees everything up to 100 records; `X-Total-Count` tells it when there are more.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct PageQuery {
+    /// Number of records to skip (default 0).
+    pub offset: Option<i64>,
+    /// Records per page, 1 to 100 (default 100).
+    pub perpage: Option<i64>,
+}
+
+impl PageQuery {
+    pub fn page(&self) -> Result<Page, ApiError> {
+        page(self.offset, Some(self.perpage.unwrap_or(MAX_PER_PAGE)))
+    }
+}
+
 pub fn page(offset: Option<i64>, perpage: Option<i64>) -> Result<Page, ApiError> {
     let offset = offset.unwrap_or(0);
     let limit = perpage.unwrap_or(DEFAULT_PER_PAGE);

@@ -12,7 +12,9 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
 use crate::extract::{ApiJson, parse_id};
+use crate::pagination::{PageQuery, with_total};
 use crate::store::collection::GUARDRAILS;
 use crate::store::{Db, StoredRecord};
 use crate::validate;
@@ -139,12 +141,15 @@ async fn create_guardrail(
 
 /// List every guardrail in the workspace, newest first.
 #[utoipa::path(get, path = "/v1/ext/guardrail", tag = "guardrails",
-    responses((status = 200, body = [Guardrail]), (status = 401)))]
-async fn list_guardrails(State(state): State<AppState>) -> ApiResult<Json<Vec<Guardrail>>> {
+    params(PageQuery), responses((status = 200, body = [Guardrail]), (status = 401)))]
+async fn list_guardrails(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> ApiResult<axum::response::Response> {
     let failed = ApiError::internal("Failed to retrieve guardrail details");
-    let (records, _) = GUARDRAILS.list(&state.db, None, crate::store::Page::ALL).await.map_err(failed)?;
+    let (records, total) = GUARDRAILS.list(&state.db, None, query.page()?).await.map_err(failed)?;
     let guardrails = records.iter().map(to_guardrail).collect::<Result<Vec<_>, _>>();
-    Ok(Json(guardrails.map_err(ApiError::internal("Failed to retrieve guardrail details"))?))
+    Ok(with_total(guardrails.map_err(ApiError::internal("Failed to retrieve guardrail details"))?, total))
 }
 
 #[utoipa::path(get, path = "/v1/ext/guardrail/{id}", tag = "guardrails",

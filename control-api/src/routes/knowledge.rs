@@ -12,9 +12,11 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
 use crate::extract::{ApiJson, parse_id};
+use crate::pagination::{PageQuery, with_total};
 use crate::store::collection::KNOWLEDGE_BASES;
-use crate::store::{Db, Page, StoredRecord, knowledge};
+use crate::store::{Db, StoredRecord, knowledge};
 use crate::validate;
 
 const NOT_FOUND: &str = "Knowledge Base not found";
@@ -110,15 +112,18 @@ async fn create_knowledge_base(
     Ok(Json(json!({ "id": record.id, "message": "Knowledge base created successfully" })))
 }
 
-#[utoipa::path(get, path = "/v1/ext/kb", tag = "knowledge", responses((status = 200, body = [KnowledgeBase]), (status = 401)))]
-async fn list_knowledge_bases(State(state): State<AppState>) -> ApiResult<Json<Vec<KnowledgeBase>>> {
-    let (records, _) =
-        KNOWLEDGE_BASES.list(&state.db, None, Page::ALL).await.map_err(ApiError::internal(READ_FAILED))?;
+#[utoipa::path(get, path = "/v1/ext/kb", tag = "knowledge", params(PageQuery), responses((status = 200, body = [KnowledgeBase]), (status = 401)))]
+async fn list_knowledge_bases(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> ApiResult<axum::response::Response> {
+    let (records, total) =
+        KNOWLEDGE_BASES.list(&state.db, None, query.page()?).await.map_err(ApiError::internal(READ_FAILED))?;
     let mut bases = Vec::with_capacity(records.len());
     for record in &records {
         bases.push(to_knowledge_base(&state.db, record).await.map_err(ApiError::internal(READ_FAILED))?);
     }
-    Ok(Json(bases))
+    Ok(with_total(bases, total))
 }
 
 #[utoipa::path(get, path = "/v1/ext/kb/{id}", tag = "knowledge",

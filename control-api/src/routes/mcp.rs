@@ -12,9 +12,11 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
 use crate::extract::{ApiJson, parse_id};
+use crate::pagination::{PageQuery, with_total};
+use crate::store::StoredRecord;
 use crate::store::collection::MCP_SERVERS;
-use crate::store::{Page, StoredRecord};
 use crate::validate;
 
 const NOT_FOUND: &str = "MCP not found";
@@ -78,11 +80,15 @@ async fn create_mcp(State(state): State<AppState>, ApiJson(fields): ApiJson<McpF
 }
 
 #[utoipa::path(get, path = "/v1/ext/mcp", tag = "mcp",
-    responses((status = 200, body = [Mcp]), (status = 401), (status = 500, description = "`{error: \"Failed to retrieve MCP details\"}`")))]
-async fn list_mcp(State(state): State<AppState>) -> ApiResult<Json<Vec<Mcp>>> {
-    let (records, _) = MCP_SERVERS.list(&state.db, None, Page::ALL).await.map_err(ApiError::internal(READ_FAILED))?;
+    params(PageQuery), responses((status = 200, body = [Mcp]), (status = 401), (status = 500, description = "`{error: \"Failed to retrieve MCP details\"}`")))]
+async fn list_mcp(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> ApiResult<axum::response::Response> {
+    let (records, total) =
+        MCP_SERVERS.list(&state.db, None, query.page()?).await.map_err(ApiError::internal(READ_FAILED))?;
     let configs = records.iter().map(to_mcp).collect::<Result<Vec<_>, _>>();
-    Ok(Json(configs.map_err(ApiError::internal(READ_FAILED))?))
+    Ok(with_total(configs.map_err(ApiError::internal(READ_FAILED))?, total))
 }
 
 #[utoipa::path(get, path = "/v1/ext/mcp/{id}", tag = "mcp",

@@ -12,9 +12,11 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
 use crate::extract::{ApiJson, parse_id};
+use crate::pagination::{PageQuery, with_total};
+use crate::store::StoredRecord;
 use crate::store::collection::TOOLS;
-use crate::store::{Page, StoredRecord};
 use crate::validate;
 
 const NOT_FOUND: &str = "Tool not found";
@@ -173,12 +175,15 @@ async fn create_tool(State(state): State<AppState>, ApiJson(input): ApiJson<Tool
     Ok(Json(json!({ "id": record.id, "message": "Tool created successfully" })))
 }
 
-#[utoipa::path(get, path = "/v1/ext/tool", tag = "tools", responses((status = 200, body = [Tool]), (status = 401)))]
-async fn list_tools(State(state): State<AppState>) -> ApiResult<Json<Vec<Tool>>> {
+#[utoipa::path(get, path = "/v1/ext/tool", tag = "tools", params(PageQuery), responses((status = 200, body = [Tool]), (status = 401)))]
+async fn list_tools(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> ApiResult<axum::response::Response> {
     let failed = ApiError::internal("Failed to retrieve tool details");
-    let (records, _) = TOOLS.list(&state.db, None, Page::ALL).await.map_err(failed)?;
+    let (records, total) = TOOLS.list(&state.db, None, query.page()?).await.map_err(failed)?;
     let tools = records.iter().map(to_tool).collect::<Result<Vec<_>, _>>();
-    Ok(Json(tools.map_err(ApiError::internal("Failed to retrieve tool details"))?))
+    Ok(with_total(tools.map_err(ApiError::internal("Failed to retrieve tool details"))?, total))
 }
 
 #[utoipa::path(get, path = "/v1/ext/tool/{id}", tag = "tools",

@@ -8,8 +8,31 @@ on_both_databases!(
     keys_are_derived_and_suffixed_on_collision,
     put_is_a_full_replace_that_keeps_the_key,
     missing_guardrails_answer_exact_message,
-    callback_url_is_validated
+    callback_url_is_validated,
+    the_unpaged_lists_are_paged_with_a_first_page_of_100
 );
+
+/// Issue 10, defect 11: guardrails, tools, MCP configurations and knowledge bases take `offset`/`perpage`
+/// like the agent list, with a first page of 100 by default, and say how many there are.
+async fn the_unpaged_lists_are_paged_with_a_first_page_of_100(app: TestApp) {
+    for name in ["One", "Two", "Three"] {
+        app.create("/v1/ext/guardrail", json!({ "name": name })).await;
+        app.create("/v1/ext/kb", json!({ "name": name })).await;
+    }
+    for path in ["/v1/ext/guardrail", "/v1/ext/kb"] {
+        let all = app.get(path).await;
+        assert_eq!((all.json().as_array().unwrap().len(), all.total_count()), (3, 3), "{path}");
+        let page = app.get(&format!("{path}?perpage=2&offset=2")).await;
+        assert_eq!((page.json().as_array().unwrap().len(), page.total_count()), (1, 3), "{path}");
+        let refused = app.get(&format!("{path}?perpage=101")).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{path}");
+        assert_eq!(refused.json(), json!({ "error": "Invalid query: perpage must be between 1 and 100" }));
+    }
+    for path in ["/v1/ext/tool", "/v1/ext/mcp"] {
+        let empty = app.get(path).await;
+        assert_eq!((empty.json(), empty.total_count()), (json!([]), 0), "{path}");
+    }
+}
 
 async fn keys_are_derived_and_suffixed_on_collision(app: TestApp) {
     let mut keys = Vec::new();
