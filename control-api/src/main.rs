@@ -173,8 +173,13 @@ async fn open_database(args: &DatabaseArgs) -> anyhow::Result<Db> {
     Db::connect(&url).await.context("cannot open the database")
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // SAFETY: first thing in the process, before the runtime or anything else starts a thread.
+    unsafe { confab_models::onnx::disable_telemetry() };
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()),

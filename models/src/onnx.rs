@@ -13,6 +13,24 @@ use crate::{ModelError, require};
 
 static ENVIRONMENT: OnceLock<Result<Environment, String>> = OnceLock::new();
 
+/// The variable that stops ONNX Runtime's telemetry.
+pub const TELEMETRY_OFF_VARIABLE: &str = "ORT_DISABLE_TELEMETRY";
+
+/// Turns ONNX Runtime's telemetry off for this process. The pinned Linux build (1.31) uploads usage events
+/// over HTTPS (OneDS, `mobile.events.data.microsoft.com`) from the moment an environment exists, unless
+/// `ORT_DISABLE_TELEMETRY` is set — the API's `DisableTelemetryEvents` (also called, below) does not stop
+/// it. Sets that variable unless the operator set it.
+///
+/// # Safety
+/// Sets an environment variable: call it before the process starts any other thread (first thing in
+/// `main`). Tests and benchmarks get the variable from `.cargo/config.toml`.
+pub unsafe fn disable_telemetry() {
+    if std::env::var_os(TELEMETRY_OFF_VARIABLE).is_none() {
+        // SAFETY: the caller guarantees no other thread runs yet.
+        unsafe { std::env::set_var(TELEMETRY_OFF_VARIABLE, "1") };
+    }
+}
+
 /// The process's ONNX Runtime environment, loading the library on first use.
 pub fn environment(models_dir: &Path) -> Result<&'static Environment, ModelError> {
     let library = require(models_dir, ONNXRUNTIME_LIBRARY)?;
