@@ -3,6 +3,8 @@
 //! server; the espeak-ng voice. The record goes IN_PROGRESS then ENDED, the transcript holds both turns,
 //! and the webhook receiver gets the signed events.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,10 +13,10 @@ use axum::body::Body;
 use axum::http::Request;
 use axum::response::Response;
 use axum::routing::post;
+use common::{LiveCall, call, speak, start_live_call};
 use confab_api::store::Db;
-use confab_api::webhooks::{Deliverer, WebhookConfig, signing};
-use confab_api::{AppConfig, AppState, app, auth, live};
-use confab_engine::runtime::{Runtime, RuntimeConfig};
+use confab_api::webhooks::signing;
+use confab_api::{AppConfig, AppState, app, auth};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -29,28 +31,6 @@ async fn chat() -> Response {
         .header("content-type", "text/event-stream")
         .body(Body::from_stream(futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::io::Error>))))
         .unwrap()
-}
-
-async fn call(router: &Router, key: &str, method: &str, path: &str, body: Option<Value>) -> Value {
-    let request =
-        Request::builder().method(method).uri(path).header("x-api-key", key).header("content-type", "application/json");
-    let request = request.body(body.map(|b| Body::from(b.to_string())).unwrap_or_default()).unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    serde_json::from_slice(&axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap()).unwrap()
-}
-
-fn speak(text: &str) -> Vec<f32> {
-    let path = std::env::temp_dir().join(format!("confab-live-{}.wav", std::process::id()));
-    let ok = std::process::Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "160", "-w"])
-        .arg(&path)
-        .arg(text)
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let audio = confab_engine::audio::wav::read_mono_16k(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    audio
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -130,14 +110,7 @@ async fn a_live_conversation_is_recorded_and_reported() {
     let id = conversation["id"].as_str().unwrap().to_string();
 
     let models = confab_models::default_models_dir();
-    let mut config = RuntimeConfig::new(models.clone(), 4);
-    config.media_threads = 1;
-    config.io = Some(tokio::runtime::Handle::current());
-    let runtime = Arc::new(Mutex::new(Runtime::start(config).expect("models are fetched")));
-    let deliverer = Deliverer::new(db.clone(), WebhookConfig { allow_private: true, ..WebhookConfig::default() });
-    let wake = deliverer.waker();
-    let delivering = tokio::spawn(deliverer.run());
-    let mut session = live::start(&db, &runtime, &id, &models, true, Some(wake), None).await.unwrap();
+    let LiveCall { runtime, delivering, mut session } = start_live_call(&db, &id, &models).await;
     assert_eq!(call(&router, &key, "GET", &format!("/v1/ext/conversation/{id}"), None).await["status"], "STARTED");
     // The transport marks the call IN_PROGRESS when the participant's media flows.
     confab_api::conversation_events::media_started(&db, &id).await.unwrap();
@@ -145,7 +118,7 @@ async fn a_live_conversation_is_recorded_and_reported() {
 
     // The user speaks, then stays silent while the agent answers.
     let mut audio = vec![0.0; 8_000];
-    audio.extend(speak("When does the library open?"));
+    audio.extend(speak("When does the library open?", 160));
     audio.extend(vec![0.0; 16_000 * 5]);
     let mut input = session.input;
     let mut output = session.output;

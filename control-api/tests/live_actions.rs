@@ -6,6 +6,8 @@
 //! calls back. The records, transcript, snippets and signed webhooks show all of it. Speech-to-text is
 //! the local Moonshine model on espeak-ng speech.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -14,15 +16,14 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, Request};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::post;
+use common::{LiveCall, call, speak, start_live_call};
 use confab_api::store::Db;
-use confab_api::webhooks::{Deliverer, WebhookConfig, signing};
-use confab_api::{AppConfig, AppState, app, auth, live};
-use confab_engine::runtime::{Runtime, RuntimeConfig};
+use confab_api::webhooks::signing;
+use confab_api::{AppConfig, AppState, app, auth};
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 const REFUSAL: &str = "I cannot give medical advice.";
 
@@ -68,26 +69,6 @@ async fn chat(State(seen): State<Arc<Seen>>, body: String) -> Response {
         ]);
     }
     sse(vec![call_chunk(0, "call_g", "no_medical_advice", "{}")])
-}
-
-fn speak(text: &str) -> Vec<f32> {
-    let path = std::env::temp_dir().join(format!("confab-live-actions-{}.wav", std::process::id()));
-    let ok = Command::new("espeak-ng").args(["-v", "en-us", "-s", "150", "-w"]).arg(&path).arg(text).status().unwrap();
-    assert!(ok.success());
-    let audio = confab_engine::audio::wav::read_mono_16k(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    audio
-}
-
-async fn call(router: &Router, key: &str, method: &str, path: &str, body: Option<Value>) -> Value {
-    let request =
-        Request::builder().method(method).uri(path).header("x-api-key", key).header("content-type", "application/json");
-    let request = request.body(body.map(|b| Body::from(b.to_string())).unwrap_or_default()).unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
-    assert!(status.is_success(), "{method} {path}: {status} {}", String::from_utf8_lossy(&bytes));
-    serde_json::from_slice(&bytes).unwrap()
 }
 
 /// The Python SDK's MCP server over HTTP+SSE on 127.0.0.1 (killed when dropped).
@@ -215,19 +196,12 @@ async fn a_live_call_uses_tools_mcp_guardrails_and_knowledge() {
         call(&router, &key, "POST", "/v1/ext/conversation", Some(json!({ "agent_id": agent["id"] }))).await;
     let id = conversation["id"].as_str().unwrap().to_string();
 
-    let mut config = RuntimeConfig::new(models.clone(), 4);
-    config.media_threads = 1;
-    config.io = Some(tokio::runtime::Handle::current());
-    let runtime = Arc::new(Mutex::new(Runtime::start(config).expect("models are fetched")));
-    let deliverer = Deliverer::new(db.clone(), WebhookConfig { allow_private: true, ..WebhookConfig::default() });
-    let wake = deliverer.waker();
-    let delivering = tokio::spawn(deliverer.run());
-    let mut session = live::start(&db, &runtime, &id, &models, true, Some(wake), None).await.unwrap();
+    let LiveCall { runtime, delivering, mut session } = start_live_call(&db, &id, &models).await;
 
     let mut audio = vec![0.0; 8_000];
-    audio.extend(speak("What is the weather in Paris?"));
+    audio.extend(speak("What is the weather in Paris?", 150));
     audio.extend(vec![0.0; 16_000 * 7]);
-    audio.extend(speak("Which medicine should I take?"));
+    audio.extend(speak("Which medicine should I take?", 150));
     audio.extend(vec![0.0; 16_000 * 5]);
     let (mut input, mut output) = (session.input, session.output);
     tokio::task::spawn_blocking(move || {
