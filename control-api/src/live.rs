@@ -88,13 +88,8 @@ pub async fn start(
             prompt = format!("{prompt}\n\n{extra}");
         }
     }
-    let settings = ActionSettings {
-        allow_private_urls,
-        conversation_id: conversation_id.to_string(),
-        webhook_secret: agent["webhook_secret"].as_str().unwrap_or_default().to_string(),
-    };
-    let mut actions = Actions::from_agent(&agent, settings);
-    actions.connect_mcp().await;
+    let settings = ActionSettings::for_conversation(&agent, conversation_id, allow_private_urls);
+    let actions = Actions::connected(&agent, settings).await;
     let mut responder = Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)
         .map_err(|e| LiveError::Agent(e.to_string()))?
         .with_actions(actions);
@@ -162,7 +157,7 @@ fn bridge(
 
 /// Stores each turn's metrics as the engine reports the turn over (diagnostics: a failed write is logged)
 /// and counts its stages in `/metrics`.
-async fn store_turn_metrics(
+pub async fn store_turn_metrics(
     db: Db,
     conversation_id: String,
     providers: Providers,

@@ -46,19 +46,10 @@ pub async fn run(db: Db, agent_id: &str, options: SimulateOptions) -> anyhow::Re
     eprintln!("conversation {id}");
 
     let (events_tx, events) = mpsc::channel(crate::live::BRIDGE_QUEUE);
-    let (metrics_tx, mut metrics) = mpsc::channel(crate::live::BRIDGE_QUEUE);
+    let (metrics_tx, metrics) = mpsc::channel(crate::live::BRIDGE_QUEUE);
     let recorder = tokio::spawn(crate::conversation_events::consume(db.clone(), id.clone(), events, None, None));
-    let metrics_writer = {
-        let (db, id) = (db.clone(), id.clone());
-        tokio::spawn(async move {
-            while let Some(body) = metrics.recv().await {
-                let (turn, body): (i64, serde_json::Value) = body;
-                if let Err(err) = crate::store::turn_metrics::insert(&db, &id, turn, &body).await {
-                    tracing::warn!(error = %err, "could not store a turn's metrics");
-                }
-            }
-        })
-    };
+    let providers = crate::metrics::Providers::from_pipeline(&agent["avatars"][0]["config"]);
+    let metrics_writer = tokio::spawn(crate::live::store_turn_metrics(db.clone(), id.clone(), providers, metrics));
     let models_dir = options.models_dir.clone();
     let (retrieval, snippets_writer) =
         crate::conversation_knowledge::retrieval(&db, &models_dir, &agent, &id).await.unzip();
@@ -70,9 +61,7 @@ pub async fn run(db: Db, agent_id: &str, options: SimulateOptions) -> anyhow::Re
                 let _ = events_tx.blocking_send(event.clone());
             }
             Observed::TurnMetrics(turn) => {
-                let mut body = turn.to_json();
-                body["conversation_id"] = json!(conversation_id);
-                let _ = metrics_tx.blocking_send((turn.turn.0 as i64, body));
+                let _ = metrics_tx.blocking_send(turn.clone());
             }
         };
         let mut stdout = std::io::stdout().lock();

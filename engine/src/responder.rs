@@ -117,11 +117,6 @@ impl Responder {
         self
     }
 
-    /// The conversation so far, as the model is given it (without the system prompt).
-    pub fn history(&self) -> &[ChatMessage] {
-        &self.history
-    }
-
     /// Looks up each turn in the agent's knowledge bases.
     pub fn with_retrieval(mut self, retrieval: Retrieval) -> Responder {
         self.retrieval = Some(retrieval);

@@ -367,9 +367,7 @@ fn responder_for(
         prompt = format!("{prompt}\n\n{}", spec.config.conversational_context);
     }
     let responder = Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)?;
-    let mut actions = Actions::from_agent(agent, settings);
-    io.block_on(actions.connect_mcp());
-    Ok(responder.with_actions(actions))
+    Ok(responder.with_actions(io.block_on(Actions::connected(agent, settings))))
 }
 
 /// One event as a JSON line: the webhook envelope plus `media_time` in seconds.
@@ -440,11 +438,7 @@ pub fn run_agent(
     let audio = wav::read_mono_16k(&options.input)?;
     let mut models = ListeningModels::load(&options.models_dir)?;
     let agent: Value = serde_json::from_str(agent_json).map_err(AgentSpecError::Json)?;
-    let settings = ActionSettings {
-        allow_private_urls: options.allow_private_urls,
-        conversation_id: conversation_id.to_string(),
-        webhook_secret: agent["webhook_secret"].as_str().unwrap_or_default().to_string(),
-    };
+    let settings = ActionSettings::for_conversation(&agent, conversation_id, options.allow_private_urls);
     let io = io_runtime()?;
     let mut responder = responder_for(&io, &agent, &spec, &options.models_dir, settings)?;
     if let Some(retrieval) = retrieval {

@@ -303,7 +303,7 @@ impl Deliverer {
             Ok(url) => url,
             Err(err) => return Outcome::Fail(format!("bad URL: {err}")),
         };
-        if let Err(error) = ssrf::check_literal_host(&url, self.config.allow_private) {
+        if let Err(error) = ssrf::check_url(&url, self.config.allow_private) {
             return Outcome::Fail(error);
         }
         let secret = match AGENTS.get(&self.db, &event.agent_id).await {

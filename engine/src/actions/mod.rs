@@ -29,6 +29,17 @@ pub struct ActionSettings {
     pub webhook_secret: String,
 }
 
+impl ActionSettings {
+    /// The settings of conversation `conversation_id` of `agent` (the Agent resource: its `webhook_secret`).
+    pub fn for_conversation(agent: &Value, conversation_id: &str, allow_private_urls: bool) -> ActionSettings {
+        ActionSettings {
+            allow_private_urls,
+            conversation_id: conversation_id.to_string(),
+            webhook_secret: agent["webhook_secret"].as_str().unwrap_or_default().to_string(),
+        }
+    }
+}
+
 /// One function the model may call.
 #[derive(Debug, Clone, Copy)]
 pub enum Action<'a> {
@@ -90,6 +101,13 @@ impl Actions {
             .collect();
         let mut actions = Actions::new(tools, guardrails, settings);
         actions.mcp_servers = records("mcp").iter().filter_map(McpServer::from_record).collect();
+        actions
+    }
+
+    /// `from_agent`, with the MCP servers connected: what a conversation starts with.
+    pub async fn connected(agent: &Value, settings: ActionSettings) -> Actions {
+        let mut actions = Actions::from_agent(agent, settings);
+        actions.connect_mcp().await;
         actions
     }
 

@@ -12,7 +12,7 @@ use confab_models::minilm::DIMENSIONS;
 /// Indexes larger than this are searched on `threads` threads.
 const PARALLEL_FROM: usize = 20_000;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct VectorIndex {
     codes: Vec<i8>,
     scales: Vec<f32>,
@@ -40,17 +40,17 @@ fn dot_avx2(a: &[i8], b: &[i8]) -> i32 {
     a.iter().zip(b).map(|(&x, &y)| i32::from(x) * i32::from(y)).sum()
 }
 
-/// The integer dot product, on AVX2 where the CPU has it (checked once).
-fn dot(a: &[i8], b: &[i8]) -> i32 {
+/// The integer dot product for this CPU: AVX2 where it has it (detected once per process).
+fn dot_for_this_cpu() -> fn(&[i8], &[i8]) -> i32 {
     #[cfg(target_arch = "x86_64")]
     {
         static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         if *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2")) {
-            // SAFETY: the CPU supports AVX2 (detected above).
-            return unsafe { dot_avx2(a, b) };
+            // SAFETY: only called where AVX2 was detected.
+            return |a, b| unsafe { dot_avx2(a, b) };
         }
     }
-    dot_portable(a, b)
+    dot_portable
 }
 
 /// The best `k` (score, position) pairs, best first.
@@ -72,6 +72,12 @@ impl Best {
         let at = self.hits.partition_point(|(s, _)| *s >= score);
         self.hits.insert(at, (score, position));
         self.hits.truncate(self.k);
+    }
+}
+
+impl Default for VectorIndex {
+    fn default() -> Self {
+        VectorIndex::new()
     }
 }
 
@@ -105,6 +111,7 @@ impl VectorIndex {
     pub fn search(&self, query: &[f32; DIMENSIONS], k: usize) -> Vec<(f32, usize)> {
         let mut query_codes = [0i8; DIMENSIONS];
         let query_scale = quantize(query, &mut query_codes);
+        let dot = dot_for_this_cpu();
         let scan = |first: usize, codes: &[i8]| {
             let mut best = Best::new(k);
             for (offset, vector) in codes.chunks_exact(DIMENSIONS).enumerate() {
@@ -159,6 +166,7 @@ mod tests {
     fn every_dot_product_agrees() {
         let a: Vec<i8> = (0..DIMENSIONS).map(|i| (i as i32 * 37 % 255 - 127) as i8).collect();
         let b: Vec<i8> = (0..DIMENSIONS).map(|i| (i as i32 * 91 % 255 - 127) as i8).collect();
+        let dot = dot_for_this_cpu();
         assert_eq!(dot(&a, &b), dot_portable(&a, &b));
         let extreme = vec![-127i8; DIMENSIONS];
         assert_eq!(dot(&extreme, &extreme), 127 * 127 * DIMENSIONS as i32);

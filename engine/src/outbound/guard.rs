@@ -77,11 +77,6 @@ pub fn check_url(url: &url::Url, allow_private: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// The webhooks' name for `check_url`.
-pub fn check_literal_host(url: &url::Url, allow_private: bool) -> Result<(), String> {
-    check_url(url, allow_private)
-}
-
 /// A resolver for reqwest that refuses names resolving to forbidden addresses (unless `allow_private`).
 #[derive(Debug, Clone, Copy)]
 pub struct GuardedResolver {
@@ -106,24 +101,18 @@ impl reqwest::dns::Resolve for GuardedResolver {
 /// An HTTP client for outbound calls: the guard in its resolver, no proxy from the environment,
 /// bounded timeouts, and no redirects.
 pub fn client(allow_private: bool, timeout: Duration) -> reqwest::Client {
-    builder(allow_private, timeout).redirect(reqwest::redirect::Policy::none()).build().expect("an HTTP client")
+    builder(allow_private, Some(timeout)).redirect(reqwest::redirect::Policy::none()).build().expect("an HTTP client")
 }
 
 /// Like `client`, but following up to `MAX_REDIRECTS` redirects, each target checked like the first.
 pub fn client_following_redirects(allow_private: bool, timeout: Duration) -> reqwest::Client {
-    builder(allow_private, timeout).redirect(redirect_policy(allow_private)).build().expect("an HTTP client")
+    builder(allow_private, Some(timeout)).redirect(redirect_policy(allow_private)).build().expect("an HTTP client")
 }
 
 /// Like `client`, but with no overall time limit (only the connection's): for long-lived streams (an MCP
 /// server's SSE stream); callers bound each exchange themselves.
 pub fn streaming_client(allow_private: bool) -> reqwest::Client {
-    reqwest::Client::builder()
-        .dns_resolver(Arc::new(GuardedResolver { allow_private }))
-        .no_proxy()
-        .connect_timeout(Duration::from_secs(5))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("an HTTP client")
+    builder(allow_private, None).redirect(reqwest::redirect::Policy::none()).build().expect("an HTTP client")
 }
 
 /// Follows up to `MAX_REDIRECTS` hops, each target checked with `check_url` (names are checked by the
@@ -140,12 +129,15 @@ fn redirect_policy(allow_private: bool) -> reqwest::redirect::Policy {
     })
 }
 
-fn builder(allow_private: bool, timeout: Duration) -> reqwest::ClientBuilder {
-    reqwest::Client::builder()
-        .dns_resolver(Arc::new(GuardedResolver { allow_private }))
-        .no_proxy()
-        .connect_timeout(Duration::from_secs(5).min(timeout))
-        .timeout(timeout)
+/// The guard in the resolver, no environment proxy, a connection timeout of 5 s (or `timeout` if shorter)
+/// and, with `timeout`, an overall one.
+fn builder(allow_private: bool, timeout: Option<Duration>) -> reqwest::ClientBuilder {
+    let connect = Duration::from_secs(5);
+    let builder = reqwest::Client::builder().dns_resolver(Arc::new(GuardedResolver { allow_private })).no_proxy();
+    match timeout {
+        Some(timeout) => builder.connect_timeout(connect.min(timeout)).timeout(timeout),
+        None => builder.connect_timeout(connect),
+    }
 }
 
 #[cfg(test)]
@@ -277,7 +269,7 @@ mod tests {
                 let _ = socket.write_all(response.as_bytes()).await;
             }
         });
-        let client = builder(true, Duration::from_secs(2)).redirect(redirect_policy(false)).build().unwrap();
+        let client = builder(true, Some(Duration::from_secs(2))).redirect(redirect_policy(false)).build().unwrap();
         let error = client.get(format!("http://127.0.0.1:{port}/")).send().await.unwrap_err();
         assert!(error.is_redirect(), "{error:?}");
         assert!(format!("{error:?}").contains("169.254.169.254"), "{error:?}");

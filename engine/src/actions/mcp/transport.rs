@@ -114,7 +114,7 @@ impl HttpTransport {
         }
         let (inbox_tx, inbox) = mpsc::channel(INBOX);
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
-        let reader = tokio::spawn(read_sse_stream(response, endpoint_tx, inbox_tx.clone()));
+        let reader = tokio::spawn(forward_sse_messages(response, Some(endpoint_tx), inbox_tx.clone()));
         let endpoint = match tokio::time::timeout(ENDPOINT_TIMEOUT, endpoint_rx).await {
             Ok(Ok(endpoint)) => endpoint,
             _ => {
@@ -141,22 +141,20 @@ impl HttpTransport {
     }
 }
 
-/// Reads an SSE stream: the first `endpoint` event goes to `endpoint`, `message` events to the inbox.
-async fn read_sse_stream(
+/// Reads an SSE stream to its end: the first `endpoint` event goes to `endpoint` (HTTP+SSE), every other
+/// event's JSON-RPC messages to the inbox.
+async fn forward_sse_messages(
     response: reqwest::Response,
-    endpoint: oneshot::Sender<String>,
+    mut endpoint: Option<oneshot::Sender<String>>,
     inbox: mpsc::Sender<ServerJsonRpcMessage>,
 ) {
-    let mut endpoint = Some(endpoint);
     let mut parser = SseParser::default();
     let mut bytes = response.bytes_stream();
     while let Some(Ok(chunk)) = bytes.next().await {
         let mut messages = Vec::new();
         parser.push_events(&chunk, &mut |event, data| match event {
-            "endpoint" => {
-                if let Some(endpoint) = endpoint.take() {
-                    let _ = endpoint.send(data.trim().to_string());
-                }
+            "endpoint" if endpoint.is_some() => {
+                let _ = endpoint.take().expect("checked").send(data.trim().to_string());
             }
             _ => messages.extend(parse_messages(data)),
         });
@@ -225,19 +223,7 @@ impl Transport<RoleClient> for HttpTransport {
                 .is_some_and(|v| v.starts_with("text/event-stream"));
             if is_stream {
                 // The answer streams; read it beside the service loop so the next send is not held up.
-                tokio::spawn(async move {
-                    let mut parser = SseParser::default();
-                    let mut bytes = response.bytes_stream();
-                    while let Some(Ok(chunk)) = bytes.next().await {
-                        let mut messages = Vec::new();
-                        parser.push_events(&chunk, &mut |_, data| messages.extend(parse_messages(data)));
-                        for message in messages {
-                            if inbox.send(message).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                });
+                tokio::spawn(forward_sse_messages(response, None, inbox));
                 return Ok(());
             }
             let text = response.text().await.map_err(|err| error(err.to_string()))?;
