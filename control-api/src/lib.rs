@@ -8,6 +8,7 @@ pub mod conversation_events;
 pub mod conversation_knowledge;
 pub mod error;
 pub mod extract;
+pub mod fleet;
 pub mod live;
 pub mod media;
 pub mod metrics;
@@ -47,6 +48,8 @@ pub struct AppState {
     pub config: Arc<AppConfig>,
     /// The embedded media worker; None when the engine could not start (no models).
     pub media: Option<Arc<media::MediaWorker>>,
+    /// In a fleet replica: calls go to media workers over NATS (instead of `media`).
+    pub fleet: Option<Arc<fleet::dispatch::Dispatcher>>,
 }
 
 #[derive(Debug, Clone)]
@@ -69,12 +72,18 @@ pub struct MintedSession {
 impl AppState {
     pub async fn new(db: Db, config: AppConfig) -> Result<AppState, sqlx::Error> {
         let secret = store::settings::secret(&db, SESSION_SECRET_NAME).await?;
-        Ok(AppState { db, session_keys: SessionKeys::new(&secret), config: Arc::new(config), media: None })
+        Ok(AppState { db, session_keys: SessionKeys::new(&secret), config: Arc::new(config), media: None, fleet: None })
     }
 
     /// Live calls through `media` (join page, WebRTC signalling).
     pub fn with_media(mut self, media: Arc<media::MediaWorker>) -> AppState {
         self.media = Some(media);
+        self
+    }
+
+    /// Live calls through the fleet's media workers (a replica).
+    pub fn with_fleet(mut self, dispatcher: Arc<fleet::dispatch::Dispatcher>) -> AppState {
+        self.fleet = Some(dispatcher);
         self
     }
 

@@ -1,4 +1,4 @@
-//! The `confab` binary: `serve` and `keys`.
+//! The `confab` binary: `serve`, `worker`, `keys`, `models fetch`, `simulate`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use confab_api::store::{self, Db};
+use confab_api::fleet::dispatch::Dispatcher;
+use confab_api::fleet::replica;
+use confab_api::fleet::worker::FleetWorker;
 use confab_api::{AppConfig, AppState, auth};
 
 #[derive(Parser)]
@@ -17,8 +20,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the control plane (REST API).
+    /// Run the control plane (REST API), with an embedded media worker unless it is a fleet replica.
     Serve(Box<ServeArgs>),
+    /// Run a media worker of a fleet: takes calls from NATS, records them in PostgreSQL; no REST API.
+    Worker(Box<WorkerArgs>),
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -102,6 +107,55 @@ struct ServeArgs {
     database: DatabaseArgs,
     #[command(flatten)]
     media: MediaArgs,
+    #[command(flatten)]
+    fleet: FleetArgs,
+}
+
+#[derive(Args)]
+struct FleetArgs {
+    /// NATS URL (nats://host:4222): run as a fleet replica whose calls go to `confab worker` processes
+    /// (needs --database-url postgres://…). No embedded media unless --embedded-worker.
+    #[arg(long, env = "CONFAB_NATS_URL")]
+    nats: Option<String>,
+    /// Serve the control plane only: no embedded media worker (joining a call answers 503 without --nats).
+    #[arg(long)]
+    no_media: bool,
+    /// With --nats: also run a media worker in this process, taking calls from the fleet's queue.
+    #[arg(long, requires = "nats", conflicts_with = "no_media")]
+    embedded_worker: bool,
+    /// With --nats: seconds a call waits for a worker with a free slot before answering 503.
+    #[arg(long, env = "CONFAB_DISPATCH_TIMEOUT", default_value_t = 3.0)]
+    dispatch_timeout: f64,
+}
+
+#[derive(Args)]
+struct WorkerArgs {
+    /// NATS URL of the fleet (nats://host:4222).
+    #[arg(long, env = "CONFAB_NATS_URL")]
+    nats: String,
+    /// This worker's id (letters, digits, `-`, `_`); a new random one by default.
+    #[arg(long, env = "CONFAB_WORKER_ID", value_parser = parse_worker_id)]
+    worker_id: Option<String>,
+    /// Base URL of the control plane (recording URLs start with it).
+    #[arg(long, env = "CONFAB_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
+    public_url: String,
+    /// On SIGTERM: seconds calls in progress get to finish before they are ended.
+    #[arg(long, env = "CONFAB_DRAIN_TIMEOUT", default_value_t = 30.0)]
+    drain_timeout: f64,
+    /// Let tools, MCP servers and guardrail callbacks reach loopback and private addresses.
+    #[arg(long = "allow-private-urls", env = "CONFAB_ALLOW_PRIVATE_URLS")]
+    allow_private_urls: bool,
+    #[command(flatten)]
+    database: DatabaseArgs,
+    #[command(flatten)]
+    media: MediaArgs,
+}
+
+fn parse_worker_id(text: &str) -> Result<String, String> {
+    let valid = !text.is_empty()
+        && text.len() <= 64
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if valid { Ok(text.to_string()) } else { Err("use 1 to 64 letters, digits, '-' or '_'".into()) }
 }
 
 #[derive(Args)]
@@ -188,6 +242,7 @@ async fn run() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(*args).await,
+        Command::Worker(args) => worker(*args).await,
         Command::Keys { command } => keys(command).await,
         Command::Models { command: ModelsCommand::Fetch { dir } } => fetch_models(dir),
         Command::Simulate { agent, agent_id, database, allow_private_urls, input, out, realtime, models_dir } => {
@@ -217,6 +272,10 @@ async fn run() -> anyhow::Result<()> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let db = open_database(&args.database).await?;
+    let nats = args.fleet.nats.clone();
+    if nats.is_some() && db.backend != store::Backend::Postgres {
+        anyhow::bail!("a fleet replica (--nats) needs PostgreSQL: give --database-url postgres://…");
+    }
     let public_url = args.public_url.unwrap_or_else(|| format!("http://{}", args.addr));
     let recordings_dir = args.database.data.join("recordings");
     let models_dir = args.media.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
@@ -226,9 +285,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         models_dir: models_dir.clone(),
     };
     let mut state = AppState::new(db.clone(), config).await.context("cannot initialise the server")?;
-    let orphaned = confab_api::store::conversations::end_orphaned(&db).await.context("cannot end orphaned calls")?;
-    if orphaned > 0 {
-        tracing::warn!(orphaned, "conversations left IN_PROGRESS by an earlier run are now ENDED");
+    if nats.is_none() {
+        // Alone, this process held every call; in a fleet, lost workers' calls are ended by the sweep.
+        let orphaned =
+            confab_api::store::conversations::end_orphaned(&db).await.context("cannot end orphaned calls")?;
+        if orphaned > 0 {
+            tracing::warn!(orphaned, "conversations left IN_PROGRESS by an earlier run are now ENDED");
+        }
     }
     let resumed =
         confab_api::avatars::custom::resume_unfinished(&db, &models_dir).await.context("cannot resume avatar jobs")?;
@@ -240,11 +303,45 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     let deliverer = confab_api::webhooks::Deliverer::new(db.clone(), webhook_config);
+    let waker = deliverer.waker();
     let allow_private = allow_private_urls(args.allow_private_urls);
-    let media =
-        start_media(&args.media, &db, &args.addr, public_url, recordings_dir, allow_private, deliverer.waker()).await;
+    let wants_media = !args.fleet.no_media && (nats.is_none() || args.fleet.embedded_worker);
+    let media = if wants_media {
+        start_media(&args.media, &db, args.addr.ip(), public_url, recordings_dir, allow_private, waker.clone()).await
+    } else {
+        tracing::info!("no embedded media worker");
+        None
+    };
     if let Some(media) = &media {
         state = state.with_media(media.clone());
+    }
+    let mut fleet_tasks = Vec::new();
+    let mut embedded_worker = None;
+    if let Some(url) = &nats {
+        let ice = confab_api::fleet::dispatch::IceServers {
+            urls: args.media.ice_servers.clone(),
+            username: args.media.ice_username.clone(),
+            credential: args.media.ice_credential.clone(),
+        };
+        let timeout = std::time::Duration::from_secs_f64(args.fleet.dispatch_timeout.max(0.1));
+        let dispatcher = Dispatcher::connect(url, db.clone(), timeout, ice)
+            .await
+            .map_err(|err| anyhow::anyhow!("cannot join the fleet at {url}: {err}"))?;
+        fleet_tasks.push(tokio::spawn(replica::sweep_lost_workers(db.clone(), waker.clone())));
+        fleet_tasks.push(tokio::spawn(replica::relay_outbox_wakeups(dispatcher.client().clone(), waker.clone())));
+        if let Some(media) = &media {
+            let id = format!("embedded-{}", short_id());
+            let host = std::sync::Arc::new(media.clone());
+            let worker = FleetWorker::join_fleet(dispatcher.client().clone(), db.clone(), host, id)
+                .await
+                .map_err(|err| anyhow::anyhow!("cannot start the embedded worker: {err}"))?;
+            let stop = std::sync::Arc::new(tokio::sync::Notify::new());
+            let stopped = stop.clone();
+            let run = worker.run(async move { stopped.notified().await }, confab_api::media::SHUTDOWN_GRACE);
+            embedded_worker = Some((stop, tokio::spawn(run)));
+        }
+        tracing::info!(nats = %url, "fleet replica");
+        state = state.with_fleet(dispatcher);
     }
     let deliverer = tokio::spawn(deliverer.run());
     let metrics_server = match args.metrics_addr {
@@ -262,8 +359,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, backend = ?db.backend, "confab serving");
     confab_api::server::serve(listener, confab_api::app(state), args.max_connections, shutdown_signal()).await?;
-    if let Some(media) = media {
+    if let Some((stop, worker)) = embedded_worker {
+        stop.notify_one();
+        let _ = worker.await;
+    } else if let Some(media) = media {
         media.shutdown().await;
+    }
+    for task in fleet_tasks {
+        task.abort();
     }
     deliverer.abort();
     if let Some(server) = metrics_server {
@@ -273,17 +376,49 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Starts the engine runtime for live calls. Without the models the control plane still serves; joining a
-/// call then answers 503.
+/// `confab worker`: a media worker of the fleet, until SIGTERM (then it drains).
+async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
+    let db = open_database(&args.database).await?;
+    if db.backend != store::Backend::Postgres {
+        anyhow::bail!("a media worker needs the fleet's PostgreSQL: give --database-url postgres://…");
+    }
+    let id = args.worker_id.unwrap_or_else(short_id);
+    let client = confab_api::fleet::protocol::connect(&args.nats, &format!("confab-worker-{id}"))
+        .await
+        .with_context(|| format!("cannot reach NATS at {}", args.nats))?;
+    let waker = FleetWorker::outbox_waker(client.clone());
+    let recordings_dir = args.database.data.join("recordings");
+    let default_ip = std::net::IpAddr::from([127, 0, 0, 1]);
+    let allow_private = allow_private_urls(args.allow_private_urls);
+    let media = start_media(&args.media, &db, default_ip, args.public_url, recordings_dir, allow_private, waker)
+        .await
+        .context("the media engine cannot start (run `confab models fetch`)")?;
+    let worker = FleetWorker::join_fleet(client, db, std::sync::Arc::new(media), id.clone())
+        .await
+        .map_err(|err| anyhow::anyhow!("cannot join the fleet at {}: {err}", args.nats))?;
+    eprintln!("worker {id}");
+    let drain_timeout = std::time::Duration::from_secs_f64(args.drain_timeout.max(0.0));
+    worker.run(shutdown_signal(), drain_timeout).await?;
+    tracing::info!("confab worker stopped");
+    Ok(())
+}
+
+/// A short random id (12 hex digits).
+fn short_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
+}
+
 /// `--allow-private-urls`, or the older variable `CONFAB_WEBHOOK_ALLOW_PRIVATE=true`.
 fn allow_private_urls(flag: bool) -> bool {
     flag || std::env::var("CONFAB_WEBHOOK_ALLOW_PRIVATE").is_ok_and(|v| matches!(v.as_str(), "true" | "1" | "yes"))
 }
 
+/// Starts the engine runtime for live calls. Without the models the control plane still serves; joining a
+/// call then answers 503.
 async fn start_media(
     args: &MediaArgs,
     db: &Db,
-    addr: &SocketAddr,
+    default_rtc_ip: std::net::IpAddr,
     public_url: String,
     recordings_dir: PathBuf,
     allow_private_urls: bool,
@@ -308,7 +443,7 @@ async fn start_media(
     let config = confab_api::media::MediaConfig {
         models_dir,
         max_calls: args.max_calls,
-        rtc_ip: args.rtc_ip.unwrap_or(addr.ip()),
+        rtc_ip: args.rtc_ip.unwrap_or(default_rtc_ip),
         public_ips: args.rtc_public_ips.clone(),
         udp_ports: args.rtc_ports,
         ice_servers: args.ice_servers.clone(),

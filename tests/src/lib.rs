@@ -65,6 +65,8 @@ pub fn rms_between(audio: &[f32], from: f64, to: f64) -> f32 {
 }
 
 pub mod browser;
+pub mod caller;
+pub mod fleet;
 pub mod netns;
 pub mod receiver;
 pub mod server;

@@ -34,6 +34,11 @@ pub struct Receiver {
 impl Receiver {
     /// Starts the receiver on a free loopback port, serving `files` (name, bytes).
     pub async fn start(files: Vec<(String, Vec<u8>)>) -> Receiver {
+        Receiver::start_answering_after(files, Duration::ZERO).await
+    }
+
+    /// As `start`, but each webhook is answered `delay` after it arrived (it counts as received at once).
+    pub async fn start_answering_after(files: Vec<(String, Vec<u8>)>, delay: Duration) -> Receiver {
         let seen: Arc<Mutex<Vec<Delivery>>> = Arc::default();
         let store = seen.clone();
         let files = Arc::new(files);
@@ -51,6 +56,7 @@ impl Receiver {
                             body,
                         };
                         store.lock().unwrap().push(delivery);
+                        tokio::time::sleep(delay).await;
                         "ok"
                     }
                 }),

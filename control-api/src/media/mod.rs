@@ -52,6 +52,15 @@ pub struct MediaConfig {
 }
 
 impl MediaConfig {
+    /// The STUN/TURN servers browsers are given.
+    pub fn ice_servers(&self) -> crate::fleet::dispatch::IceServers {
+        crate::fleet::dispatch::IceServers {
+            urls: self.ice_servers.clone(),
+            username: self.ice_username.clone(),
+            credential: self.ice_credential.clone(),
+        }
+    }
+
     /// Settings on `rtc_ip` with `confab serve`'s defaults: 8 calls, any UDP port, no ICE servers, no
     /// public address, the default no-media timeout.
     pub fn new(rtc_ip: IpAddr, models_dir: PathBuf, recordings_dir: PathBuf) -> MediaConfig {
@@ -94,6 +103,8 @@ struct CallEntry {
     /// Asks the call to hang up (set once the call runs).
     hang_up: Option<Arc<Notify>>,
     done: Option<tokio::task::JoinHandle<()>>,
+    /// Dropped when the call is forgotten: `finished` waiters then return.
+    over: tokio::sync::watch::Sender<()>,
 }
 
 pub struct MediaWorker {
@@ -153,7 +164,8 @@ impl MediaWorker {
             if calls.contains_key(conversation_id) {
                 return Err(JoinError::Busy);
             }
-            calls.insert(conversation_id.to_string(), CallEntry { hang_up: None, done: None });
+            let over = tokio::sync::watch::Sender::new(());
+            calls.insert(conversation_id.to_string(), CallEntry { hang_up: None, done: None, over });
         }
         let admitted = self.admit(conversation_id, offer_sdp).await;
         match admitted {
@@ -211,6 +223,16 @@ impl MediaWorker {
         let hang_up = Arc::new(Notify::new());
         let done = tokio::spawn(call::run(self.clone(), live, negotiated, recording, hang_up.clone()));
         Ok((answer, hang_up, done))
+    }
+
+    /// Resolves when the call of `conversation_id` is over and forgotten (at once when there is none).
+    pub fn finished(&self, conversation_id: &str) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let over = self.calls.lock().expect("calls lock").get(conversation_id).map(|entry| entry.over.subscribe());
+        async move {
+            if let Some(mut over) = over {
+                while over.changed().await.is_ok() {}
+            }
+        }
     }
 
     /// Hangs up the call of `conversation_id`; false when it has none.

@@ -146,6 +146,7 @@ pub fn new_summary(
         avatar_id: fields.avatars.first().map(|avatar| avatar.avatar_key_id.clone()).unwrap_or_default(),
         is_recorded: false,
         recording_url: String::new(),
+        end_reason: None,
     }
 }
 

@@ -15,17 +15,18 @@ const CONFIG_MARKER: &str = "/*CONFAB_CONFIG*/null";
 
 /// `GET /join/{id}`.
 pub async fn join_page(State(state): State<AppState>) -> Response {
-    let ice_servers: Vec<_> = state
-        .media
-        .as_ref()
-        .map(|media| {
-            let config = media.config();
-            config
-                .ice_servers
+    let ice = match (&state.fleet, &state.media) {
+        (Some(fleet), _) => Some(fleet.ice_servers().clone()),
+        (None, Some(media)) => Some(media.config().ice_servers()),
+        (None, None) => None,
+    };
+    let ice_servers: Vec<_> = ice
+        .map(|ice| {
+            ice.urls
                 .iter()
                 .map(|url| {
                     let mut server = json!({ "urls": url });
-                    if let (Some(username), Some(credential)) = (&config.ice_username, &config.ice_credential) {
+                    if let (Some(username), Some(credential)) = (&ice.username, &ice.credential) {
                         server["username"] = json!(username);
                         server["credential"] = json!(credential);
                     }

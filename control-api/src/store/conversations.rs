@@ -52,6 +52,8 @@ pub struct ConversationSummary {
     pub is_recorded: bool,
     #[serde(skip)]
     pub recording_url: String,
+    /// Why the platform ended the conversation (`worker_lost`: its media worker died); null otherwise.
+    pub end_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -78,6 +80,8 @@ pub struct ConversationDetail {
     pub status: String,
     pub is_recorded: bool,
     pub recording_url: String,
+    /// Why the platform ended the conversation (`worker_lost`); null when the call ended by itself.
+    pub end_reason: Option<String>,
     pub transcript: Vec<TranscriptEntry>,
     pub created_at: String,
     pub updated_at: String,
@@ -96,7 +100,7 @@ pub struct ConversationFilter<'a> {
 
 const COLUMNS: &str = "id, agent_id, agent_name, avatar_id, user_id, user_name, context, meta_data, join_link, status, \
     is_active, conversation_type, job_id, feedback, rating, usage_status, usage_json, snippets, chat_history, \
-    is_recorded, recording_url, created_at, updated_at";
+    is_recorded, recording_url, end_reason, created_at, updated_at";
 
 fn json_column(row: &AnyRow, column: &str) -> Result<Value, sqlx::Error> {
     let text: String = row.try_get(column)?;
@@ -128,13 +132,14 @@ fn decode(row: &AnyRow) -> Result<ConversationSummary, sqlx::Error> {
         avatar_id: row.try_get("avatar_id")?,
         is_recorded: row.try_get::<i64, _>("is_recorded")? != 0,
         recording_url: row.try_get("recording_url")?,
+        end_reason: Some(row.try_get::<String, _>("end_reason")?).filter(|reason| !reason.is_empty()),
     })
 }
 
 pub async fn insert(db: &Db, c: &ConversationSummary) -> Result<(), sqlx::Error> {
     let sql = format!(
         "INSERT INTO conversations ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
-         $16, $17, $18, $19, $20, $21, $22, $23)"
+         $16, $17, $18, $19, $20, $21, $22, $23, $24)"
     );
     sqlx::query(&sql)
         .bind(&c.id)
@@ -158,6 +163,7 @@ pub async fn insert(db: &Db, c: &ConversationSummary) -> Result<(), sqlx::Error>
         .bind(c.chat_history.to_string())
         .bind(i64::from(c.is_recorded))
         .bind(&c.recording_url)
+        .bind(c.end_reason.clone().unwrap_or_default())
         .bind(&c.created_at)
         .bind(&c.updated_at)
         .execute(&db.pool)
@@ -351,6 +357,7 @@ impl ConversationSummary {
             status: self.status,
             is_recorded: self.is_recorded,
             recording_url: self.recording_url,
+            end_reason: self.end_reason,
             transcript,
             created_at: self.created_at,
             updated_at: self.updated_at,

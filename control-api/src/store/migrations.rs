@@ -175,6 +175,26 @@ fn migration_6() -> Vec<String> {
     .to_vec()
 }
 
+/// The fleet: which media worker holds each conversation (claimed by compare-and-set), why a conversation
+/// ended when the platform ended it, and the workers' heartbeats (`store::workers`).
+fn migration_7() -> Vec<String> {
+    [
+        "ALTER TABLE conversations ADD COLUMN worker_id TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE conversations ADD COLUMN end_reason TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX IF NOT EXISTS conversations_worker ON conversations (worker_id)",
+        "CREATE TABLE IF NOT EXISTS workers (
+            id TEXT PRIMARY KEY,
+            max_calls BIGINT NOT NULL,
+            active_calls BIGINT NOT NULL,
+            draining BIGINT NOT NULL,
+            heartbeat_ms BIGINT NOT NULL,
+            started_at TEXT NOT NULL
+        )",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
 /// Applies every migration newer than the recorded version, each in its own transaction.
 pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
     sqlx::query("CREATE TABLE IF NOT EXISTS confab_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
@@ -187,6 +207,7 @@ pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
         (4, migration_4()),
         (5, migration_5()),
         (6, migration_6()),
+        (7, migration_7()),
     ];
     for (version, statements) in migrations {
         let mut tx = db.begin_write().await?;

@@ -8,6 +8,7 @@ pub mod knowledge;
 mod migrations;
 pub mod settings;
 pub mod turn_metrics;
+pub mod workers;
 
 use std::path::Path;
 use std::str::FromStr;

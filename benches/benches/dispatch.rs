@@ -1,0 +1,221 @@
+//! Fleet dispatch through NATS JetStream and PostgreSQL: the real `Dispatcher` (replica side) and the real
+//! `FleetWorker` (worker side: reserve a slot, take a job, claim the conversation by compare-and-set,
+//! answer the offer relayed by request-reply) with simulated media (the SDP answer is immediate, the call
+//! ends at once). Its own `nats-server` on a free loopback port; a fresh PostgreSQL database.
+//!
+//! Measured: signalling request → answer latency (p50/p99) with 1 and 4 workers, one call at a time;
+//! calls admitted per second with 32 callers at once; and the scale simulation: thousands of simulated
+//! workers (each holding a pull request and heartbeating every 2 s) while calls are dispatched.
+//! `cargo bench -p confab-benches --bench dispatch` (needs nats-server and PostgreSQL at
+//! CONFAB_TEST_POSTGRES_URL); under `cargo test`, a few calls on 1 and 4 workers.
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use confab_api::fleet::dispatch::{Dispatcher, IceServers};
+use confab_api::fleet::worker::{CallHost, FleetWorker};
+use confab_api::media::JoinError;
+use confab_api::store::Db;
+use confab_api::{AppConfig, AppState, app, auth};
+use futures_util::future::BoxFuture;
+use serde_json::json;
+use tower::ServiceExt;
+
+/// Media that admits every call at once; each call is over when it is admitted.
+struct SimulatedMedia {
+    max_calls: usize,
+}
+
+#[async_trait::async_trait]
+impl CallHost for SimulatedMedia {
+    async fn join(&self, _conversation_id: &str, _offer_sdp: String) -> Result<String, JoinError> {
+        Ok("v=0\r\n".to_string())
+    }
+    fn finished(&self, _conversation_id: &str) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+    fn hang_up(&self, _conversation_id: &str) -> bool {
+        false
+    }
+    fn active_calls(&self) -> usize {
+        0
+    }
+    fn max_calls(&self) -> usize {
+        self.max_calls
+    }
+    async fn shutdown(&self) {}
+}
+
+struct NatsServer(Child);
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_nats(dir: &std::path::Path) -> (NatsServer, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let binary = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
+        .into_iter()
+        .find(|path| std::path::Path::new(path).exists())
+        .unwrap_or("nats-server");
+    let child = Command::new(binary)
+        .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nats-server is installed");
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (NatsServer(child), format!("nats://127.0.0.1:{port}"))
+}
+
+fn fresh_database() -> String {
+    let base = std::env::var("CONFAB_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string());
+    let name = format!("confab_bench_dispatch_{}", std::process::id());
+    for statement in [format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), format!("CREATE DATABASE {name}")] {
+        let status = Command::new("psql").args([base.as_str(), "-q", "-c", &statement]).status().unwrap();
+        assert!(status.success(), "{statement}");
+    }
+    format!("{}/{name}", base.rsplit_once('/').unwrap().0)
+}
+
+async fn post(router: &Router, key: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
+    let request = axum::http::Request::post(path)
+        .header("x-api-key", key)
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    serde_json::from_slice(&axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap()).unwrap()
+}
+
+/// `count` new conversations of one agent.
+async fn conversations(router: &Router, key: &str, agent_id: &str, count: usize) -> Vec<String> {
+    let mut ids = Vec::with_capacity(count);
+    for _ in 0..count {
+        let conversation = post(router, key, "/v1/ext/conversation", json!({ "agent_id": agent_id })).await;
+        ids.push(conversation["id"].as_str().unwrap().to_string());
+    }
+    ids
+}
+
+/// Starts `count` simulated workers sharing `connections` NATS connections; returns their stop signal.
+async fn start_workers(nats: &str, db: &Db, prefix: &str, count: usize, connections: usize) -> Arc<tokio::sync::Notify> {
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let mut clients = Vec::new();
+    for n in 0..connections.max(1) {
+        clients.push(confab_api::fleet::protocol::connect(nats, &format!("bench-{prefix}-{n}")).await.unwrap());
+    }
+    for n in 0..count {
+        let media: Arc<dyn CallHost> = Arc::new(SimulatedMedia { max_calls: 8 });
+        let client = clients[n % clients.len()].clone();
+        let worker = FleetWorker::join_fleet(client, db.clone(), media, format!("{prefix}-{n}")).await.unwrap();
+        let stopped = stop.clone();
+        tokio::spawn(worker.run(async move { stopped.notified().await }, Duration::ZERO));
+    }
+    stop
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Joins each conversation with `parallel` callers at once; latencies and calls per second.
+async fn dispatch(dispatcher: &Arc<Dispatcher>, ids: Vec<String>, parallel: usize) -> (Vec<Duration>, f64) {
+    let queue = Arc::new(Mutex::new(ids));
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    let started = Instant::now();
+    let mut callers = Vec::new();
+    for _ in 0..parallel {
+        let (queue, latencies, dispatcher) = (queue.clone(), latencies.clone(), dispatcher.clone());
+        callers.push(tokio::spawn(async move {
+            loop {
+                let Some(id) = queue.lock().unwrap().pop() else { return };
+                let asked = Instant::now();
+                dispatcher.join(&id, "v=0\r\n".into()).await.expect("admitted");
+                latencies.lock().unwrap().push(asked.elapsed());
+            }
+        }));
+    }
+    for caller in callers {
+        caller.await.unwrap();
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut latencies = std::mem::take(&mut *latencies.lock().unwrap());
+    latencies.sort();
+    let rate = latencies.len() as f64 / elapsed;
+    (latencies, rate)
+}
+
+fn report(label: &str, latencies: &[Duration], rate: f64) {
+    println!(
+        "{label}: {} calls, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, {rate:.0} calls admitted/s",
+        latencies.len(),
+        percentile(latencies, 0.5).as_secs_f64() * 1e3,
+        percentile(latencies, 0.99).as_secs_f64() * 1e3,
+        latencies.last().unwrap().as_secs_f64() * 1e3,
+    );
+}
+
+fn main() {
+    let bench = std::env::args().any(|a| a == "--bench");
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let store = tempfile::tempdir().unwrap();
+        let (_nats_server, nats) = start_nats(store.path());
+        let db = Db::connect(&fresh_database()).await.unwrap();
+        let state = AppState::new(
+            db.clone(),
+            AppConfig {
+                public_url: "http://bench".into(),
+                recordings_dir: "recordings".into(),
+                models_dir: confab_models::default_models_dir(),
+            },
+        )
+        .await
+        .unwrap();
+        let (_, key) = auth::create_key(&db, "bench").await.unwrap();
+        let router = app(state);
+        let agent = post(&router, &key, "/v1/ext/agent", json!({ "agent_name": "B" })).await;
+        let agent_id = agent["id"].as_str().unwrap().to_string();
+        let dispatcher = Dispatcher::connect(&nats, db.clone(), Duration::from_secs(5), IceServers::default())
+            .await
+            .unwrap();
+        let sequential = if bench { 500 } else { 20 };
+        let mut stops = HashMap::new();
+
+        stops.insert("one", start_workers(&nats, &db, "one", 1, 1).await);
+        let (latencies, rate) = dispatch(&dispatcher, conversations(&router, &key, &agent_id, sequential).await, 1).await;
+        report("1 worker, 1 caller at a time", &latencies, rate);
+        stops.insert("four", start_workers(&nats, &db, "four", 3, 3).await);
+        let (latencies, rate) = dispatch(&dispatcher, conversations(&router, &key, &agent_id, sequential).await, 1).await;
+        report("4 workers, 1 caller at a time", &latencies, rate);
+        let (latencies, rate) =
+            dispatch(&dispatcher, conversations(&router, &key, &agent_id, sequential * 4).await, 32).await;
+        report("4 workers, 32 callers at once", &latencies, rate);
+
+        if bench {
+            // The scale simulation: thousands of idle workers each holding a pull request and heartbeating.
+            let simulated = std::env::var("CONFAB_BENCH_WORKERS").ok().and_then(|n| n.parse().ok()).unwrap_or(2000);
+            let started = Instant::now();
+            stops.insert("many", start_workers(&nats, &db, "sim", simulated, 50).await);
+            println!("{simulated} simulated workers joined in {:.1} s", started.elapsed().as_secs_f64());
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let ids = conversations(&router, &key, &agent_id, 2000).await;
+            let (latencies, rate) = dispatch(&dispatcher, ids, 32).await;
+            report(&format!("{} workers, 32 callers at once", simulated + 4), &latencies, rate);
+        }
+        for stop in stops.values() {
+            stop.notify_waiters();
+        }
+    });
+}

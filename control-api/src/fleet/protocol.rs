@@ -1,0 +1,155 @@
+//! What replicas and workers say to each other over NATS: the JetStream work queue of call jobs, the
+//! per-worker request-reply subject for signalling, and the outbox wake-up. Only plain JetStream streams
+//! and pull consumers are used (no key-value buckets), so NATS Server 2.9 and later work.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer, stream};
+use serde::{Deserialize, Serialize};
+
+/// The JetStream stream of call jobs (work-queue retention: a job is removed once a worker acknowledges it).
+pub const JOB_STREAM: &str = "CONFAB_CALLS";
+/// The subject call jobs are published on.
+pub const JOB_SUBJECT: &str = "confab.calls.jobs";
+/// The durable pull consumer every worker fetches from.
+pub const JOB_CONSUMER: &str = "confab-workers";
+/// A job's redelivery delay when a worker took it and died before acknowledging it.
+/// (A worker that takes longer to admit is safe: the claim in the database admits a conversation once.)
+pub const JOB_ACK_WAIT: Duration = Duration::from_secs(10);
+/// Jobs publishing the same `Nats-Msg-Id` within this window are stored once.
+pub const JOB_DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+/// Jobs are dropped by the server after this long (their callers gave up long before).
+pub const JOB_MAX_AGE: Duration = Duration::from_secs(600);
+/// Pull requests the job consumer holds at once: one per idle worker (the server's default, 512, would
+/// refuse the 513th idle worker's fetch). Past this many workers per queue, shard the queue (docs/scaling.md).
+pub const JOB_MAX_WAITING: i64 = 16_384;
+/// Workers publish their heartbeats here too (for operators watching the fleet; liveness is read from
+/// PostgreSQL).
+pub const HEARTBEAT_SUBJECT: &str = "confab.workers.heartbeat";
+/// Workers publish here when they stored webhook events; replicas then look at the outbox at once.
+pub const OUTBOX_SUBJECT: &str = "confab.outbox.wake";
+
+/// The request-reply subject of worker `id`.
+pub fn rpc_subject(worker_id: &str) -> String {
+    format!("confab.worker.{worker_id}.rpc")
+}
+
+/// A request for a call, queued until a worker with a free slot takes it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CallJob {
+    /// Also the message's `Nats-Msg-Id`: a job published twice is stored once.
+    pub job_id: String,
+    pub conversation_id: String,
+    /// Where the worker that takes the job says so (`Taken`).
+    pub reply_to: String,
+    /// Unix milliseconds after which nobody waits for the job any more: a worker drops it.
+    pub expires_at_ms: i64,
+}
+
+/// A worker has claimed the job's conversation and holds a slot for it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Taken {
+    pub job_id: String,
+    pub worker_id: String,
+}
+
+/// A request to a worker on its `rpc_subject`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Rpc {
+    /// The participant's SDP offer for the job the worker took.
+    Offer { job_id: String, conversation_id: String, sdp: String },
+    /// Hang up the conversation's call.
+    HangUp { conversation_id: String },
+}
+
+/// A worker's answer to an `Rpc`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum RpcReply {
+    Answer { sdp: String },
+    HungUp { found: bool },
+    Refused { reason: Refusal, message: String },
+}
+
+/// Why a worker did not admit a call; the replica turns each into the HTTP answer `confab serve` alone gives.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    Ended,
+    Busy,
+    Full,
+    InvalidOffer,
+    /// The job is unknown or expired (the offer came too late).
+    NoJob,
+    Internal,
+}
+
+/// A worker's heartbeat as published on `HEARTBEAT_SUBJECT`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Heartbeat {
+    pub worker_id: String,
+    pub max_calls: i64,
+    pub active_calls: i64,
+    pub draining: bool,
+}
+
+/// The job stream, created if missing (replicas and workers both call this; the settings are the same).
+pub async fn job_stream(js: &jetstream::Context) -> Result<stream::Stream, async_nats::Error> {
+    let config = stream::Config {
+        name: JOB_STREAM.into(),
+        subjects: vec![JOB_SUBJECT.into()],
+        retention: stream::RetentionPolicy::WorkQueue,
+        max_age: JOB_MAX_AGE,
+        duplicate_window: JOB_DUPLICATE_WINDOW,
+        ..Default::default()
+    };
+    Ok(js.get_or_create_stream(config).await?)
+}
+
+/// The workers' shared pull consumer of the job stream.
+pub async fn job_consumer(js: &jetstream::Context) -> Result<consumer::PullConsumer, async_nats::Error> {
+    let stream = job_stream(js).await?;
+    let config = consumer::pull::Config {
+        durable_name: Some(JOB_CONSUMER.into()),
+        ack_policy: consumer::AckPolicy::Explicit,
+        ack_wait: JOB_ACK_WAIT,
+        max_deliver: 5,
+        max_waiting: JOB_MAX_WAITING,
+        ..Default::default()
+    };
+    Ok(stream.get_or_create_consumer(JOB_CONSUMER, config).await?)
+}
+
+/// Connects to NATS, naming the connection after its role (seen in the server's monitoring).
+pub async fn connect(url: &str, name: &str) -> Result<async_nats::Client, async_nats::ConnectError> {
+    async_nats::ConnectOptions::new()
+        .name(name)
+        .connection_timeout(Duration::from_secs(5))
+        .connect(url)
+        .await
+}
+
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_have_a_stable_wire_shape() {
+        let offer = Rpc::Offer { job_id: "j".into(), conversation_id: "c".into(), sdp: "v=0".into() };
+        assert_eq!(
+            serde_json::to_value(&offer).unwrap(),
+            serde_json::json!({"op": "offer", "job_id": "j", "conversation_id": "c", "sdp": "v=0"})
+        );
+        let refused = RpcReply::Refused { reason: Refusal::InvalidOffer, message: "bad".into() };
+        assert_eq!(
+            serde_json::to_value(&refused).unwrap(),
+            serde_json::json!({"result": "refused", "reason": "invalid_offer", "message": "bad"})
+        );
+        assert_eq!(rpc_subject("w1"), "confab.worker.w1.rpc");
+    }
+}

@@ -1,0 +1,352 @@
+//! Runs in a media worker (`confab worker`): takes call jobs from the JetStream work queue only while it
+//! holds a free slot (a slot is reserved before the next job is fetched, so capacity is never
+//! oversubscribed), claims each job's conversation by compare-and-set in the database, answers the
+//! participant's offer that the replica relays on `confab.worker.<id>.rpc`, and acknowledges the job once
+//! the call is admitted. It heartbeats its capacity and load, and on SIGTERM drains: no new jobs, calls
+//! finish (up to the drain timeout) or are ended cleanly.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream::{self, AckKind};
+use futures_util::StreamExt;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
+
+use super::protocol::{self, CallJob, Heartbeat, Refusal, Rpc, RpcReply, Taken};
+use crate::media::{JoinError, MediaWorker};
+
+/// What holds a worker's calls: the media worker (WebRTC and the engine), or a simulated one in the
+/// dispatch benchmark.
+#[async_trait::async_trait]
+pub trait CallHost: Send + Sync + 'static {
+    /// Admits the participant with their SDP offer; the SDP answer.
+    async fn join(&self, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError>;
+    /// Resolves when the call is over.
+    fn finished(&self, conversation_id: &str) -> futures_util::future::BoxFuture<'static, ()>;
+    /// Hangs up the call; false when there is none.
+    fn hang_up(&self, conversation_id: &str) -> bool;
+    fn active_calls(&self) -> usize;
+    fn max_calls(&self) -> usize;
+    /// Ends every call cleanly and waits for them (bounded).
+    async fn shutdown(&self);
+}
+
+#[async_trait::async_trait]
+impl CallHost for Arc<MediaWorker> {
+    async fn join(&self, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError> {
+        MediaWorker::join(self, conversation_id, offer_sdp).await
+    }
+    fn finished(&self, conversation_id: &str) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(MediaWorker::finished(self, conversation_id))
+    }
+    fn hang_up(&self, conversation_id: &str) -> bool {
+        MediaWorker::hang_up(self, conversation_id)
+    }
+    fn active_calls(&self) -> usize {
+        MediaWorker::active_calls(self)
+    }
+    fn max_calls(&self) -> usize {
+        self.config().max_calls
+    }
+    async fn shutdown(&self) {
+        MediaWorker::shutdown(self).await
+    }
+}
+use crate::store::Db;
+use crate::store::workers::{self, Claim, WorkerBeat};
+
+/// How often a worker heartbeats.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
+/// How long a worker that claimed a job waits for the replica to send the participant's offer.
+pub const OFFER_WAIT: Duration = Duration::from_secs(10);
+/// How long one fetch of the job queue waits for a job (the loop then fetches again).
+const FETCH_WAIT: Duration = Duration::from_secs(2);
+/// Fault injection for the fleet's tests: with `CONFAB_FAULT=crash_before_job_ack` the worker aborts
+/// right after admitting a call, before acknowledging its job (as a kill -9 at that instant would).
+const FAULT_ENV: &str = "CONFAB_FAULT";
+
+/// An offer the rpc handler hands to the job that waits for it, with the subject to answer on.
+struct Offer {
+    sdp: String,
+    reply_to: async_nats::Subject,
+}
+
+pub struct FleetWorker {
+    id: String,
+    client: async_nats::Client,
+    consumer: jetstream::consumer::PullConsumer,
+    db: Db,
+    media: Arc<dyn CallHost>,
+    max_calls: usize,
+    slots: Arc<Semaphore>,
+    /// Jobs claimed and waiting for their offer, by job id.
+    awaiting_offer: Mutex<HashMap<String, oneshot::Sender<Offer>>>,
+    draining: AtomicBool,
+    drain: Notify,
+    crash_before_ack: bool,
+}
+
+impl FleetWorker {
+    /// Joins the fleet over `client`: finds the job queue, registers with a first heartbeat.
+    pub async fn join_fleet(
+        client: async_nats::Client,
+        db: Db,
+        media: Arc<dyn CallHost>,
+        id: String,
+    ) -> Result<Arc<FleetWorker>, async_nats::Error> {
+        let consumer = protocol::job_consumer(&jetstream::new(client.clone())).await?;
+        let max_calls = media.max_calls();
+        let worker = Arc::new(FleetWorker {
+            id,
+            client,
+            consumer,
+            db,
+            media,
+            max_calls,
+            slots: Arc::new(Semaphore::new(max_calls)),
+            awaiting_offer: Mutex::new(HashMap::new()),
+            draining: AtomicBool::new(false),
+            drain: Notify::new(),
+            crash_before_ack: std::env::var(FAULT_ENV).is_ok_and(|fault| fault == "crash_before_job_ack"),
+        });
+        worker.heartbeat().await?;
+        Ok(worker)
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Publishes on NATS when webhook events were stored, so replicas deliver them at once.
+    pub fn outbox_waker(client: async_nats::Client) -> Arc<Notify> {
+        let wake = Arc::new(Notify::new());
+        let waiting = wake.clone();
+        tokio::spawn(async move {
+            loop {
+                waiting.notified().await;
+                let _ = client.publish(protocol::OUTBOX_SUBJECT, bytes::Bytes::new()).await;
+            }
+        });
+        wake
+    }
+
+    /// Serves until `shutdown` resolves, then drains: no new jobs; calls in progress get `drain_timeout`
+    /// to finish, then are ended cleanly; the worker then leaves the fleet.
+    pub async fn run(
+        self: Arc<Self>,
+        shutdown: impl std::future::Future<Output = ()>,
+        drain_timeout: Duration,
+    ) -> anyhow::Result<()> {
+        let rpc = self.client.subscribe(protocol::rpc_subject(&self.id)).await?;
+        let rpc_task = tokio::spawn(self.clone().serve_rpc(rpc));
+        let heartbeat_task = tokio::spawn(self.clone().heartbeats());
+        let take_task = tokio::spawn(self.clone().take_jobs());
+        tracing::info!(worker = %self.id, max_calls = self.max_calls, "media worker taking calls");
+        shutdown.await;
+        self.draining.store(true, Ordering::SeqCst);
+        self.drain.notify_waiters();
+        let _ = take_task.await;
+        let active = self.media.active_calls();
+        tracing::info!(worker = %self.id, active, drain_timeout_s = drain_timeout.as_secs_f64(), "draining");
+        let _ = self.heartbeat().await;
+        let all_over = async {
+            while self.media.active_calls() > 0 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        };
+        if tokio::time::timeout(drain_timeout, all_over).await.is_err() {
+            tracing::info!(worker = %self.id, calls = self.media.active_calls(), "drain timeout: ending calls");
+        }
+        self.media.shutdown().await;
+        heartbeat_task.abort();
+        rpc_task.abort();
+        workers::remove(&self.db, &self.id).await?;
+        let _ = self.client.flush().await;
+        tracing::info!(worker = %self.id, "left the fleet");
+        Ok(())
+    }
+
+    fn beat(&self) -> WorkerBeat {
+        WorkerBeat {
+            id: self.id.clone(),
+            max_calls: self.max_calls as i64,
+            active_calls: self.media.active_calls() as i64,
+            draining: self.draining.load(Ordering::SeqCst),
+        }
+    }
+
+    async fn heartbeat(&self) -> Result<(), async_nats::Error> {
+        let beat = self.beat();
+        workers::heartbeat(&self.db, &beat, protocol::now_ms()).await?;
+        let message = Heartbeat {
+            worker_id: beat.id,
+            max_calls: beat.max_calls,
+            active_calls: beat.active_calls,
+            draining: beat.draining,
+        };
+        let payload = serde_json::to_vec(&message).expect("heartbeats serialize");
+        self.client.publish(protocol::HEARTBEAT_SUBJECT, payload.into()).await?;
+        Ok(())
+    }
+
+    async fn heartbeats(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(HEARTBEAT_INTERVAL);
+        loop {
+            tick.tick().await;
+            if let Err(err) = self.heartbeat().await {
+                tracing::warn!(worker = %self.id, error = %err, "heartbeat failed");
+            }
+        }
+    }
+
+    /// Reserve a slot, then take one job; repeat until draining.
+    async fn take_jobs(self: Arc<Self>) {
+        while !self.draining.load(Ordering::SeqCst) {
+            let permit = tokio::select! {
+                permit = self.slots.clone().acquire_owned() => permit.expect("the slots are never closed"),
+                _ = self.drain.notified() => break,
+            };
+            let job = match self.fetch_one().await {
+                Ok(Some(job)) => job,
+                Ok(None) => continue,
+                Err(err) => {
+                    tracing::warn!(worker = %self.id, error = %err, "cannot fetch call jobs");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            if self.draining.load(Ordering::SeqCst) {
+                // Another worker takes it at once.
+                let _ = job.ack_with(AckKind::Nak(None)).await;
+                break;
+            }
+            tokio::spawn(self.clone().run_job(job, permit));
+        }
+    }
+
+    async fn fetch_one(&self) -> Result<Option<jetstream::Message>, async_nats::Error> {
+        let mut batch = self.consumer.fetch().max_messages(1).expires(FETCH_WAIT).messages().await?;
+        Ok(batch.next().await.transpose()?)
+    }
+
+    async fn run_job(self: Arc<Self>, message: jetstream::Message, permit: OwnedSemaphorePermit) {
+        let job: CallJob = match serde_json::from_slice(&message.payload) {
+            Ok(job) => job,
+            Err(err) => {
+                tracing::warn!(worker = %self.id, error = %err, "dropping a malformed call job");
+                let _ = message.ack_with(AckKind::Term).await;
+                return;
+            }
+        };
+        let conversation_id = job.conversation_id.clone();
+        if job.expires_at_ms < protocol::now_ms() {
+            tracing::info!(worker = %self.id, %conversation_id, job = %job.job_id, "call job dropped: expired");
+            let _ = message.ack().await;
+            return;
+        }
+        match workers::claim(&self.db, &conversation_id, &self.id).await {
+            Ok(Claim::Claimed) => {}
+            Ok(other) => {
+                // A job published twice or redelivered: the conversation was admitted (or ended) already.
+                tracing::info!(worker = %self.id, %conversation_id, job = %job.job_id, claim = ?other,
+                    "call job dropped: already admitted elsewhere (or ended)");
+                let _ = message.ack().await;
+                return;
+            }
+            Err(err) => {
+                tracing::warn!(worker = %self.id, %conversation_id, error = %err, "cannot claim; job returned");
+                let _ = message.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
+                return;
+            }
+        }
+        let admitted = self.admit(&job).await;
+        if admitted && self.crash_before_ack {
+            tracing::error!(worker = %self.id, %conversation_id, "fault injection: aborting before the job's ack");
+            let _ = self.client.flush().await;
+            std::process::abort();
+        }
+        let _ = message.ack().await;
+        if admitted {
+            self.media.finished(&conversation_id).await;
+        } else if let Err(err) = workers::release(&self.db, &conversation_id, &self.id).await {
+            tracing::warn!(worker = %self.id, %conversation_id, error = %err, "cannot release an unused claim");
+        }
+        drop(permit);
+    }
+
+    /// Tells the job's replica this worker holds it, waits for the offer, admits the call and answers.
+    async fn admit(&self, job: &CallJob) -> bool {
+        let (sender, offer) = oneshot::channel();
+        self.awaiting_offer.lock().expect("offers lock").insert(job.job_id.clone(), sender);
+        let taken = Taken { job_id: job.job_id.clone(), worker_id: self.id.clone() };
+        let payload = serde_json::to_vec(&taken).expect("replies serialize");
+        let offer = match self.client.publish(job.reply_to.clone(), payload.into()).await {
+            Ok(()) => tokio::time::timeout(OFFER_WAIT, offer).await.ok().and_then(Result::ok),
+            Err(_) => None,
+        };
+        self.awaiting_offer.lock().expect("offers lock").remove(&job.job_id);
+        let Some(offer) = offer else {
+            tracing::info!(worker = %self.id, conversation_id = %job.conversation_id, "the offer never came");
+            return false;
+        };
+        let joined = self.media.join(&job.conversation_id, offer.sdp).await;
+        let admitted = joined.is_ok();
+        let reply = match joined {
+            Ok(sdp) => RpcReply::Answer { sdp },
+            Err(err) => refusal(err),
+        };
+        self.reply(offer.reply_to, &reply).await;
+        admitted
+    }
+
+    async fn reply(&self, to: async_nats::Subject, reply: &RpcReply) {
+        let payload = serde_json::to_vec(reply).expect("replies serialize");
+        if let Err(err) = self.client.publish(to, payload.into()).await {
+            tracing::warn!(worker = %self.id, error = %err, "cannot answer a replica");
+        }
+    }
+
+    async fn serve_rpc(self: Arc<Self>, mut requests: async_nats::Subscriber) {
+        while let Some(message) = requests.next().await {
+            let Some(reply_to) = message.reply.clone() else { continue };
+            let reply = match serde_json::from_slice::<Rpc>(&message.payload) {
+                Ok(Rpc::Offer { job_id, sdp, .. }) => {
+                    let waiting = self.awaiting_offer.lock().expect("offers lock").remove(&job_id);
+                    match waiting {
+                        // The job's task answers once the call is admitted.
+                        Some(job) => match job.send(Offer { sdp, reply_to }) {
+                            Ok(()) => continue,
+                            Err(offer) => refused(Refusal::NoJob, "the job expired", offer.reply_to),
+                        },
+                        None => refused(Refusal::NoJob, "no such job on this worker", reply_to),
+                    }
+                }
+                Ok(Rpc::HangUp { conversation_id }) => {
+                    (reply_to, RpcReply::HungUp { found: self.media.hang_up(&conversation_id) })
+                }
+                Err(err) => refused(Refusal::Internal, &format!("malformed request: {err}"), reply_to),
+            };
+            self.reply(reply.0, &reply.1).await;
+        }
+    }
+}
+
+fn refused(reason: Refusal, message: &str, to: async_nats::Subject) -> (async_nats::Subject, RpcReply) {
+    (to, RpcReply::Refused { reason, message: message.to_string() })
+}
+
+/// The refusal a replica turns back into the HTTP answer of `confab serve` alone.
+fn refusal(err: JoinError) -> RpcReply {
+    let reason = match &err {
+        JoinError::Ended => Refusal::Ended,
+        JoinError::Busy => Refusal::Busy,
+        JoinError::Full => Refusal::Full,
+        JoinError::Peer(crate::media::peer::PeerError::Offer(message)) => {
+            return RpcReply::Refused { reason: Refusal::InvalidOffer, message: message.clone() };
+        }
+        _ => Refusal::Internal,
+    };
+    RpcReply::Refused { reason, message: err.to_string() }
+}

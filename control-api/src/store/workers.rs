@@ -1,0 +1,209 @@
+//! The fleet's records: media workers' heartbeats, which worker holds each conversation (claimed by a
+//! compare-and-set, so one conversation is admitted by one worker once), and the ending of a lost worker's
+//! calls (records ENDED with `end_reason = worker_lost`, `participant_left` and `call_ended` queued in the
+//! same transaction, exactly once however many replicas sweep).
+
+use confab_engine::{ConversationEvent, EventKind};
+use sqlx::Row;
+
+use super::Db;
+use super::conversations::{STATUS_ENDED, STATUS_IN_PROGRESS};
+
+/// `end_reason` of a conversation whose media worker stopped heartbeating mid-call.
+pub const REASON_WORKER_LOST: &str = "worker_lost";
+
+/// What a worker reports of itself on each heartbeat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerBeat {
+    pub id: String,
+    pub max_calls: i64,
+    pub active_calls: i64,
+    pub draining: bool,
+}
+
+/// Records a heartbeat (the first one registers the worker).
+pub async fn heartbeat(db: &Db, beat: &WorkerBeat, now_ms: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO workers (id, max_calls, active_calls, draining, heartbeat_ms, started_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET max_calls = $2, active_calls = $3, \
+         draining = $4, heartbeat_ms = $5",
+    )
+    .bind(&beat.id)
+    .bind(beat.max_calls)
+    .bind(beat.active_calls)
+    .bind(i64::from(beat.draining))
+    .bind(now_ms)
+    .bind(crate::time::now_iso())
+    .execute(&db.pool)
+    .await?;
+    Ok(())
+}
+
+/// A worker leaves the fleet cleanly (after its calls ended).
+pub async fn remove(db: &Db, id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM workers WHERE id = $1").bind(id).execute(&db.pool).await?;
+    Ok(())
+}
+
+/// Workers with their last heartbeat, oldest first.
+pub async fn list(db: &Db) -> Result<Vec<(WorkerBeat, i64)>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT id, max_calls, active_calls, draining, heartbeat_ms FROM workers ORDER BY heartbeat_ms, id",
+    )
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                WorkerBeat {
+                    id: row.try_get("id")?,
+                    max_calls: row.try_get("max_calls")?,
+                    active_calls: row.try_get("active_calls")?,
+                    draining: row.try_get::<i64, _>("draining")? != 0,
+                },
+                row.try_get("heartbeat_ms")?,
+            ))
+        })
+        .collect()
+}
+
+/// The outcome of a worker's claim on a conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// This worker now holds the conversation.
+    Claimed,
+    /// Another worker holds it (or this one already did: a redelivered job).
+    Held(String),
+    Ended,
+    Missing,
+}
+
+/// Claims `conversation_id` for `worker_id` by compare-and-set: only an unheld conversation that has not
+/// ended can be claimed, so a job taken twice is admitted once.
+pub async fn claim(db: &Db, conversation_id: &str, worker_id: &str) -> Result<Claim, sqlx::Error> {
+    let result = sqlx::query(
+        "UPDATE conversations SET worker_id = $1, updated_at = $2 WHERE id = $3 AND worker_id = '' AND status <> $4",
+    )
+    .bind(worker_id)
+    .bind(crate::time::now_iso())
+    .bind(conversation_id)
+    .bind(STATUS_ENDED)
+    .execute(&db.pool)
+    .await?;
+    if result.rows_affected() == 1 {
+        return Ok(Claim::Claimed);
+    }
+    Ok(match holder(db, conversation_id).await? {
+        None => Claim::Missing,
+        Some((_, status)) if status == STATUS_ENDED => Claim::Ended,
+        Some((worker, _)) => Claim::Held(worker),
+    })
+}
+
+/// The worker holding `conversation_id` ('' when none) and its status; None when there is no such
+/// conversation.
+pub async fn holder(db: &Db, conversation_id: &str) -> Result<Option<(String, String)>, sqlx::Error> {
+    let row = sqlx::query("SELECT worker_id, status FROM conversations WHERE id = $1")
+        .bind(conversation_id)
+        .fetch_optional(&db.pool)
+        .await?;
+    row.map(|row| Ok((row.try_get("worker_id")?, row.try_get("status")?))).transpose()
+}
+
+/// Gives up a claim whose call was never admitted (the offer never came, or was refused), so the
+/// participant can try again.
+pub async fn release(db: &Db, conversation_id: &str, worker_id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE conversations SET worker_id = '' WHERE id = $1 AND worker_id = $2 AND status <> $3")
+        .bind(conversation_id)
+        .bind(worker_id)
+        .bind(STATUS_ENDED)
+        .execute(&db.pool)
+        .await?;
+    Ok(())
+}
+
+/// A call ended because its worker was lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostCall {
+    pub worker_id: String,
+    pub conversation_id: String,
+}
+
+/// Ends the calls of every worker whose last heartbeat is older than `cutoff_ms`, and forgets the worker.
+/// Per worker, one transaction: the worker row is deleted by whoever gets there first (a concurrent
+/// replica then finds nothing to do), each of its conversations not yet ENDED reads ENDED with
+/// `end_reason = worker_lost`, and its `participant_left` (when the participant had joined) and
+/// `call_ended` webhooks are stored in the outbox.
+pub async fn end_calls_of_lost_workers(db: &Db, cutoff_ms: i64) -> Result<Vec<LostCall>, sqlx::Error> {
+    let lost: Vec<String> = sqlx::query("SELECT id FROM workers WHERE heartbeat_ms < $1")
+        .bind(cutoff_ms)
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|row| row.try_get("id"))
+        .collect::<Result<_, _>>()?;
+    let mut ended = Vec::new();
+    for worker_id in lost {
+        ended.extend(end_calls_of(db, &worker_id, cutoff_ms).await?);
+    }
+    Ok(ended)
+}
+
+async fn end_calls_of(db: &Db, worker_id: &str, cutoff_ms: i64) -> Result<Vec<LostCall>, sqlx::Error> {
+    let rows = sqlx::query("SELECT id, status, user_id FROM conversations WHERE worker_id = $1 AND status <> $2")
+        .bind(worker_id)
+        .bind(STATUS_ENDED)
+        .fetch_all(&db.pool)
+        .await?;
+    // The webhooks each call gets, looked up before the transaction (they only read the agent).
+    let mut calls = Vec::new();
+    for row in &rows {
+        let (id, status, user_id): (String, String, String) =
+            (row.try_get("id")?, row.try_get("status")?, row.try_get("user_id")?);
+        let mut events = Vec::new();
+        if status == STATUS_IN_PROGRESS {
+            events.push(EventKind::ParticipantLeft { id: user_id });
+        }
+        events.push(EventKind::CallEnded);
+        let mut queued = Vec::new();
+        for kind in events {
+            let event = ConversationEvent { media_time: std::time::Duration::ZERO, kind };
+            queued.extend(crate::webhooks::subscribed(db, &id, &event).await?);
+        }
+        calls.push((id, queued));
+    }
+    let mut tx = db.begin_write().await?;
+    let owned = sqlx::query("DELETE FROM workers WHERE id = $1 AND heartbeat_ms < $2")
+        .bind(worker_id)
+        .bind(cutoff_ms)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    if owned == 0 {
+        return Ok(vec![]);
+    }
+    let mut ended = Vec::new();
+    for (conversation_id, queued) in calls {
+        let changed = sqlx::query(
+            "UPDATE conversations SET status = $1, is_active = 0, end_reason = $2, updated_at = $3 \
+             WHERE id = $4 AND worker_id = $5 AND status <> $1",
+        )
+        .bind(STATUS_ENDED)
+        .bind(REASON_WORKER_LOST)
+        .bind(crate::time::now_iso())
+        .bind(&conversation_id)
+        .bind(worker_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if changed == 0 {
+            continue;
+        }
+        for event in queued {
+            event.insert(&mut tx).await?;
+        }
+        ended.push(LostCall { worker_id: worker_id.to_string(), conversation_id });
+    }
+    tx.commit().await?;
+    Ok(ended)
+}

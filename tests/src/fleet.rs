@@ -1,0 +1,138 @@
+//! A fleet on loopback for end-to-end tests: its own NATS server (the machine's `nats-server` with
+//! JetStream, a temporary store, a free port), a fresh PostgreSQL database, and media workers
+//! (`confab worker`) as child processes; replicas are `server::Server`s started with `--nats`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::confab_bin;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A NATS server of our own (isolated from other tests' jobs and workers).
+pub struct Nats {
+    child: Child,
+    pub url: String,
+    pub port: u16,
+}
+
+impl Nats {
+    /// `nats-server -js` on a free loopback port with its store under `dir`; waits until it accepts.
+    pub fn start(dir: &Path) -> Nats {
+        let port = free_port();
+        let store = dir.join("nats");
+        std::fs::create_dir_all(&store).unwrap();
+        let log = std::fs::File::create(dir.join("nats.log")).unwrap();
+        let child = Command::new(nats_server())
+            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+            .arg(&store)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("nats-server is installed (Debian's nats-server; scripts/setup.sh)");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not start; see {}", dir.join("nats.log").display());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Nats { child, url: format!("nats://127.0.0.1:{port}"), port }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn nats_server() -> PathBuf {
+    ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists())
+        .unwrap_or_else(|| PathBuf::from("nats-server"))
+}
+
+/// A new, empty PostgreSQL database named `name` (dropped first if it exists); its URL.
+pub fn fresh_database(name: &str) -> String {
+    let base = std::env::var("CONFAB_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string());
+    let drop = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+    let create = format!("CREATE DATABASE {name}");
+    for statement in [drop, create] {
+        let output = Command::new("psql").args([base.as_str(), "-q", "-c", &statement]).output().unwrap();
+        assert!(output.status.success(), "{statement}: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let (server, _) = base.rsplit_once('/').expect("a database URL ends with /<database>");
+    format!("{server}/{name}")
+}
+
+/// `confab keys create --database-url <url>`: the new key.
+pub fn create_key(database_url: &str) -> String {
+    let output = Command::new(confab_bin())
+        .args(["keys", "create", "--name", "test", "--database-url", database_url])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+/// A `confab worker` child process.
+pub struct Worker {
+    pub child: Child,
+    pub id: String,
+    pub log: PathBuf,
+}
+
+impl Worker {
+    /// `confab worker --worker-id <id> --nats <nats> --database-url <db> --data <dir>/<id> <extra>` with
+    /// `env`; waits until it takes calls. Its log is `<dir>/<id>.log`.
+    pub async fn start(dir: &Path, id: &str, nats: &str, database_url: &str, extra: &[&str], env: &[(&str, &str)]) -> Worker {
+        let log = dir.join(format!("{id}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(confab_bin())
+            .args(["worker", "--worker-id", id, "--nats", nats, "--database-url", database_url, "--data"])
+            .arg(dir.join(id))
+            .args(["--allow-private-urls"])
+            .args(extra)
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "info,sqlx=warn,webrtc=warn,rtc=warn")
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        let worker = Worker { child, id: id.to_string(), log };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !worker.log_text().contains("media worker taking calls") {
+            assert!(Instant::now() < deadline, "worker {id} did not start:\n{}", worker.log_text());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        worker
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM (the worker drains), then wait for it to exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        self.child.wait().unwrap()
+    }
+
+    /// SIGKILL: the worker dies at once, its calls with it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

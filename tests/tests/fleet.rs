@@ -1,0 +1,422 @@
+//! The fleet as real processes on loopback: a NATS server of the test's own, a fresh PostgreSQL
+//! database, replicas (`confab serve --nats`) and media workers (`confab worker`), with WebRTC
+//! participants (our `Offerer`, Opus over UDP) and a webhook receiver.
+//!
+//! - Four calls spread over two workers of two slots; a fifth gets 503; events and transcripts stored and
+//!   delivered. Then a worker is killed (-9) mid-call: its calls end (`worker_lost`, `participant_left`,
+//!   `call_ended`), the other worker's calls go on, a new call lands on the survivor.
+//! - A replica is killed (-9) mid-delivery: the other delivers the rest of the outbox.
+//! - SIGTERM drains a worker with a call in progress.
+//! - A job redelivered after a worker crashed before acknowledging it is admitted once; a job published
+//!   twice (same `Nats-Msg-Id`) is taken once.
+//!
+//! The tests take turns (one fleet at a time): each starts several processes that load the models.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use confab_api::fleet::protocol::{self, CallJob, Rpc, RpcReply, Taken};
+use confab_api::media::peer::Offerer;
+use confab_api::store::Db;
+use confab_api::store::workers;
+use confab_engine::{ConversationEvent, EventKind};
+use confab_tests::caller::{Caller, client_config, offer, speech_16k, token_of};
+use confab_tests::fleet::{Nats, Worker, create_key, fresh_database};
+use confab_tests::receiver::Receiver;
+use confab_tests::server::{Server, api};
+use futures_util::StreamExt;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+const QUESTION: &str = "When does the library open?";
+const REPLY: &str = "At nine.";
+const FULL: &str = r#"{"error":"No free media session; try again later"}"#;
+
+/// One fleet at a time in this binary.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// An OpenAI-compatible speech-to-text and chat server (the real wire protocol): every utterance is
+/// `QUESTION`, every answer `REPLY`.
+async fn providers() -> String {
+    async fn chat() -> Response {
+        let chunk = json!({ "choices": [{ "index": 0, "delta": { "content": REPLY }, "finish_reason": null }] });
+        let body = format!("data: {chunk}\n\ndata: [DONE]\n\n");
+        Response::builder().header("content-type", "text/event-stream").body(Body::from(body)).unwrap()
+    }
+    async fn transcribe() -> Response {
+        axum::Json(json!({ "text": QUESTION })).into_response()
+    }
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/audio/transcriptions", post(transcribe));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    base
+}
+
+/// A fleet's shared pieces: directory, NATS, database, API key.
+struct Fleet {
+    dir: std::path::PathBuf,
+    nats: Nats,
+    database_url: String,
+    db: Db,
+    key: String,
+    client: reqwest::Client,
+}
+
+impl Fleet {
+    async fn new(name: &str) -> Fleet {
+        let dir = std::env::temp_dir().join(format!("confab-fleet-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let nats = Nats::start(&dir);
+        let database_url = fresh_database(&format!("confab_fleet_{name}_{}", std::process::id()));
+        let key = create_key(&database_url);
+        let db = Db::connect(&database_url).await.unwrap();
+        Fleet { dir, nats, database_url, db, key, client: reqwest::Client::new() }
+    }
+
+    async fn replica(&self, name: &str, extra: &[&str]) -> Server {
+        let mut args = vec!["--database-url", &self.database_url, "--nats", &self.nats.url, "--allow-private-urls"];
+        args.extend_from_slice(extra);
+        Server::start(&self.dir.join(name), &args).await
+    }
+
+    async fn worker(&self, id: &str, extra: &[&str], env: &[(&str, &str)]) -> Worker {
+        Worker::start(&self.dir, id, &self.nats.url, &self.database_url, extra, env).await
+    }
+
+    /// An agent on `base` whose webhooks go to `receiver`; returns (agent id, webhook secret).
+    async fn agent(&self, base: &str, receiver: &Receiver, events: &[&str], providers: bool) -> (String, String) {
+        let config = if providers {
+            json!({ "llm": { "provider": "custom", "model": "test-model" },
+                    "stt": { "provider": "custom", "model": "whisper-1", "max_endpointing_delay": 1.0 },
+                    "tts": { "provider": "local", "model_id": "espeak-ng" } })
+        } else {
+            json!({ "llm": { "provider": "local" }, "stt": { "provider": "local" }, "tts": { "provider": "local" } })
+        };
+        let body = json!({
+            "agent_name": "Librarian",
+            "agent_system_prompt": "You are the library's receptionist.",
+            "avatars": [{ "avatar_key_id": "stock-amara", "config": config }],
+            "callback_url": receiver.hook_url,
+            "callback_events": events
+        });
+        let agent = api(&self.client, &self.key, Method::POST, format!("{base}/v1/ext/agent"), Some(body)).await;
+        (agent["id"].as_str().unwrap().to_string(), agent["webhook_secret"].as_str().unwrap().to_string())
+    }
+
+    async fn conversation(&self, base: &str, agent_id: &str, user_id: &str) -> Value {
+        let body = json!({ "agent_id": agent_id, "user_name": "Ada", "user_id": user_id });
+        api(&self.client, &self.key, Method::POST, format!("{base}/v1/ext/conversation"), Some(body)).await
+    }
+
+    async fn record(&self, base: &str, id: &str) -> Value {
+        api(&self.client, &self.key, Method::GET, format!("{base}/v1/ext/conversation/{id}"), None).await
+    }
+
+    async fn holder(&self, id: &str) -> String {
+        workers::holder(&self.db, id).await.unwrap().unwrap().0
+    }
+
+    async fn wait_for_status(&self, base: &str, id: &str, expected: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.record(base, id).await["status"] != expected {
+            assert!(Instant::now() < deadline, "{id} never became {expected}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn id_of(conversation: &Value) -> String {
+    conversation["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_spread_over_workers_and_a_lost_workers_calls_end() {
+    let _turn = TURN.lock().await;
+    let fleet = Fleet::new("spread").await;
+    let providers = providers().await;
+    let env = [("CONFAB_LLM_BASE_URL", providers.as_str()), ("CONFAB_STT_BASE_URL", providers.as_str())];
+    let mut w1 = fleet.worker("w1", &["--max-calls", "2"], &env).await;
+    let _w2 = fleet.worker("w2", &["--max-calls", "2"], &env).await;
+    let (r1, r2) = (fleet.replica("r1", &[]).await, fleet.replica("r2", &[]).await);
+    let bases = [r1.base.clone(), r2.base.clone()];
+    let receiver = Receiver::start(vec![]).await;
+    let events = ["utterance_committed", "participant_left", "call_ended"];
+    let (agent_id, secret) = fleet.agent(&bases[0], &receiver, &events, true).await;
+    let speech = speech_16k(&fleet.dir, QUESTION);
+
+    // Four calls, joined alternately through both replicas, fill both workers' two slots.
+    let mut calls = Vec::new();
+    for n in 0..4 {
+        let base = &bases[n % 2];
+        let conversation = fleet.conversation(base, &agent_id, &format!("user-{n}")).await;
+        let id = id_of(&conversation);
+        let token = token_of(&conversation);
+        let caller = Caller::join(&fleet.client, base, &id, &token, speech.clone()).await;
+        calls.push((id, token, caller));
+    }
+    let mut per_worker: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (id, _, _) in &calls {
+        per_worker.entry(fleet.holder(id).await).or_default().push(id.clone());
+    }
+    assert_eq!(per_worker.keys().collect::<Vec<_>>(), ["w1", "w2"], "{per_worker:?}");
+    assert!(per_worker.values().all(|ids| ids.len() == 2), "{per_worker:?}");
+
+    // A fifth: no free slot anywhere.
+    let fifth = fleet.conversation(&bases[1], &agent_id, "user-5").await;
+    let sdp = Offerer::new(&client_config()).await.unwrap().offer_sdp;
+    let refused = offer(&fleet.client, &bases[1], &id_of(&fifth), &token_of(&fifth), sdp).await;
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.text().await.unwrap(), FULL);
+
+    // Every call is heard, transcribed and reported, whichever replica delivers.
+    for (id, _, _) in &calls {
+        receiver.wait_for_event(&secret, id, "utterance_committed", Duration::from_secs(90)).await;
+        let record = fleet.record(&bases[0], id).await;
+        assert_eq!(record["status"], "IN_PROGRESS");
+        let transcript = record["transcript"].as_array().unwrap();
+        assert!(transcript.iter().any(|entry| entry["role"] == "user" && entry["content"] == QUESTION), "{record}");
+    }
+
+    // Worker w1 dies mid-call: its calls end with the documented reason and their webhooks.
+    w1.kill();
+    let lost = per_worker["w1"].clone();
+    for id in &lost {
+        receiver.wait_for_event(&secret, id, "call_ended", Duration::from_secs(30)).await;
+        assert_eq!(receiver.event_names(&secret, id), ["utterance_committed", "participant_left", "call_ended"]);
+        let user = calls.iter().position(|(call, _, _)| call == id).unwrap();
+        assert_eq!(receiver.events(&secret, id)[1]["event"]["payload"]["id"], format!("user-{user}"));
+        let record = fleet.record(&bases[1], id).await;
+        assert_eq!((record["status"].as_str(), record["end_reason"].as_str()), (Some("ENDED"), Some("worker_lost")));
+    }
+    // w2's calls go on.
+    for id in &per_worker["w2"] {
+        assert_eq!(fleet.record(&bases[0], id).await["status"], "IN_PROGRESS");
+        assert!(calls.iter().find(|(call, _, _)| call == id).unwrap().2.connected());
+        assert!(!receiver.event_names(&secret, id).contains(&"call_ended".to_string()));
+    }
+    // One of them hangs up (the replica relays it by request-reply to w2): a slot frees on w2, and a new
+    // call lands there.
+    let (kept, hung_up) = (&per_worker["w2"][0], &per_worker["w2"][1]);
+    let (_, token, _) = calls.iter().find(|(call, _, _)| call == hung_up).unwrap();
+    let response = fleet
+        .client
+        .delete(format!("{}/v1/session/conversation/{hung_up}/webrtc", bases[1]))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    receiver.wait_for_event(&secret, hung_up, "call_ended", Duration::from_secs(30)).await;
+    fleet.wait_for_status(&bases[1], hung_up, "ENDED").await;
+    let sixth = fleet.conversation(&bases[0], &agent_id, "user-6").await;
+    let _new_call = Caller::join(&fleet.client, &bases[0], &id_of(&sixth), &token_of(&sixth), vec![]).await;
+    assert_eq!(fleet.holder(&id_of(&sixth)).await, "w2");
+    assert_eq!(fleet.record(&bases[1], kept).await["status"], "IN_PROGRESS");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_killed_mid_delivery_leaves_the_rest_to_another() {
+    let _turn = TURN.lock().await;
+    let fleet = Fleet::new("delivery").await;
+    let mut r1 = fleet.replica("r1", &[]).await;
+    let receiver = Receiver::start_answering_after(vec![], Duration::from_millis(300)).await;
+    let (agent_id, secret) = fleet.agent(&r1.base, &receiver, &["user.started_speaking"], false).await;
+    let mut conversations = Vec::new();
+    for n in 0..6 {
+        conversations.push(id_of(&fleet.conversation(&r1.base, &agent_id, &format!("user-{n}")).await));
+    }
+    // Five events per conversation, stored as a worker stores them; r1 starts delivering at once.
+    let event = ConversationEvent { media_time: Duration::ZERO, kind: EventKind::UserStartedSpeaking };
+    for _ in 0..5 {
+        for id in &conversations {
+            assert!(confab_api::webhooks::enqueue(&fleet.db, id, &event).await.unwrap());
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while receiver.deliveries().len() < 6 {
+        assert!(Instant::now() < deadline, "r1 delivered nothing");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    r1.kill();
+    let delivered_by_r1 = receiver.deliveries().len();
+    assert!(delivered_by_r1 < 30, "r1 delivered everything before it was killed");
+    let _r2 = fleet.replica("r2", &[]).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let distinct = || receiver.deliveries().into_iter().map(|(id, _)| id).collect::<HashSet<_>>();
+    while distinct().len() < 30 {
+        assert!(Instant::now() < deadline, "only {} of 30 events delivered", distinct().len());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let duplicates = receiver.deliveries().len() - 30;
+    eprintln!("delivered 30 events, {delivered_by_r1} before the kill, {duplicates} duplicate(s)");
+    // Duplicates are at most the deliveries r1 had in flight (one per conversation).
+    assert!(duplicates <= conversations.len(), "{duplicates} duplicates");
+    // Within a conversation, first arrivals keep the order events were stored in.
+    let mut order: HashMap<String, Vec<String>> = HashMap::new();
+    for (id, body) in receiver.deliveries() {
+        let conversation = serde_json::from_str::<Value>(&body).unwrap()["conversation_id"].as_str().unwrap().to_string();
+        let seen = order.entry(conversation).or_default();
+        if !seen.contains(&id) {
+            seen.push(id);
+        }
+    }
+    for id in &conversations {
+        assert!(receiver.event_names(&secret, id).len() >= 5);
+        let stored: Vec<String> = outbox_ids(&fleet.db, id).await;
+        assert_eq!(order[id], stored, "delivery order of {id}");
+    }
+}
+
+/// The outbox ids of `conversation_id` in the order they were stored.
+async fn outbox_ids(db: &Db, conversation_id: &str) -> Vec<String> {
+    use sqlx::Row;
+    sqlx::query("SELECT id FROM webhook_outbox WHERE conversation_id = $1 ORDER BY seq")
+        .bind(conversation_id)
+        .fetch_all(&db.pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get::<String, _>("id"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_a_worker() {
+    let _turn = TURN.lock().await;
+    let fleet = Fleet::new("drain").await;
+    let mut worker = fleet.worker("drained", &["--max-calls", "2", "--drain-timeout", "8"], &[]).await;
+    let replica = fleet.replica("r1", &["--dispatch-timeout", "1"]).await;
+    let receiver = Receiver::start(vec![]).await;
+    let (agent_id, secret) = fleet.agent(&replica.base, &receiver, &["participant_left", "call_ended"], false).await;
+    let conversation = fleet.conversation(&replica.base, &agent_id, "user-1").await;
+    let id = id_of(&conversation);
+    let caller = Caller::join(&fleet.client, &replica.base, &id, &token_of(&conversation), vec![]).await;
+    fleet.wait_for_status(&replica.base, &id, "IN_PROGRESS").await;
+
+    let terminated = Instant::now();
+    let pid = worker.child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    // Draining: the worker takes no new call (it has a free slot), the call in progress goes on.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !worker.log_text().contains("draining") {
+        assert!(Instant::now() < deadline, "the worker did not start draining");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let second = fleet.conversation(&replica.base, &agent_id, "user-2").await;
+    let sdp = Offerer::new(&client_config()).await.unwrap().offer_sdp;
+    let refused = offer(&fleet.client, &replica.base, &id_of(&second), &token_of(&second), sdp).await;
+    assert_eq!(refused.status(), 503);
+    assert!(caller.connected());
+    assert_eq!(fleet.record(&replica.base, &id).await["status"], "IN_PROGRESS");
+
+    // At the drain timeout the call is ended cleanly and the worker leaves the fleet.
+    let status = worker.child.wait().unwrap();
+    assert!(status.success(), "the worker exited with {status}");
+    assert!(terminated.elapsed() >= Duration::from_secs(8), "ended before the drain timeout");
+    receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
+    let record = fleet.record(&replica.base, &id).await;
+    assert_eq!(record["status"], "ENDED");
+    assert_eq!(record["end_reason"], Value::Null, "a drained call ends cleanly");
+    assert!(workers::list(&fleet.db).await.unwrap().is_empty(), "the worker is still registered");
+    worker.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_is_admitted_once_when_redelivered_or_published_twice() {
+    let _turn = TURN.lock().await;
+    let fleet = Fleet::new("once").await;
+    let replica = fleet.replica("r1", &[]).await;
+    let receiver = Receiver::start(vec![]).await;
+    let (agent_id, secret) = fleet.agent(&replica.base, &receiver, &["call_ended"], false).await;
+
+    // w1 admits a call, then dies before acknowledging its job (fault injection = kill -9 at that point).
+    let crashing = fleet.worker("w1", &[], &[("CONFAB_FAULT", "crash_before_job_ack")]).await;
+    let conversation = fleet.conversation(&replica.base, &agent_id, "user-1").await;
+    let id = id_of(&conversation);
+    let offerer = Offerer::new(&client_config()).await.unwrap();
+    let answer = offer(&fleet.client, &replica.base, &id, &token_of(&conversation), offerer.offer_sdp.clone()).await;
+    assert_eq!(answer.status(), 201);
+    let mut crashing = crashing;
+    let status = crashing.child.wait().unwrap();
+    assert!(!status.success(), "w1 should have crashed");
+    // w2 gets the redelivered job (after the ack wait) and must not admit the call again; the call is
+    // ended as w1's.
+    let w2 = fleet.worker("w2", &[], &[]).await;
+    receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(30)).await;
+    let deadline = Instant::now() + protocol::JOB_ACK_WAIT + Duration::from_secs(20);
+    while !w2.log_text().contains("call job dropped") {
+        assert!(Instant::now() < deadline, "w2 never saw the redelivered job:\n{}", w2.log_text());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(fleet.holder(&id).await, "w1", "the call moved to another worker");
+    assert_eq!(fleet.record(&replica.base, &id).await["end_reason"], "worker_lost");
+    assert_eq!(receiver.event_names(&secret, &id), ["call_ended"]);
+
+    // A job published twice with the same Nats-Msg-Id is taken once; the offer then goes by request-reply
+    // to the worker that took it.
+    let nats = async_nats::connect(&fleet.nats.url).await.unwrap();
+    let js = async_nats::jetstream::new(nats.clone());
+    let conversation = fleet.conversation(&replica.base, &agent_id, "user-2").await;
+    let id = id_of(&conversation);
+    let job = CallJob {
+        job_id: uuid::Uuid::new_v4().to_string(),
+        conversation_id: id.clone(),
+        reply_to: nats.new_inbox(),
+        expires_at_ms: protocol::now_ms() + 30_000,
+    };
+    let mut replies = nats.subscribe(job.reply_to.clone()).await.unwrap();
+    for _ in 0..2 {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", job.job_id.as_str());
+        let payload = serde_json::to_vec(&job).unwrap();
+        let ack = js.publish_with_headers(protocol::JOB_SUBJECT, headers, payload.into()).await.unwrap();
+        ack.await.unwrap();
+    }
+    let taken = tokio::time::timeout(Duration::from_secs(10), replies.next()).await.unwrap().unwrap();
+    let taken: Taken = serde_json::from_slice(&taken.payload).unwrap();
+    assert_eq!(taken.worker_id, "w2");
+    assert!(tokio::time::timeout(Duration::from_secs(3), replies.next()).await.is_err(), "taken twice");
+    let offerer = Offerer::new(&client_config()).await.unwrap();
+    let request = Rpc::Offer { job_id: job.job_id.clone(), conversation_id: id.clone(), sdp: offerer.offer_sdp.clone() };
+    let reply = nats
+        .request(protocol::rpc_subject("w2"), serde_json::to_vec(&request).unwrap().into())
+        .await
+        .unwrap();
+    let RpcReply::Answer { sdp } = serde_json::from_slice(&reply.payload).unwrap() else {
+        panic!("no answer: {}", String::from_utf8_lossy(&reply.payload));
+    };
+    let caller = Caller::connect(offerer, sdp, vec![]).await;
+    fleet.wait_for_status(&replica.base, &id, "IN_PROGRESS").await;
+    assert_eq!(fleet.holder(&id).await, "w2");
+    // Another job for the admitted conversation (a new id: not deduplicated by NATS) is taken by a worker,
+    // which finds the conversation held and drops it: no second admission.
+    let again = CallJob { job_id: uuid::Uuid::new_v4().to_string(), ..job.clone() };
+    let payload = serde_json::to_vec(&again).unwrap();
+    js.publish(protocol::JOB_SUBJECT, payload.into()).await.unwrap().await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_secs(3), replies.next()).await.is_err(), "admitted twice");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !w2.log_text().contains("already admitted elsewhere") {
+        assert!(Instant::now() < deadline, "w2 never took the second job:\n{}", w2.log_text());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(caller.connected());
+    // Hanging up through the replica reaches the worker by request-reply.
+    let hang_up = fleet
+        .client
+        .delete(format!("{}/v1/session/conversation/{id}/webrtc", replica.base))
+        .bearer_auth(token_of(&conversation))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(hang_up.status(), 204);
+    receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
+    drop(caller);
+}
