@@ -7,6 +7,7 @@ mod auth;
 mod avatars;
 mod bad_input;
 mod conversations;
+mod fleet_records;
 mod guardrails;
 mod knowledge;
 mod openapi;
