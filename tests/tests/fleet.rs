@@ -9,6 +9,7 @@
 //! - SIGTERM drains a worker with a call in progress.
 //! - A job redelivered after a worker crashed before acknowledging it is admitted once; a job published
 //!   twice (same `Nats-Msg-Id`) is taken once.
+//! - A replica with `--embedded-worker` takes calls from the queue like any worker.
 //!
 //! The tests take turns (one fleet at a time): each starts several processes that load the models.
 
@@ -421,4 +422,29 @@ async fn a_job_is_admitted_once_when_redelivered_or_published_twice() {
     assert_eq!(hang_up.status(), 204);
     receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
     drop(caller);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_with_an_embedded_worker_takes_calls_from_the_fleet() {
+    let _turn = TURN.lock().await;
+    let fleet = Fleet::new("embedded").await;
+    let replica = fleet.replica("r1", &["--embedded-worker", "--max-calls", "1"]).await;
+    let receiver = Receiver::start(vec![]).await;
+    let (agent_id, secret) = fleet.agent(&replica.base, &receiver, &["call_ended"], false).await;
+    let conversation = fleet.conversation(&replica.base, &agent_id, "user-1").await;
+    let id = id_of(&conversation);
+    let token = token_of(&conversation);
+    let _caller = Caller::join(&fleet.client, &replica.base, &id, &token, vec![]).await;
+    let holder = fleet.holder(&id).await;
+    assert!(holder.starts_with("embedded-"), "held by {holder}");
+    // Its one slot is taken: the next call waits for the dispatch timeout, then 503.
+    let second = fleet.conversation(&replica.base, &agent_id, "user-2").await;
+    let sdp = Offerer::new(&client_config()).await.unwrap().offer_sdp;
+    let refused = offer(&fleet.client, &replica.base, &id_of(&second), &token_of(&second), sdp).await;
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.text().await.unwrap(), FULL);
+    let url = format!("{}/v1/session/conversation/{id}/webrtc", replica.base);
+    assert_eq!(fleet.client.delete(&url).bearer_auth(&token).send().await.unwrap().status(), 204);
+    receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
+    assert_eq!(fleet.client.delete(&url).bearer_auth(&token).send().await.unwrap().status(), 404);
 }

@@ -16,6 +16,8 @@ use crate::routes::sessions::authorize;
 use crate::store::conversations;
 
 pub const NO_MEDIA_WORKER: &str = "Media worker unavailable: run `confab models fetch` and restart the server";
+/// A fleet replica that cannot reach NATS, or whose worker vanished while admitting the call.
+pub const FLEET_UNAVAILABLE: &str = "Media workers unreachable; try again later";
 /// Largest SDP offer read (a browser's, with every candidate, is a few kilobytes).
 pub const MAX_OFFER_BYTES: usize = 64 * 1024;
 pub const NO_CALL: &str = "No call in progress";
@@ -52,10 +54,15 @@ async fn join_call(
         (None, Some(media)) => media.join(&id, offer).await,
         (None, None) => return Err(ApiError::Unavailable(NO_MEDIA_WORKER)),
     };
+    let in_fleet = state.fleet.is_some();
     let answer = joined.map_err(|err| match err {
         JoinError::Ended => ApiError::Conflict("Conversation has ended"),
         JoinError::Busy => ApiError::Conflict("Conversation already has a participant"),
         JoinError::Full => ApiError::Unavailable("No free media session; try again later"),
+        JoinError::Unavailable(cause) if in_fleet => {
+            tracing::warn!(conversation_id = %id, %cause, "the fleet could not place the call");
+            ApiError::Unavailable(FLEET_UNAVAILABLE)
+        }
         JoinError::Unavailable(_) => ApiError::Unavailable(NO_MEDIA_WORKER),
         JoinError::Peer(crate::media::peer::PeerError::Offer(message)) => {
             ApiError::bad_request(format!("Invalid SDP offer: {message}"))
