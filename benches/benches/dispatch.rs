@@ -15,10 +15,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use confab_api::fleet::dispatch::{Dispatcher, IceServers};
-use confab_api::fleet::worker::{CallHost, FleetWorker};
-use confab_api::media::JoinError;
+use confab_api::replica::dispatch::{Dispatcher, IceServers};
 use confab_api::store::Db;
+use confab_api::worker::fleet::{CallHost, FleetWorker};
+use confab_api::worker::media::JoinError;
 use confab_api::{AppConfig, AppState, app, auth};
 use futures_util::future::BoxFuture;
 use serde_json::json;
@@ -109,11 +109,17 @@ async fn conversations(router: &Router, key: &str, agent_id: &str, count: usize)
 }
 
 /// Starts `count` simulated workers sharing `connections` NATS connections; returns their stop signal.
-async fn start_workers(nats: &str, db: &Db, prefix: &str, count: usize, connections: usize) -> Arc<tokio::sync::Notify> {
+async fn start_workers(
+    nats: &str,
+    db: &Db,
+    prefix: &str,
+    count: usize,
+    connections: usize,
+) -> Arc<tokio::sync::Notify> {
     let stop = Arc::new(tokio::sync::Notify::new());
     let mut clients = Vec::new();
     for n in 0..connections.max(1) {
-        clients.push(confab_api::fleet::protocol::connect(nats, &format!("bench-{prefix}-{n}")).await.unwrap());
+        clients.push(confab_api::fleet_protocol::connect(nats, &format!("bench-{prefix}-{n}")).await.unwrap());
     }
     for n in 0..count {
         let media: Arc<dyn CallHost> = Arc::new(SimulatedMedia { max_calls: 8 });
@@ -187,17 +193,18 @@ fn main() {
         let router = app(state);
         let agent = post(&router, &key, "/v1/ext/agent", json!({ "agent_name": "B" })).await;
         let agent_id = agent["id"].as_str().unwrap().to_string();
-        let dispatcher = Dispatcher::connect(&nats, db.clone(), Duration::from_secs(5), IceServers::default())
-            .await
-            .unwrap();
+        let dispatcher =
+            Dispatcher::connect(&nats, db.clone(), Duration::from_secs(5), IceServers::default()).await.unwrap();
         let sequential = if bench { 500 } else { 20 };
         let mut stops = HashMap::new();
 
         stops.insert("one", start_workers(&nats, &db, "one", 1, 1).await);
-        let (latencies, rate) = dispatch(&dispatcher, conversations(&router, &key, &agent_id, sequential).await, 1).await;
+        let (latencies, rate) =
+            dispatch(&dispatcher, conversations(&router, &key, &agent_id, sequential).await, 1).await;
         report("1 worker, 1 caller at a time", &latencies, rate);
         stops.insert("four", start_workers(&nats, &db, "four", 3, 3).await);
-        let (latencies, rate) = dispatch(&dispatcher, conversations(&router, &key, &agent_id, sequential).await, 1).await;
+        let (latencies, rate) =
+            dispatch(&dispatcher, conversations(&router, &key, &agent_id, sequential).await, 1).await;
         report("4 workers, 1 caller at a time", &latencies, rate);
         let (latencies, rate) =
             dispatch(&dispatcher, conversations(&router, &key, &agent_id, sequential * 4).await, 32).await;

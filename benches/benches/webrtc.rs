@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use confab_api::media::MediaConfig;
-use confab_api::media::call::{MediaClock, RecordingSlot, VoiceTrack, receive_voice, send_voice};
-use confab_api::media::peer::{Offerer, negotiate};
+use confab_api::worker::media::MediaConfig;
+use confab_api::worker::media::call::{MediaClock, RecordingSlot, VoiceTrack, receive_voice, send_voice};
+use confab_api::worker::media::peer::{Offerer, negotiate};
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
 use rtc::media::Sample;
 use rtc::rtp_transceiver::rtp_sender::RtpCodecKind;

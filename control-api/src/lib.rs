@@ -1,5 +1,7 @@
-//! confab-api: the control plane. The REST interface of SPEC.md over SQLite or PostgreSQL, API keys and
-//! session tokens, and the consumer of the engine's conversation events.
+//! confab-api: the control plane (the REST interface of SPEC.md over SQLite or PostgreSQL, API keys and
+//! session tokens, records, webhook delivery) and the media worker. Folders say where code runs: `worker/`
+//! in a media worker (embedded in `confab serve` alone, or `confab worker`), `replica/` in a fleet replica
+//! beside the API; `fleet_protocol` is what the two say over NATS.
 
 pub mod agent_config;
 pub mod auth;
@@ -8,11 +10,10 @@ pub mod conversation_events;
 pub mod conversation_knowledge;
 pub mod error;
 pub mod extract;
-pub mod fleet;
-pub mod live;
-pub mod media;
+pub mod fleet_protocol;
 pub mod metrics;
 pub mod pagination;
+pub mod replica;
 pub mod routes;
 pub mod server;
 pub mod session_token;
@@ -21,6 +22,7 @@ pub mod store;
 pub mod time;
 pub mod validate;
 pub mod webhooks;
+pub mod worker;
 
 use std::sync::Arc;
 
@@ -47,9 +49,9 @@ pub struct AppState {
     pub session_keys: SessionKeys,
     pub config: Arc<AppConfig>,
     /// The embedded media worker; None when the engine could not start (no models).
-    pub media: Option<Arc<media::MediaWorker>>,
+    pub media: Option<Arc<worker::media::MediaWorker>>,
     /// In a fleet replica: calls go to media workers over NATS (instead of `media`).
-    pub fleet: Option<Arc<fleet::dispatch::Dispatcher>>,
+    pub fleet: Option<Arc<replica::dispatch::Dispatcher>>,
 }
 
 #[derive(Debug, Clone)]
@@ -76,13 +78,13 @@ impl AppState {
     }
 
     /// Live calls through `media` (join page, WebRTC signalling).
-    pub fn with_media(mut self, media: Arc<media::MediaWorker>) -> AppState {
+    pub fn with_media(mut self, media: Arc<worker::media::MediaWorker>) -> AppState {
         self.media = Some(media);
         self
     }
 
     /// Live calls through the fleet's media workers (a replica).
-    pub fn with_fleet(mut self, dispatcher: Arc<fleet::dispatch::Dispatcher>) -> AppState {
+    pub fn with_fleet(mut self, dispatcher: Arc<replica::dispatch::Dispatcher>) -> AppState {
         self.fleet = Some(dispatcher);
         self
     }

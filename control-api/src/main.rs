@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use confab_api::replica::dispatch::Dispatcher;
+use confab_api::replica::liveness;
 use confab_api::store::{self, Db};
-use confab_api::fleet::dispatch::Dispatcher;
-use confab_api::fleet::replica;
-use confab_api::fleet::worker::FleetWorker;
+use confab_api::worker::fleet::FleetWorker;
 use confab_api::{AppConfig, AppState, auth};
 
 #[derive(Parser)]
@@ -152,9 +152,8 @@ struct WorkerArgs {
 }
 
 fn parse_worker_id(text: &str) -> Result<String, String> {
-    let valid = !text.is_empty()
-        && text.len() <= 64
-        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let valid =
+        !text.is_empty() && text.len() <= 64 && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if valid { Ok(text.to_string()) } else { Err("use 1 to 64 letters, digits, '-' or '_'".into()) }
 }
 
@@ -164,7 +163,7 @@ struct MediaArgs {
     #[arg(long, env = "CONFAB_MODELS_DIR")]
     models_dir: Option<PathBuf>,
     /// Calls held at once by the embedded media worker.
-    #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = confab_api::media::DEFAULT_MAX_CALLS)]
+    #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = confab_api::worker::media::DEFAULT_MAX_CALLS)]
     max_calls: usize,
     /// Address WebRTC binds and advertises; defaults to the IP of --addr (0.0.0.0: every interface).
     #[arg(long, env = "CONFAB_RTC_IP")]
@@ -318,7 +317,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut fleet_tasks = Vec::new();
     let mut embedded_worker = None;
     if let Some(url) = &nats {
-        let ice = confab_api::fleet::dispatch::IceServers {
+        let ice = confab_api::replica::dispatch::IceServers {
             urls: args.media.ice_servers.clone(),
             username: args.media.ice_username.clone(),
             credential: args.media.ice_credential.clone(),
@@ -327,8 +326,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let dispatcher = Dispatcher::connect(url, db.clone(), timeout, ice)
             .await
             .map_err(|err| anyhow::anyhow!("cannot join the fleet at {url}: {err}"))?;
-        fleet_tasks.push(tokio::spawn(replica::sweep_lost_workers(db.clone(), waker.clone())));
-        fleet_tasks.push(tokio::spawn(replica::relay_outbox_wakeups(dispatcher.client().clone(), waker.clone())));
+        fleet_tasks.push(tokio::spawn(liveness::sweep_lost_workers(db.clone(), waker.clone())));
+        fleet_tasks.push(tokio::spawn(liveness::relay_outbox_wakeups(dispatcher.client().clone(), waker.clone())));
         if let Some(media) = &media {
             let id = format!("embedded-{}", short_id());
             let host = std::sync::Arc::new(media.clone());
@@ -337,7 +336,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .map_err(|err| anyhow::anyhow!("cannot start the embedded worker: {err}"))?;
             let stop = std::sync::Arc::new(tokio::sync::Notify::new());
             let stopped = stop.clone();
-            let run = worker.run(async move { stopped.notified().await }, confab_api::media::SHUTDOWN_GRACE);
+            let run = worker.run(async move { stopped.notified().await }, confab_api::worker::media::SHUTDOWN_GRACE);
             embedded_worker = Some((stop, tokio::spawn(run)));
         }
         tracing::info!(nats = %url, "fleet replica");
@@ -383,7 +382,7 @@ async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         anyhow::bail!("a media worker needs the fleet's PostgreSQL: give --database-url postgres://…");
     }
     let id = args.worker_id.unwrap_or_else(short_id);
-    let client = confab_api::fleet::protocol::connect(&args.nats, &format!("confab-worker-{id}"))
+    let client = confab_api::fleet_protocol::connect(&args.nats, &format!("confab-worker-{id}"))
         .await
         .with_context(|| format!("cannot reach NATS at {}", args.nats))?;
     let waker = FleetWorker::outbox_waker(client.clone());
@@ -423,7 +422,7 @@ async fn start_media(
     recordings_dir: PathBuf,
     allow_private_urls: bool,
     webhooks: std::sync::Arc<tokio::sync::Notify>,
-) -> Option<std::sync::Arc<confab_api::media::MediaWorker>> {
+) -> Option<std::sync::Arc<confab_api::worker::media::MediaWorker>> {
     let models_dir = args.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
     let mut runtime_config = confab_engine::runtime::RuntimeConfig::new(models_dir.clone(), args.max_calls);
     runtime_config.io = Some(tokio::runtime::Handle::current());
@@ -440,7 +439,7 @@ async fn start_media(
             return None;
         }
     };
-    let config = confab_api::media::MediaConfig {
+    let config = confab_api::worker::media::MediaConfig {
         models_dir,
         max_calls: args.max_calls,
         rtc_ip: args.rtc_ip.unwrap_or(default_rtc_ip),
@@ -455,7 +454,7 @@ async fn start_media(
     };
     tracing::info!(max_calls = config.max_calls, rtc_ip = %config.rtc_ip, "media worker ready");
     let runtime = std::sync::Arc::new(std::sync::Mutex::new(runtime));
-    Some(confab_api::media::MediaWorker::new(db.clone(), runtime, config, public_url, Some(webhooks)))
+    Some(confab_api::worker::media::MediaWorker::new(db.clone(), runtime, config, public_url, Some(webhooks)))
 }
 
 async fn shutdown_signal() {

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use confab_api::media::MediaConfig;
-use confab_api::media::peer::Offerer;
+use confab_api::worker::media::MediaConfig;
+use confab_api::worker::media::peer::Offerer;
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
 use rtc::media::Sample;
 use webrtc::peer_connection::RTCPeerConnectionState;
@@ -77,7 +77,8 @@ impl Caller {
                 tick.tick().await;
                 let frame = frames.next().unwrap_or_else(|| noise.clone());
                 let packet = Bytes::copy_from_slice(encoder.encode(&frame).unwrap());
-                let sample = Sample { data: packet, duration: Duration::from_millis(20), ..Sample::new(Instant::now()) };
+                let sample =
+                    Sample { data: packet, duration: Duration::from_millis(20), ..Sample::new(Instant::now()) };
                 let _ = audio.sample_writer(ssrc, payload_type).write_sample(&sample).await;
             }
         });

@@ -91,7 +91,14 @@ pub struct Worker {
 impl Worker {
     /// `confab worker --worker-id <id> --nats <nats> --database-url <db> --data <dir>/<id> <extra>` with
     /// `env`; waits until it takes calls. Its log is `<dir>/<id>.log`.
-    pub async fn start(dir: &Path, id: &str, nats: &str, database_url: &str, extra: &[&str], env: &[(&str, &str)]) -> Worker {
+    pub async fn start(
+        dir: &Path,
+        id: &str,
+        nats: &str,
+        database_url: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Worker {
         let log = dir.join(format!("{id}.log"));
         let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(confab_bin())

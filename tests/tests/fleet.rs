@@ -20,10 +20,10 @@ use axum::Router;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use confab_api::fleet::protocol::{self, CallJob, Rpc, RpcReply, Taken};
-use confab_api::media::peer::Offerer;
+use confab_api::fleet_protocol::{self as protocol, CallJob, Rpc, RpcReply, Taken};
 use confab_api::store::Db;
 use confab_api::store::workers;
+use confab_api::worker::media::peer::Offerer;
 use confab_engine::{ConversationEvent, EventKind};
 use confab_tests::caller::{Caller, client_config, offer, speech_16k, token_of};
 use confab_tests::fleet::{Nats, Worker, create_key, fresh_database};
@@ -51,9 +51,8 @@ async fn providers() -> String {
     async fn transcribe() -> Response {
         axum::Json(json!({ "text": QUESTION })).into_response()
     }
-    let app = Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .route("/v1/audio/transcriptions", post(transcribe));
+    let app =
+        Router::new().route("/v1/chat/completions", post(chat)).route("/v1/audio/transcriptions", post(transcribe));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -263,7 +262,8 @@ async fn a_replica_killed_mid_delivery_leaves_the_rest_to_another() {
     // Within a conversation, first arrivals keep the order events were stored in.
     let mut order: HashMap<String, Vec<String>> = HashMap::new();
     for (id, body) in receiver.deliveries() {
-        let conversation = serde_json::from_str::<Value>(&body).unwrap()["conversation_id"].as_str().unwrap().to_string();
+        let conversation =
+            serde_json::from_str::<Value>(&body).unwrap()["conversation_id"].as_str().unwrap().to_string();
         let seen = order.entry(conversation).or_default();
         if !seen.contains(&id) {
             seen.push(id);
@@ -386,11 +386,9 @@ async fn a_job_is_admitted_once_when_redelivered_or_published_twice() {
     assert_eq!(taken.worker_id, "w2");
     assert!(tokio::time::timeout(Duration::from_secs(3), replies.next()).await.is_err(), "taken twice");
     let offerer = Offerer::new(&client_config()).await.unwrap();
-    let request = Rpc::Offer { job_id: job.job_id.clone(), conversation_id: id.clone(), sdp: offerer.offer_sdp.clone() };
-    let reply = nats
-        .request(protocol::rpc_subject("w2"), serde_json::to_vec(&request).unwrap().into())
-        .await
-        .unwrap();
+    let request =
+        Rpc::Offer { job_id: job.job_id.clone(), conversation_id: id.clone(), sdp: offerer.offer_sdp.clone() };
+    let reply = nats.request(protocol::rpc_subject("w2"), serde_json::to_vec(&request).unwrap().into()).await.unwrap();
     let RpcReply::Answer { sdp } = serde_json::from_slice(&reply.payload).unwrap() else {
         panic!("no answer: {}", String::from_utf8_lossy(&reply.payload));
     };

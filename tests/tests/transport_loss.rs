@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use confab_api::media::MediaConfig;
-use confab_api::media::peer::Offerer;
+use confab_api::worker::media::MediaConfig;
+use confab_api::worker::media::peer::Offerer;
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key};

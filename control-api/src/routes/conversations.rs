@@ -262,8 +262,8 @@ async fn get_recording(State(state): State<AppState>, Path(id): Path<String>) ->
     if !conversation.is_recorded {
         return Err(ApiError::NotFound(NO_RECORDING));
     }
-    let (path, media_type) =
-        crate::media::recorded_file(&state.config.recordings_dir, &id).ok_or(ApiError::NotFound(NO_RECORDING))?;
+    let (path, media_type) = crate::worker::media::recorded_file(&state.config.recordings_dir, &id)
+        .ok_or(ApiError::NotFound(NO_RECORDING))?;
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("bin").to_string();
     let file = tokio::fs::File::open(&path).await.map_err(|_| ApiError::NotFound(NO_RECORDING))?;
     let length = file.metadata().await.map(|m| m.len()).unwrap_or(0);

@@ -10,10 +10,10 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
-use crate::media::JoinError;
 use crate::routes::conversations::NOT_FOUND;
 use crate::routes::sessions::authorize;
 use crate::store::conversations;
+use crate::worker::media::JoinError;
 
 pub const NO_MEDIA_WORKER: &str = "Media worker unavailable: run `confab models fetch` and restart the server";
 /// A fleet replica that cannot reach NATS, or whose worker vanished while admitting the call.
@@ -64,7 +64,7 @@ async fn join_call(
             ApiError::Unavailable(FLEET_UNAVAILABLE)
         }
         JoinError::Unavailable(_) => ApiError::Unavailable(NO_MEDIA_WORKER),
-        JoinError::Peer(crate::media::peer::PeerError::Offer(message)) => {
+        JoinError::Peer(crate::worker::media::peer::PeerError::Offer(message)) => {
             ApiError::bad_request(format!("Invalid SDP offer: {message}"))
         }
         other => ApiError::internal("Cannot start the call")(other),

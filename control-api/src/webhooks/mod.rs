@@ -108,7 +108,13 @@ pub async fn subscribed(
         return Ok(None);
     }
     let body = event.envelope(conversation_id, crate::time::unix_seconds_now()).to_string();
-    Ok(Some(Subscribed { conversation_id: conversation_id.to_string(), agent_id, url: fields.callback_url, name, body }))
+    Ok(Some(Subscribed {
+        conversation_id: conversation_id.to_string(),
+        agent_id,
+        url: fields.callback_url,
+        name,
+        body,
+    }))
 }
 
 impl Subscribed {

@@ -77,7 +77,8 @@ async fn a_lost_workers_calls_end_once(app: TestApp) {
         workers::end_calls_of_lost_workers(&app.db, 5_000),
         workers::end_calls_of_lost_workers(&app.db, 5_000),
     );
-    let mut ended: Vec<String> = [a, b, c].into_iter().flat_map(Result::unwrap).map(|call| call.conversation_id).collect();
+    let mut ended: Vec<String> =
+        [a, b, c].into_iter().flat_map(Result::unwrap).map(|call| call.conversation_id).collect();
     ended.sort();
     let mut expected = vec![joined.clone(), waiting.clone()];
     expected.sort();

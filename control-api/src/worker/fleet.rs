@@ -14,8 +14,8 @@ use async_nats::jetstream::{self, AckKind};
 use futures_util::StreamExt;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 
-use super::protocol::{self, CallJob, Heartbeat, Refusal, Rpc, RpcReply, Taken};
-use crate::media::{JoinError, MediaWorker};
+use crate::fleet_protocol::{self as protocol, CallJob, Heartbeat, Refusal, Rpc, RpcReply, Taken};
+use crate::worker::media::{JoinError, MediaWorker};
 
 /// What holds a worker's calls: the media worker (WebRTC and the engine), or a simulated one in the
 /// dispatch benchmark.
@@ -343,7 +343,7 @@ fn refusal(err: JoinError) -> RpcReply {
         JoinError::Ended => Refusal::Ended,
         JoinError::Busy => Refusal::Busy,
         JoinError::Full => Refusal::Full,
-        JoinError::Peer(crate::media::peer::PeerError::Offer(message)) => {
+        JoinError::Peer(crate::worker::media::peer::PeerError::Offer(message)) => {
             return RpcReply::Refused { reason: Refusal::InvalidOffer, message: message.clone() };
         }
         _ => Refusal::Internal,

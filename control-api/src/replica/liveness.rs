@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::Notify;
 
-use super::protocol;
+use crate::fleet_protocol as protocol;
 use crate::store::Db;
 use crate::store::workers;
 

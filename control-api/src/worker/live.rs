@@ -1,7 +1,7 @@
 //! Live conversations: binds a conversation record to a session of the engine's runtime. The session's
 //! events (a crossbeam channel on the media side) are bridged to `conversation_events::consume`, which
 //! records status and transcript and queues the webhooks; when the engine ends the session (hang-up, max
-//! duration) the record reads ENDED. A transport (`crate::media`) feeds `input`, plays `output`, and
+//! duration) the record reads ENDED. A transport (`super::media`) feeds `input`, plays `output`, and
 //! marks the record IN_PROGRESS when the participant's media flows.
 
 use std::path::Path;

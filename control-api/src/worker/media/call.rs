@@ -25,7 +25,7 @@ use super::face::{self, FaceFeed, VideoTrack};
 use super::peer::Negotiated;
 use super::recorder::Recorder;
 use crate::conversation_events::{self, CallEndHook};
-use crate::live::LiveConversation;
+use crate::worker::live::LiveConversation;
 
 /// How often the agent's audio is taken from the engine and sent (it arrives in 20 ms frames).
 const SEND_INTERVAL: Duration = Duration::from_millis(10);

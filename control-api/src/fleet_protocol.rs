@@ -1,4 +1,4 @@
-//! What replicas and workers say to each other over NATS: the JetStream work queue of call jobs, the
+//! What fleet replicas and media workers say to each other over NATS: the JetStream work queue of call jobs, the
 //! per-worker request-reply subject for signalling, and the outbox wake-up. Only plain JetStream streams
 //! and pull consumers are used (no key-value buckets), so NATS Server 2.9 and later work.
 
@@ -123,11 +123,7 @@ pub async fn job_consumer(js: &jetstream::Context) -> Result<consumer::PullConsu
 
 /// Connects to NATS, naming the connection after its role (seen in the server's monitoring).
 pub async fn connect(url: &str, name: &str) -> Result<async_nats::Client, async_nats::ConnectError> {
-    async_nats::ConnectOptions::new()
-        .name(name)
-        .connection_timeout(Duration::from_secs(5))
-        .connect(url)
-        .await
+    async_nats::ConnectOptions::new().name(name).connection_timeout(Duration::from_secs(5)).connect(url).await
 }
 
 pub fn now_ms() -> i64 {

@@ -10,11 +10,11 @@ use std::time::Duration;
 use async_nats::jetstream;
 use futures_util::StreamExt;
 
-use super::protocol::{self, CallJob, Refusal, Rpc, RpcReply, Taken};
-use crate::media::JoinError;
+use crate::fleet_protocol::{self as protocol, CallJob, Refusal, Rpc, RpcReply, Taken};
 use crate::store::Db;
 use crate::store::conversations::STATUS_ENDED;
 use crate::store::workers;
+use crate::worker::media::JoinError;
 
 /// Default for `--dispatch-timeout`: how long a call waits for a worker with a free slot.
 pub const DEFAULT_TAKE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -78,7 +78,7 @@ impl Dispatcher {
                 Refusal::Ended => JoinError::Ended,
                 Refusal::Busy => JoinError::Busy,
                 Refusal::Full | Refusal::NoJob => JoinError::Full,
-                Refusal::InvalidOffer => JoinError::Peer(crate::media::peer::PeerError::Offer(message)),
+                Refusal::InvalidOffer => JoinError::Peer(crate::worker::media::peer::PeerError::Offer(message)),
                 Refusal::Internal => JoinError::Live(message),
             }),
             other => Err(JoinError::Unavailable(format!("unexpected reply {other:?}"))),

@@ -17,9 +17,9 @@ use std::time::Duration;
 use confab_engine::runtime::Runtime;
 use tokio::sync::Notify;
 
-use crate::live::{self, LiveError};
 use crate::store::Db;
 use crate::store::conversations::{self, STATUS_ENDED};
+use crate::worker::live::{self, LiveError};
 
 /// Default for `--max-calls`.
 pub const DEFAULT_MAX_CALLS: usize = 8;
@@ -53,8 +53,8 @@ pub struct MediaConfig {
 
 impl MediaConfig {
     /// The STUN/TURN servers browsers are given.
-    pub fn ice_servers(&self) -> crate::fleet::dispatch::IceServers {
-        crate::fleet::dispatch::IceServers {
+    pub fn ice_servers(&self) -> crate::replica::dispatch::IceServers {
+        crate::replica::dispatch::IceServers {
             urls: self.ice_servers.clone(),
             username: self.ice_username.clone(),
             credential: self.ice_credential.clone(),
