@@ -286,11 +286,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut state = AppState::new(db.clone(), config).await.context("cannot initialise the server")?;
     if nats.is_none() {
         // Alone, this process held every call; in a fleet, lost workers' calls are ended by the sweep.
-        let orphaned =
-            confab_api::store::conversations::end_orphaned(&db).await.context("cannot end orphaned calls")?;
-        if orphaned > 0 {
-            tracing::warn!(orphaned, "conversations left IN_PROGRESS by an earlier run are now ENDED");
-        }
+        end_calls_of_the_previous_run(&db, &public_url, &recordings_dir).await?;
     }
     let resumed =
         confab_api::avatars::custom::resume_unfinished(&db, &models_dir).await.context("cannot resume avatar jobs")?;
@@ -372,6 +368,28 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         server.abort();
     }
     tracing::info!("confab stopped");
+    Ok(())
+}
+
+/// Ends the calls an earlier run of `confab serve` alone held when it stopped without ending them (a crash):
+/// ENDED with `end_reason: server_restart`, `participant_left`/`call_ended` queued, and what was recorded
+/// kept (`is_recorded`, `recording_url`; a recording cut by a crash has no cues or duration).
+async fn end_calls_of_the_previous_run(
+    db: &Db,
+    public_url: &str,
+    recordings_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    let ended = store::workers::end_calls_after_restart(db).await.context("cannot end the previous run's calls")?;
+    for call in &ended {
+        let id = &call.conversation_id;
+        tracing::warn!(conversation_id = %id, "a call of the previous run is ended (server_restart)");
+        let recorded = confab_api::worker::media::recorded_file(recordings_dir, id)
+            .is_some_and(|(path, _)| std::fs::metadata(path).is_ok_and(|meta| meta.len() > 0));
+        if recorded {
+            let url = format!("{}/v1/ext/conversation/{id}/recording", public_url.trim_end_matches('/'));
+            confab_api::store::conversations::set_recording(db, id, &url).await?;
+        }
+    }
     Ok(())
 }
 

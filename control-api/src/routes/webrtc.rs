@@ -51,7 +51,7 @@ async fn join_call(
     conversations::get(&state.db, &id).await?.ok_or(ApiError::NotFound(NOT_FOUND))?;
     let joined = match (&state.fleet, &state.media) {
         (Some(fleet), _) => fleet.join(&id, offer).await,
-        (None, Some(media)) => media.join(&id, offer).await,
+        (None, Some(media)) => media.join_alone(&id, offer).await,
         (None, None) => return Err(ApiError::Unavailable(NO_MEDIA_WORKER)),
     };
     let in_fleet = state.fleet.is_some();

@@ -332,18 +332,6 @@ pub async fn set_recording(db: &Db, id: &str, recording_url: &str) -> Result<(),
     Ok(())
 }
 
-/// Ends conversations left IN_PROGRESS by a media worker that stopped without ending them (a crash):
-/// at start the embedded worker holds no call, so none of them can still be live. Returns how many.
-pub async fn end_orphaned(db: &Db) -> Result<u64, sqlx::Error> {
-    let result = sqlx::query("UPDATE conversations SET status = $1, is_active = 0, updated_at = $2 WHERE status = $3")
-        .bind(STATUS_ENDED)
-        .bind(crate::time::now_iso())
-        .bind(STATUS_IN_PROGRESS)
-        .execute(&db.pool)
-        .await?;
-    Ok(result.rows_affected())
-}
-
 impl ConversationSummary {
     pub fn into_detail(self, transcript: Vec<TranscriptEntry>) -> ConversationDetail {
         ConversationDetail {

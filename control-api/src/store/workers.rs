@@ -1,7 +1,9 @@
-//! The fleet's records: media workers' heartbeats, which worker holds each conversation (claimed by a
-//! compare-and-set, so one conversation is admitted by one worker once), and the ending of a lost worker's
-//! calls (records ENDED with `end_reason = worker_lost`, `participant_left` and `call_ended` queued in the
-//! same transaction, exactly once however many replicas sweep).
+//! Who holds each call, and the calls the platform ends: media workers' heartbeats, which worker holds each
+//! conversation (claimed by a compare-and-set, so one conversation is admitted by one worker once;
+//! `confab serve` alone claims as `LOCAL_WORKER`), and the ending of calls whose holder is gone — a lost
+//! fleet worker (`worker_lost`, exactly once however many replicas sweep) or the previous run of a restarted
+//! server (`server_restart`): records ENDED with the reason, `participant_left` and `call_ended` (payload
+//! `{"reason": …}`) queued in the same transaction.
 
 use confab_engine::{ConversationEvent, EventKind};
 use sqlx::Row;
@@ -11,6 +13,10 @@ use super::conversations::{STATUS_ENDED, STATUS_IN_PROGRESS};
 
 /// `end_reason` of a conversation whose media worker stopped heartbeating mid-call.
 pub const REASON_WORKER_LOST: &str = "worker_lost";
+/// `end_reason` of a call `confab serve` alone held when it stopped without ending it (a crash, kill -9).
+pub const REASON_SERVER_RESTART: &str = "server_restart";
+/// The worker id `confab serve` alone claims its calls with.
+pub const LOCAL_WORKER: &str = "local";
 
 /// What a worker reports of itself on each heartbeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,7 +128,7 @@ pub async fn release(db: &Db, conversation_id: &str, worker_id: &str) -> Result<
     Ok(())
 }
 
-/// A call ended because its worker was lost.
+/// A call the platform ended (its worker was lost, or the server restarted).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LostCall {
     pub worker_id: String,
@@ -150,28 +156,13 @@ pub async fn end_calls_of_lost_workers(db: &Db, cutoff_ms: i64) -> Result<Vec<Lo
 }
 
 async fn end_calls_of(db: &Db, worker_id: &str, cutoff_ms: i64) -> Result<Vec<LostCall>, sqlx::Error> {
-    let rows = sqlx::query("SELECT id, status, user_id FROM conversations WHERE worker_id = $1 AND status <> $2")
-        .bind(worker_id)
-        .bind(STATUS_ENDED)
-        .fetch_all(&db.pool)
-        .await?;
-    // The webhooks each call gets, looked up before the transaction (they only read the agent).
-    let mut calls = Vec::new();
-    for row in &rows {
-        let (id, status, user_id): (String, String, String) =
-            (row.try_get("id")?, row.try_get("status")?, row.try_get("user_id")?);
-        let mut events = Vec::new();
-        if status == STATUS_IN_PROGRESS {
-            events.push(EventKind::ParticipantLeft { id: user_id });
-        }
-        events.push(EventKind::CallEnded);
-        let mut queued = Vec::new();
-        for kind in events {
-            let event = ConversationEvent { media_time: std::time::Duration::ZERO, kind };
-            queued.extend(crate::webhooks::subscribed(db, &id, &event).await?);
-        }
-        calls.push((id, queued));
-    }
+    let rows =
+        sqlx::query("SELECT id, status, user_id, worker_id FROM conversations WHERE worker_id = $1 AND status <> $2")
+            .bind(worker_id)
+            .bind(STATUS_ENDED)
+            .fetch_all(&db.pool)
+            .await?;
+    let endings = endings(db, &rows, REASON_WORKER_LOST).await?;
     let mut tx = db.begin_write().await?;
     let owned = sqlx::query("DELETE FROM workers WHERE id = $1 AND heartbeat_ms < $2")
         .bind(worker_id)
@@ -182,28 +173,91 @@ async fn end_calls_of(db: &Db, worker_id: &str, cutoff_ms: i64) -> Result<Vec<Lo
     if owned == 0 {
         return Ok(vec![]);
     }
+    let ended = end_in(&mut tx, endings, REASON_WORKER_LOST).await?;
+    tx.commit().await?;
+    Ok(ended)
+}
+
+/// At the start of `confab serve` alone: ends the calls the previous run held (claimed by
+/// `LOCAL_WORKER`, or IN_PROGRESS from before calls were claimed) — ENDED with
+/// `end_reason = server_restart`, `participant_left` where the participant had joined, `call_ended`.
+/// Conversations nobody joined yet stay open (their join links still work).
+pub async fn end_calls_after_restart(db: &Db) -> Result<Vec<LostCall>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT id, status, user_id, worker_id FROM conversations WHERE status <> $1 \
+         AND (worker_id = $2 OR (worker_id = '' AND status = $3))",
+    )
+    .bind(STATUS_ENDED)
+    .bind(LOCAL_WORKER)
+    .bind(STATUS_IN_PROGRESS)
+    .fetch_all(&db.pool)
+    .await?;
+    let endings = endings(db, &rows, REASON_SERVER_RESTART).await?;
+    let mut tx = db.begin_write().await?;
+    let ended = end_in(&mut tx, endings, REASON_SERVER_RESTART).await?;
+    tx.commit().await?;
+    Ok(ended)
+}
+
+/// A call to end: its conversation, the worker that held it, and the webhooks it gets.
+struct Ending {
+    conversation_id: String,
+    worker_id: String,
+    queued: Vec<crate::webhooks::Subscribed>,
+}
+
+/// The webhooks each call gets, looked up before the transaction (they only read the agent):
+/// `participant_left` when the participant had joined, then `call_ended` with `{"reason": …}`.
+async fn endings(db: &Db, rows: &[sqlx::any::AnyRow], reason: &str) -> Result<Vec<Ending>, sqlx::Error> {
+    let mut endings = Vec::new();
+    for row in rows {
+        let (id, status, user_id): (String, String, String) =
+            (row.try_get("id")?, row.try_get("status")?, row.try_get("user_id")?);
+        let mut events = Vec::new();
+        if status == STATUS_IN_PROGRESS {
+            events.push(EventKind::ParticipantLeft { id: user_id });
+        }
+        events.push(EventKind::CallEnded);
+        let mut queued = Vec::new();
+        for kind in events {
+            let ends = matches!(kind, EventKind::CallEnded);
+            let event = ConversationEvent { media_time: std::time::Duration::ZERO, kind };
+            if let Some(subscribed) = crate::webhooks::subscribed(db, &id, &event).await? {
+                queued.push(if ends { subscribed.with_payload_field("reason", reason) } else { subscribed });
+            }
+        }
+        endings.push(Ending { conversation_id: id, worker_id: row.try_get("worker_id")?, queued });
+    }
+    Ok(endings)
+}
+
+/// Ends each call not ENDED yet and stores its webhooks, in the caller's transaction.
+async fn end_in(
+    tx: &mut sqlx::AnyConnection,
+    endings: Vec<Ending>,
+    reason: &str,
+) -> Result<Vec<LostCall>, sqlx::Error> {
     let mut ended = Vec::new();
-    for (conversation_id, queued) in calls {
+    for ending in endings {
         let changed = sqlx::query(
             "UPDATE conversations SET status = $1, is_active = 0, end_reason = $2, updated_at = $3 \
              WHERE id = $4 AND worker_id = $5 AND status <> $1",
         )
         .bind(STATUS_ENDED)
-        .bind(REASON_WORKER_LOST)
+        .bind(reason)
         .bind(crate::time::now_iso())
-        .bind(&conversation_id)
-        .bind(worker_id)
+        .bind(&ending.conversation_id)
+        .bind(&ending.worker_id)
         .execute(&mut *tx)
         .await?
         .rows_affected();
         if changed == 0 {
             continue;
         }
-        for event in queued {
-            event.insert(&mut tx).await?;
+        for event in ending.queued {
+            event.insert(&mut *tx).await?;
         }
-        ended.push(LostCall { worker_id: worker_id.to_string(), conversation_id });
+        ended.push(LostCall { worker_id: ending.worker_id, conversation_id: ending.conversation_id });
     }
-    tx.commit().await?;
     Ok(ended)
 }

@@ -118,6 +118,14 @@ pub async fn subscribed(
 }
 
 impl Subscribed {
+    /// The same event with `payload[key] = value` (e.g. why the platform ended a call).
+    pub fn with_payload_field(mut self, key: &str, value: &str) -> Subscribed {
+        let mut envelope: serde_json::Value = serde_json::from_str(&self.body).expect("envelopes are JSON");
+        envelope["event"]["payload"][key] = serde_json::json!(value);
+        self.body = envelope.to_string();
+        self
+    }
+
     /// Stores the event in the outbox inside the caller's transaction (it exists if and only if that commits).
     pub async fn insert(self, tx: &mut sqlx::AnyConnection) -> Result<(), sqlx::Error> {
         let seq: i64 =

@@ -11,7 +11,7 @@ use sqlx::Row;
 use crate::on_both_databases;
 use crate::support::TestApp;
 
-on_both_databases!(one_worker_claims_a_conversation, a_lost_workers_calls_end_once);
+on_both_databases!(one_worker_claims_a_conversation, a_lost_workers_calls_end_once, a_restart_ends_the_calls_it_held);
 
 fn beat(id: &str) -> WorkerBeat {
     WorkerBeat { id: id.into(), max_calls: 2, active_calls: 1, draining: false }
@@ -25,6 +25,17 @@ async fn conversation(app: &TestApp, events: &[&str]) -> String {
         )
         .await;
     app.create("/v1/ext/conversation", json!({ "agent_id": agent, "user_id": "ada" })).await
+}
+
+async fn outbox_bodies(app: &TestApp, id: &str) -> Vec<serde_json::Value> {
+    sqlx::query("SELECT body FROM webhook_outbox WHERE conversation_id = $1 ORDER BY seq")
+        .bind(id)
+        .fetch_all(&app.db.pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| serde_json::from_str(&row.get::<String, _>("body")).unwrap())
+        .collect()
 }
 
 async fn outbox(app: &TestApp, id: &str) -> Vec<String> {
@@ -88,6 +99,8 @@ async fn a_lost_workers_calls_end_once(app: TestApp) {
     assert_eq!((record["status"].as_str(), record["end_reason"].as_str()), (Some("ENDED"), Some("worker_lost")));
     assert_eq!(outbox(&app, &joined).await, ["participant_left", "call_ended"]);
     assert_eq!(outbox(&app, &waiting).await, ["call_ended"], "no participant had joined");
+    let last = outbox_bodies(&app, &joined).await.pop().unwrap();
+    assert_eq!(last["event"], json!({ "name": "call_ended", "payload": { "reason": "worker_lost" } }));
     let untouched = app.get(&format!("/v1/ext/conversation/{elsewhere}")).await.json();
     assert_eq!((untouched["status"].as_str(), &untouched["end_reason"]), (Some("STARTED"), &serde_json::Value::Null));
     assert!(outbox(&app, &elsewhere).await.is_empty());
@@ -95,4 +108,39 @@ async fn a_lost_workers_calls_end_once(app: TestApp) {
     assert_eq!(left, ["alive"]);
     // A later sweep finds nothing more to do.
     assert!(workers::end_calls_of_lost_workers(&app.db, 5_000).await.unwrap().is_empty());
+}
+
+async fn a_restart_ends_the_calls_it_held(app: TestApp) {
+    let events = ["participant_left", "call_ended"];
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        ids.push(conversation(&app, &events).await);
+    }
+    let [talking, joining, legacy, not_joined] = [&ids[0], &ids[1], &ids[2], &ids[3]];
+    for id in [talking, joining] {
+        assert_eq!(workers::claim(&app.db, id, workers::LOCAL_WORKER).await.unwrap(), Claim::Claimed);
+    }
+    // `talking` had audio; `legacy` is IN_PROGRESS from before calls were claimed.
+    for id in [talking, legacy] {
+        conversations::advance_status(&app.db, id, STATUS_IN_PROGRESS).await.unwrap();
+    }
+    let mut ended: Vec<String> =
+        workers::end_calls_after_restart(&app.db).await.unwrap().into_iter().map(|c| c.conversation_id).collect();
+    ended.sort();
+    let mut expected = vec![talking.clone(), joining.clone(), legacy.clone()];
+    expected.sort();
+    assert_eq!(ended, expected);
+    for id in &expected {
+        let record = app.get(&format!("/v1/ext/conversation/{id}")).await.json();
+        assert_eq!((record["status"].as_str(), record["end_reason"].as_str()), (Some("ENDED"), Some("server_restart")));
+        let last = outbox_bodies(&app, id).await.pop().unwrap();
+        assert_eq!(last["event"], json!({ "name": "call_ended", "payload": { "reason": "server_restart" } }));
+    }
+    assert_eq!(outbox(&app, talking).await, ["participant_left", "call_ended"]);
+    assert_eq!(outbox(&app, joining).await, ["call_ended"]);
+    // Nobody had joined this one: its join link still works.
+    let open = app.get(&format!("/v1/ext/conversation/{not_joined}")).await.json();
+    assert_eq!(open["status"], "STARTED");
+    assert!(outbox(&app, not_joined).await.is_empty());
+    assert!(workers::end_calls_after_restart(&app.db).await.unwrap().is_empty());
 }

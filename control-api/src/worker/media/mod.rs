@@ -183,6 +183,23 @@ impl MediaWorker {
         }
     }
 
+    /// `join` for `confab serve` alone: the conversation is first claimed as `LOCAL_WORKER` (so a restart
+    /// after a crash knows which calls it held), and released when the call cannot be admitted.
+    pub async fn join_alone(self: &Arc<Self>, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError> {
+        use crate::store::workers::{self, Claim, LOCAL_WORKER};
+        match workers::claim(&self.db, conversation_id, LOCAL_WORKER).await? {
+            Claim::Claimed => {}
+            Claim::Held(_) => return Err(JoinError::Busy),
+            Claim::Ended => return Err(JoinError::Ended),
+            Claim::Missing => return Err(JoinError::Live(format!("conversation {conversation_id} not found"))),
+        }
+        let joined = self.join(conversation_id, offer_sdp).await;
+        if joined.is_err() {
+            workers::release(&self.db, conversation_id, LOCAL_WORKER).await?;
+        }
+        joined
+    }
+
     async fn admit(
         self: &Arc<Self>,
         conversation_id: &str,
