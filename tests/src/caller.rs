@@ -47,8 +47,10 @@ impl Caller {
         let offerer = Offerer::new(&client_config()).await.unwrap();
         let response = offer(client, base, id, token, offerer.offer_sdp.clone()).await;
         let status = response.status();
+        let location = response.headers().get("location").map(|v| v.to_str().unwrap().to_string());
         let answer = response.text().await.unwrap();
         assert_eq!(status, 201, "joining {id}: {answer}");
+        assert_eq!(location.as_deref(), Some(format!("/v1/session/conversation/{id}/webrtc").as_str()));
         Caller::connect(offerer, answer, speech).await
     }
 

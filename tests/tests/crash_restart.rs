@@ -7,6 +7,7 @@
 use std::time::{Duration, Instant};
 
 use confab_tests::caller::{Caller, token_of};
+use confab_tests::ffprobe_streams;
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key};
 use reqwest::Method;
@@ -64,7 +65,15 @@ async fn a_call_cut_by_a_crash_is_ended_at_restart() {
     let recording =
         client.get(ended["recording_url"].as_str().unwrap()).header("x-api-key", &key).send().await.unwrap();
     assert_eq!(recording.status(), 200);
-    assert!(!recording.bytes().await.unwrap().is_empty());
+    // Cut without cues or duration, it still plays: ffprobe reads both tracks' packets.
+    let file = dir.join("cut.webm");
+    std::fs::write(&file, recording.bytes().await.unwrap()).unwrap();
+    let streams = ffprobe_streams(&file);
+    for codec in ["vp8", "opus"] {
+        let stream = streams.iter().find(|s| s["codec_name"] == codec).unwrap_or_else(|| panic!("{streams:?}"));
+        let packets: u64 = stream["nb_read_packets"].as_str().unwrap().parse().unwrap();
+        assert!(packets > 10, "{codec}: {packets} packets");
+    }
     let open: Value = record(untouched["id"].as_str().unwrap().to_string()).await;
     assert_eq!(open["status"], "STARTED", "nobody had joined it");
 }

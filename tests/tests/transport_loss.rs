@@ -6,71 +6,15 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use confab_api::worker::media::MediaConfig;
 use confab_api::worker::media::peer::Offerer;
-use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
+use confab_tests::caller::{Caller, client_config, offer, token_of};
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key};
 use reqwest::Method;
-use rtc::media::Sample;
 use serde_json::{Value, json};
-use webrtc::peer_connection::RTCPeerConnectionState;
 
 const EVENTS: [&str; 2] = ["participant_left", "call_ended"];
 const NO_MEDIA_TIMEOUT_S: &str = "2";
-
-fn client_config() -> MediaConfig {
-    let scratch = std::env::temp_dir();
-    MediaConfig::new(std::net::IpAddr::from([127, 0, 0, 1]), scratch.clone(), scratch)
-}
-
-/// A joined call: the client's connection and the task sending its microphone (quiet noise).
-struct Joined {
-    offerer: Offerer,
-    microphone: tokio::task::JoinHandle<()>,
-}
-
-async fn offer(client: &reqwest::Client, base: &str, id: &str, token: &str, sdp: String) -> reqwest::Response {
-    client
-        .post(format!("{base}/v1/session/conversation/{id}/webrtc"))
-        .bearer_auth(token)
-        .header("content-type", "application/sdp")
-        .body(sdp)
-        .send()
-        .await
-        .unwrap()
-}
-
-async fn join(client: &reqwest::Client, base: &str, id: &str, token: &str) -> Joined {
-    let offerer = Offerer::new(&client_config()).await.unwrap();
-    let response = offer(client, base, id, token, offerer.offer_sdp.clone()).await;
-    assert_eq!(response.status(), 201);
-    assert_eq!(response.headers()["location"], format!("/v1/session/conversation/{id}/webrtc").as_str());
-    let payload_type = offerer.accept(response.text().await.unwrap()).await.unwrap();
-    let mut state = offerer.state.clone();
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while *state.borrow_and_update() != RTCPeerConnectionState::Connected {
-            state.changed().await.unwrap();
-        }
-    })
-    .await
-    .expect("connected within 10 s");
-    let (audio, ssrc) = (offerer.audio.clone(), offerer.audio_ssrc);
-    let microphone = tokio::spawn(async move {
-        let mut encoder = OpusEgress::new().unwrap();
-        let noise: Vec<f32> = (0..FRAME_16K).map(|i| ((i * 7919) % 200) as f32 / 20_000.0 - 0.005).collect();
-        let packet = Bytes::copy_from_slice(encoder.encode(&noise).unwrap());
-        let mut tick = tokio::time::interval(Duration::from_millis(20));
-        loop {
-            tick.tick().await;
-            let sample =
-                Sample { data: packet.clone(), duration: Duration::from_millis(20), ..Sample::new(Instant::now()) };
-            let _ = audio.sample_writer(ssrc, payload_type).write_sample(&sample).await;
-        }
-    });
-    Joined { offerer, microphone }
-}
 
 async fn status(client: &reqwest::Client, base: &str, key: &str, id: &str) -> Value {
     api(client, key, Method::GET, format!("{base}/v1/ext/conversation/{id}"), None).await["status"].clone()
@@ -113,10 +57,10 @@ async fn a_silent_or_vanished_participant_ends_the_call() {
     // 1. Silence with the connection up: after the no-media timeout, the participant has left.
     let first = conversation("silent-1").await;
     let id = first["id"].as_str().unwrap().to_string();
-    let token = first["join_link"].as_str().unwrap().split("#token=").nth(1).unwrap().to_string();
+    let token = token_of(&first);
     let unauthorized = offer(&client, &base, &id, &key, "v=0".into()).await;
     assert_eq!(unauthorized.status(), 401, "signalling takes the session token, never the API key");
-    let joined = join(&client, &base, &id, &token).await;
+    let joined = Caller::join(&client, &base, &id, &token, vec![]).await;
     wait_for_status(&client, &base, &key, &id, "IN_PROGRESS").await;
     let busy = offer(&client, &base, &id, &token, Offerer::new(&client_config()).await.unwrap().offer_sdp).await;
     assert_eq!(busy.status(), 409);
@@ -134,8 +78,8 @@ async fn a_silent_or_vanished_participant_ends_the_call() {
     // 2. The client closes its peer connection: the server sees it close and ends the call.
     let second = conversation("gone-2").await;
     let id = second["id"].as_str().unwrap().to_string();
-    let token = second["join_link"].as_str().unwrap().split("#token=").nth(1).unwrap().to_string();
-    let joined = join(&client, &base, &id, &token).await;
+    let token = token_of(&second);
+    let joined = Caller::join(&client, &base, &id, &token, vec![]).await;
     wait_for_status(&client, &base, &key, &id, "IN_PROGRESS").await;
     joined.offerer.connection.close().await.unwrap();
     receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
