@@ -29,6 +29,10 @@ pub const HEARTBEAT_SUBJECT: &str = "confab.workers.heartbeat";
 /// Workers publish here when they stored webhook events; replicas then look at the outbox at once.
 pub const OUTBOX_SUBJECT: &str = "confab.outbox.wake";
 
+/// A worker whose last heartbeat is older than this is lost: replicas end its calls, and a worker that
+/// could not heartbeat for this long ends them itself (it is fenced off).
+pub const WORKER_LOST_AFTER: Duration = Duration::from_secs(10);
+
 /// The request-reply subject of worker `id`.
 pub fn rpc_subject(worker_id: &str) -> String {
     format!("confab.worker.{worker_id}.rpc")

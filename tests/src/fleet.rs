@@ -143,3 +143,64 @@ impl Drop for Worker {
         self.kill();
     }
 }
+
+/// A TCP proxy on a free loopback port to `upstream` that can be cut: every connection through it is
+/// closed and new ones are refused (a network partition between one process and, say, PostgreSQL).
+pub struct CuttableProxy {
+    pub port: u16,
+    cut: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl CuttableProxy {
+    pub async fn start(upstream: std::net::SocketAddr) -> CuttableProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = std::sync::Arc::new(tokio::sync::watch::Sender::new(false));
+        let cutter = cut.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else { return };
+                if *cutter.borrow() {
+                    continue; // dropped: refused
+                }
+                let mut is_cut = cutter.subscribe();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await else { return };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = is_cut.wait_for(|cut| *cut) => {}
+                    }
+                });
+            }
+        });
+        CuttableProxy { port, cut }
+    }
+
+    pub fn cut(&self) {
+        self.cut.send_replace(true);
+    }
+}
+
+/// `database_url` with its host and port replaced by 127.0.0.1:`port`.
+pub fn through_port(database_url: &str, port: u16) -> String {
+    let mut url = url_parts(database_url);
+    url.1 = format!("127.0.0.1:{port}");
+    format!("{}{}{}", url.0, url.1, url.2)
+}
+
+/// (`scheme://user@`, `host:port`, `/database…`).
+fn url_parts(database_url: &str) -> (String, String, String) {
+    let (scheme, rest) = database_url.split_once("://").unwrap();
+    let (authority, path) = rest.split_once('/').map(|(a, p)| (a, format!("/{p}"))).unwrap_or((rest, String::new()));
+    let (user, host) =
+        authority.rsplit_once('@').map(|(u, h)| (format!("{u}@"), h)).unwrap_or((String::new(), authority));
+    (format!("{scheme}://{user}"), host.to_string(), path)
+}
+
+/// The host:port of `database_url`, resolved.
+pub fn database_address(database_url: &str) -> std::net::SocketAddr {
+    use std::net::ToSocketAddrs;
+    let host = url_parts(database_url).1;
+    let host = if host.contains(':') { host } else { format!("{host}:5432") };
+    host.to_socket_addrs().unwrap().next().unwrap()
+}

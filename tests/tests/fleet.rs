@@ -10,6 +10,7 @@
 //! - A job redelivered after a worker crashed before acknowledging it is admitted once; a job published
 //!   twice (same `Nats-Msg-Id`) is taken once.
 //! - A replica with `--embedded-worker` takes calls from the queue like any worker.
+//! - A worker cut from PostgreSQL (a proxy the test cuts) is lost to the fleet and hangs up its own calls.
 //!
 //! The tests take turns (one fleet at a time): each starts several processes that load the models.
 
@@ -26,12 +27,13 @@ use confab_api::store::workers;
 use confab_api::worker::media::peer::Offerer;
 use confab_engine::{ConversationEvent, EventKind};
 use confab_tests::caller::{Caller, client_config, offer, speech_16k, token_of};
-use confab_tests::fleet::{Nats, Worker, create_key, fresh_database};
+use confab_tests::fleet::{CuttableProxy, Nats, Worker, create_key, database_address, fresh_database, through_port};
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api};
 use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{Value, json};
+use webrtc::peer_connection::RTCPeerConnectionState;
 
 const QUESTION: &str = "When does the library open?";
 const REPLY: &str = "At nine.";
@@ -445,4 +447,37 @@ async fn a_replica_with_an_embedded_worker_takes_calls_from_the_fleet() {
     assert_eq!(fleet.client.delete(&url).bearer_auth(&token).send().await.unwrap().status(), 204);
     receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
     assert_eq!(fleet.client.delete(&url).bearer_auth(&token).send().await.unwrap().status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_cut_from_the_database_hangs_up_its_calls() {
+    let _turn = TURN.lock().await;
+    let fleet = Fleet::new("fenced").await;
+    // The worker reaches PostgreSQL through a proxy the test can cut; the replica directly.
+    let proxy = CuttableProxy::start(database_address(&fleet.database_url)).await;
+    let proxied = through_port(&fleet.database_url, proxy.port);
+    let _worker = Worker::start(&fleet.dir, "cut", &fleet.nats.url, &proxied, &[], &[]).await;
+    let replica = fleet.replica("r1", &[]).await;
+    let receiver = Receiver::start(vec![]).await;
+    let (agent_id, secret) = fleet.agent(&replica.base, &receiver, &["participant_left", "call_ended"], false).await;
+    let conversation = fleet.conversation(&replica.base, &agent_id, "user-1").await;
+    let id = id_of(&conversation);
+    let caller = Caller::join(&fleet.client, &replica.base, &id, &token_of(&conversation), vec![]).await;
+    fleet.wait_for_status(&replica.base, &id, "IN_PROGRESS").await;
+
+    proxy.cut();
+    let cut = Instant::now();
+    // The replicas end the call in the records (worker_lost) …
+    receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(30)).await;
+    assert_eq!(fleet.record(&replica.base, &id).await["end_reason"], "worker_lost");
+    // … and the worker, unable to heartbeat, hangs up: the participant's connection closes.
+    let mut state = caller.offerer.state.clone();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while *state.borrow_and_update() == RTCPeerConnectionState::Connected {
+            state.changed().await.unwrap();
+        }
+    })
+    .await
+    .expect("the worker hung up within 30 s of the cut");
+    assert!(cut.elapsed() >= Duration::from_secs(8), "hung up {:?} after the cut, before the timeout", cut.elapsed());
 }

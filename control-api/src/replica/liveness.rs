@@ -1,4 +1,4 @@
-//! Runs in a replica beside the API: ends the calls of lost workers (no heartbeat for `LOST_AFTER`:
+//! Runs in a replica beside the API: ends the calls of lost workers (no heartbeat for `WORKER_LOST_AFTER`:
 //! records ENDED with `end_reason = worker_lost`, `participant_left` and `call_ended` queued, exactly once
 //! across replicas), and wakes the webhook deliverer when a worker says it stored events.
 
@@ -12,8 +12,6 @@ use crate::fleet_protocol as protocol;
 use crate::store::Db;
 use crate::store::workers;
 
-/// A worker whose last heartbeat is older than this is lost and its calls are ended.
-pub const LOST_AFTER: Duration = Duration::from_secs(10);
 /// How often replicas look for lost workers.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(2);
 
@@ -22,7 +20,7 @@ pub async fn sweep_lost_workers(db: Db, deliverer: Arc<Notify>) {
     let mut tick = tokio::time::interval(SWEEP_INTERVAL);
     loop {
         tick.tick().await;
-        let cutoff = protocol::now_ms() - LOST_AFTER.as_millis() as i64;
+        let cutoff = protocol::now_ms() - protocol::WORKER_LOST_AFTER.as_millis() as i64;
         match workers::end_calls_of_lost_workers(&db, cutoff).await {
             Ok(ended) if ended.is_empty() => {}
             Ok(ended) => {

@@ -177,7 +177,9 @@ impl FleetWorker {
         }
     }
 
-    async fn heartbeat(&self) -> Result<(), async_nats::Error> {
+    /// Records a heartbeat in the database (what replicas judge liveness by) and publishes it on NATS (for
+    /// operators; a failure there is only logged).
+    async fn heartbeat(&self) -> Result<(), sqlx::Error> {
         let beat = self.beat();
         workers::heartbeat(&self.db, &beat, protocol::now_ms()).await?;
         let message = Heartbeat {
@@ -187,16 +189,29 @@ impl FleetWorker {
             draining: beat.draining,
         };
         let payload = serde_json::to_vec(&message).expect("heartbeats serialize");
-        self.client.publish(protocol::HEARTBEAT_SUBJECT, payload.into()).await?;
+        if let Err(err) = self.client.publish(protocol::HEARTBEAT_SUBJECT, payload.into()).await {
+            tracing::debug!(worker = %self.id, error = %err, "cannot publish a heartbeat on NATS");
+        }
         Ok(())
     }
 
+    /// Heartbeats every `HEARTBEAT_INTERVAL`. A worker that cannot record one for `WORKER_LOST_AFTER` is
+    /// lost to the fleet (replicas have ended its calls in the records): it fences itself off by hanging up
+    /// its calls, so no participant talks to an agent whose events go nowhere.
     async fn heartbeats(self: Arc<Self>) {
         let mut tick = tokio::time::interval(HEARTBEAT_INTERVAL);
+        let mut recorded = tokio::time::Instant::now();
         loop {
             tick.tick().await;
-            if let Err(err) = self.heartbeat().await {
-                tracing::warn!(worker = %self.id, error = %err, "heartbeat failed");
+            match tokio::time::timeout(HEARTBEAT_INTERVAL * 2, self.heartbeat()).await {
+                Ok(Ok(())) => recorded = tokio::time::Instant::now(),
+                Ok(Err(err)) => tracing::warn!(worker = %self.id, error = %err, "heartbeat failed"),
+                Err(_) => tracing::warn!(worker = %self.id, "heartbeat timed out"),
+            }
+            if recorded.elapsed() >= protocol::WORKER_LOST_AFTER && self.media.active_calls() > 0 {
+                tracing::error!(worker = %self.id, calls = self.media.active_calls(),
+                    "no heartbeat recorded for the fleet's timeout: the fleet counts this worker lost; hanging up its calls");
+                self.media.shutdown().await;
             }
         }
     }
