@@ -243,7 +243,7 @@ impl FleetWorker {
 
     async fn fetch_one(&self) -> Result<Option<jetstream::Message>, async_nats::Error> {
         let mut batch = self.consumer.fetch().max_messages(1).expires(FETCH_WAIT).messages().await?;
-        Ok(batch.next().await.transpose()?)
+        batch.next().await.transpose().map_err(Into::into)
     }
 
     async fn run_job(self: Arc<Self>, message: jetstream::Message, permit: OwnedSemaphorePermit) {
