@@ -19,6 +19,8 @@ need pulseaudio pulseaudio  # Firefox's sound device in the browser tests (a pri
 need pactl pulseaudio-utils
 need ffprobe ffmpeg         # checks the avatar's WebM files in the tests
 need strace strace          # records every connection the server makes (it must make none of its own)
+# The fleet's tests start their own NATS servers (JetStream) on free ports: Debian's 2.9.10 is the oldest supported.
+[ -x /usr/sbin/nats-server ] || need nats-server nats-server
 pkg-config --exists vpx 2>/dev/null || apt_packages+=(libvpx-dev)  # VP8 for the avatar's video
 need npm npm                # the reference MCP server the tests talk to (below)
 python3 -c "import ensurepip" 2>/dev/null || apt_packages+=(python3-venv)  # the Python MCP SDK's venv
