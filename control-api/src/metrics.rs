@@ -54,7 +54,16 @@ pub struct Metrics {
     webhook_deliveries: IntCounterVec,
     sessions_active: IntGauge,
     sessions_max: IntGauge,
+    fleet: FleetGauges,
     engine: Vec<(IntCounter, CounterField)>,
+}
+
+/// What a replica shows of the fleet (zero outside a fleet).
+struct FleetGauges {
+    workers: IntGauge,
+    draining: IntGauge,
+    calls_active: IntGauge,
+    calls_max: IntGauge,
 }
 
 /// The providers of a call's agent, as its configuration names them (`avatars[0].config.{stt,llm,tts}.provider`).
@@ -131,6 +140,17 @@ impl Metrics {
             IntGauge::new("confab_sessions_max", "Live calls this process can hold (--max-calls; 0 without media).")
                 .expect("valid metric"),
         );
+        let fleet_gauge =
+            |name: &str, help: &str| register(&registry, IntGauge::new(name, help).expect("valid metric"));
+        let fleet = FleetGauges {
+            workers: fleet_gauge("confab_fleet_workers", "Media workers heartbeating in the fleet (a replica's view)."),
+            draining: fleet_gauge("confab_fleet_workers_draining", "Of those, workers draining (SIGTERM)."),
+            calls_active: fleet_gauge("confab_fleet_calls_active", "Calls the fleet's workers hold, as last reported."),
+            calls_max: fleet_gauge(
+                "confab_fleet_calls_max",
+                "Calls the fleet's workers can hold (sum of --max-calls).",
+            ),
+        };
         let engine = ENGINE_COUNTERS
             .iter()
             .map(|(name, help, field)| {
@@ -145,8 +165,18 @@ impl Metrics {
             webhook_deliveries,
             sessions_active,
             sessions_max,
+            fleet,
             engine,
         }
+    }
+
+    /// The fleet's workers as a replica reads them from the database.
+    pub fn fleet(&self, workers: &[crate::store::workers::WorkerBeat]) {
+        let sum = |field: fn(&crate::store::workers::WorkerBeat) -> i64| workers.iter().map(field).sum::<i64>();
+        self.fleet.workers.set(workers.len() as i64);
+        self.fleet.draining.set(workers.iter().filter(|worker| worker.draining).count() as i64);
+        self.fleet.calls_active.set(sum(|worker| worker.active_calls));
+        self.fleet.calls_max.set(sum(|worker| worker.max_calls));
     }
 
     /// One webhook attempt's outcome: `delivered`, `retried` or `failed`.
@@ -205,6 +235,12 @@ pub fn metrics() -> &'static Metrics {
 
 /// `GET /metrics`.
 pub async fn serve_metrics(State(state): State<AppState>) -> Response {
+    if state.fleet.is_some() {
+        match crate::store::workers::list(&state.db).await {
+            Ok(workers) => metrics().fleet(&workers.into_iter().map(|(beat, _)| beat).collect::<Vec<_>>()),
+            Err(err) => tracing::warn!(error = %err, "cannot read the fleet's workers for /metrics"),
+        }
+    }
     let text = metrics().render(&state);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
 }

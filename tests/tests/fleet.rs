@@ -171,6 +171,20 @@ async fn calls_spread_over_workers_and_a_lost_workers_calls_end() {
     assert_eq!(per_worker.keys().collect::<Vec<_>>(), ["w1", "w2"], "{per_worker:?}");
     assert!(per_worker.values().all(|ids| ids.len() == 2), "{per_worker:?}");
 
+    // The replicas see the fleet: two workers, four slots, all taken (as last reported: heartbeats are 2 s apart).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let url = format!("{}/metrics", bases[1]);
+        let text = fleet.client.get(url).header("x-api-key", &fleet.key).send().await.unwrap().text().await.unwrap();
+        let fleet_lines: Vec<&str> = text.lines().filter(|line| line.starts_with("confab_fleet_")).collect();
+        let expected = ["confab_fleet_calls_active 4", "confab_fleet_calls_max 4", "confab_fleet_workers 2"];
+        if expected.iter().all(|line| fleet_lines.contains(line)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{fleet_lines:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
     // A fifth: no free slot anywhere.
     let fifth = fleet.conversation(&bases[1], &agent_id, "user-5").await;
     let sdp = Offerer::new(&client_config()).await.unwrap().offer_sdp;
