@@ -6,7 +6,6 @@
 //! finish (up to the drain timeout) or are ended cleanly.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -62,7 +61,8 @@ pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
 /// How long a worker that claimed a job waits for the replica to send the participant's offer.
 pub const OFFER_WAIT: Duration = Duration::from_secs(10);
 /// How long one fetch of the job queue waits for a job (the loop then fetches again).
-const FETCH_WAIT: Duration = Duration::from_secs(2);
+/// Longer means fewer pull requests for the server to track and expire (an idle worker sends one per wait).
+const FETCH_WAIT: Duration = Duration::from_secs(10);
 /// Fault injection for the fleet's tests: with `CONFAB_FAULT=crash_before_job_ack` the worker aborts
 /// right after admitting a call, before acknowledging its job (as a kill -9 at that instant would).
 const FAULT_ENV: &str = "CONFAB_FAULT";
@@ -83,8 +83,8 @@ pub struct FleetWorker {
     slots: Arc<Semaphore>,
     /// Jobs claimed and waiting for their offer, by job id.
     awaiting_offer: Mutex<HashMap<String, oneshot::Sender<Offer>>>,
-    draining: AtomicBool,
-    drain: Notify,
+    /// True once the worker drains (SIGTERM).
+    draining: tokio::sync::watch::Sender<bool>,
     crash_before_ack: bool,
 }
 
@@ -107,8 +107,7 @@ impl FleetWorker {
             max_calls,
             slots: Arc::new(Semaphore::new(max_calls)),
             awaiting_offer: Mutex::new(HashMap::new()),
-            draining: AtomicBool::new(false),
-            drain: Notify::new(),
+            draining: tokio::sync::watch::Sender::new(false),
             crash_before_ack: std::env::var(FAULT_ENV).is_ok_and(|fault| fault == "crash_before_job_ack"),
         });
         worker.heartbeat().await?;
@@ -145,8 +144,7 @@ impl FleetWorker {
         let take_task = tokio::spawn(self.clone().take_jobs());
         tracing::info!(worker = %self.id, max_calls = self.max_calls, "media worker taking calls");
         shutdown.await;
-        self.draining.store(true, Ordering::SeqCst);
-        self.drain.notify_waiters();
+        self.draining.send_replace(true);
         let _ = take_task.await;
         let active = self.media.active_calls();
         tracing::info!(worker = %self.id, active, drain_timeout_s = drain_timeout.as_secs_f64(), "draining");
@@ -173,7 +171,7 @@ impl FleetWorker {
             id: self.id.clone(),
             max_calls: self.max_calls as i64,
             active_calls: self.media.active_calls() as i64,
-            draining: self.draining.load(Ordering::SeqCst),
+            draining: self.is_draining(),
         }
     }
 
@@ -216,14 +214,25 @@ impl FleetWorker {
         }
     }
 
+    fn is_draining(&self) -> bool {
+        *self.draining.borrow()
+    }
+
     /// Reserve a slot, then take one job; repeat until draining.
     async fn take_jobs(self: Arc<Self>) {
-        while !self.draining.load(Ordering::SeqCst) {
+        let mut drain = self.draining.subscribe();
+        while !self.is_draining() {
             let permit = tokio::select! {
                 permit = self.slots.clone().acquire_owned() => permit.expect("the slots are never closed"),
-                _ = self.drain.notified() => break,
+                _ = drain.wait_for(|draining| *draining) => break,
             };
-            let job = match self.fetch_one().await {
+            // A pull request cut short (or of a worker that died) stays open at the server, which skips it
+            // once nobody listens on its inbox (seen with NATS 2.9.10): no job goes to a worker that left.
+            let fetched = tokio::select! {
+                fetched = self.fetch_one() => fetched,
+                _ = drain.wait_for(|draining| *draining) => break,
+            };
+            let job = match fetched {
                 Ok(Some(job)) => job,
                 Ok(None) => continue,
                 Err(err) => {
@@ -232,7 +241,7 @@ impl FleetWorker {
                     continue;
                 }
             };
-            if self.draining.load(Ordering::SeqCst) {
+            if self.is_draining() {
                 // Another worker takes it at once.
                 let _ = job.ack_with(AckKind::Nak(None)).await;
                 break;
