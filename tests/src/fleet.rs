@@ -125,16 +125,9 @@ impl Worker {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// SIGTERM (the worker drains), then wait for it to exit.
-    pub fn terminate(&mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        self.child.wait().unwrap()
-    }
-
     /// SIGKILL: the worker dies at once, its calls with it.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::server::kill(&mut self.child);
     }
 }
 

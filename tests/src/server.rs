@@ -51,14 +51,12 @@ impl Server {
 
     /// SIGTERM, then wait for a graceful exit.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        self.child.wait().unwrap()
+        terminate(&mut self.child)
     }
 
     /// SIGKILL: the process dies at once.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill(&mut self.child);
     }
 }
 
@@ -66,6 +64,18 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// SIGTERM to `child`, then wait for it to exit.
+pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    child.wait().unwrap()
+}
+
+/// SIGKILL to `child`, and reap it.
+pub fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// `confab keys create --data <data>`: the new key.

@@ -135,6 +135,26 @@ impl Fleet {
     }
 }
 
+/// A call in progress through a replica: its agent (webhooks `participant_left`, `call_ended`), the
+/// conversation, the participant.
+struct LiveCall {
+    agent_id: String,
+    secret: String,
+    id: String,
+    caller: Caller,
+}
+
+impl Fleet {
+    async fn live_call(&self, base: &str, receiver: &Receiver) -> LiveCall {
+        let (agent_id, secret) = self.agent(base, receiver, &["participant_left", "call_ended"], false).await;
+        let conversation = self.conversation(base, &agent_id, "user-1").await;
+        let id = id_of(&conversation);
+        let caller = Caller::join(&self.client, base, &id, &token_of(&conversation), vec![]).await;
+        self.wait_for_status(base, &id, "IN_PROGRESS").await;
+        LiveCall { agent_id, secret, id, caller }
+    }
+}
+
 fn id_of(conversation: &Value) -> String {
     conversation["id"].as_str().unwrap().to_string()
 }
@@ -312,11 +332,7 @@ async fn sigterm_drains_a_worker() {
     let mut worker = fleet.worker("drained", &["--max-calls", "2", "--drain-timeout", "8"], &[]).await;
     let replica = fleet.replica("r1", &["--dispatch-timeout", "1"]).await;
     let receiver = Receiver::start(vec![]).await;
-    let (agent_id, secret) = fleet.agent(&replica.base, &receiver, &["participant_left", "call_ended"], false).await;
-    let conversation = fleet.conversation(&replica.base, &agent_id, "user-1").await;
-    let id = id_of(&conversation);
-    let caller = Caller::join(&fleet.client, &replica.base, &id, &token_of(&conversation), vec![]).await;
-    fleet.wait_for_status(&replica.base, &id, "IN_PROGRESS").await;
+    let LiveCall { agent_id, secret, id, caller } = fleet.live_call(&replica.base, &receiver).await;
 
     let terminated = Instant::now();
     let pid = worker.child.id().to_string();
@@ -473,11 +489,7 @@ async fn a_worker_cut_from_the_database_hangs_up_its_calls() {
     let _worker = Worker::start(&fleet.dir, "cut", &fleet.nats.url, &proxied, &[], &[]).await;
     let replica = fleet.replica("r1", &[]).await;
     let receiver = Receiver::start(vec![]).await;
-    let (agent_id, secret) = fleet.agent(&replica.base, &receiver, &["participant_left", "call_ended"], false).await;
-    let conversation = fleet.conversation(&replica.base, &agent_id, "user-1").await;
-    let id = id_of(&conversation);
-    let caller = Caller::join(&fleet.client, &replica.base, &id, &token_of(&conversation), vec![]).await;
-    fleet.wait_for_status(&replica.base, &id, "IN_PROGRESS").await;
+    let LiveCall { secret, id, caller, .. } = fleet.live_call(&replica.base, &receiver).await;
 
     proxy.cut();
     let cut = Instant::now();
