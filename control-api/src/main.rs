@@ -76,7 +76,7 @@ enum ModelsCommand {
 
 #[derive(Args)]
 struct DatabaseArgs {
-    /// Directory of the embedded SQLite database (used when no database URL is given).
+    /// Data directory: recordings, and the embedded SQLite database when no database URL is given.
     #[arg(long, env = "CONFAB_DATA", default_value = "./data")]
     data: PathBuf,
     /// PostgreSQL URL (postgres://…); SQLite in --data when absent.
@@ -159,13 +159,14 @@ fn parse_worker_id(text: &str) -> Result<String, String> {
 
 #[derive(Args)]
 struct MediaArgs {
-    /// Models directory (the embedded media worker needs `confab models fetch` first).
+    /// Models directory (live calls need `confab models fetch` first).
     #[arg(long, env = "CONFAB_MODELS_DIR")]
     models_dir: Option<PathBuf>,
-    /// Calls held at once by the embedded media worker.
+    /// Calls this process's media worker holds at once.
     #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = confab_api::worker::media::DEFAULT_MAX_CALLS)]
     max_calls: usize,
-    /// Address WebRTC binds and advertises; defaults to the IP of --addr (0.0.0.0: every interface).
+    /// Address WebRTC binds and advertises (0.0.0.0: every interface); defaults to the IP of --addr for
+    /// `serve`, 127.0.0.1 for `worker`.
     #[arg(long, env = "CONFAB_RTC_IP")]
     rtc_ip: Option<std::net::IpAddr>,
     /// Public IP advertised instead of the bound one (1:1 NAT); repeatable.
