@@ -77,15 +77,26 @@ fn start_nats(dir: &std::path::Path) -> (NatsServer, String) {
     (NatsServer(child), format!("nats://127.0.0.1:{port}"))
 }
 
+fn admin_url() -> String {
+    std::env::var("CONFAB_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
+}
+
+fn database_name() -> String {
+    format!("confab_bench_dispatch_{}", std::process::id())
+}
+
+/// Runs `statement` on the admin database.
+fn psql(statement: &str) {
+    let output = Command::new("psql").args([admin_url().as_str(), "-q", "-c", statement]).output().unwrap();
+    assert!(output.status.success(), "{statement}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
 fn fresh_database() -> String {
-    let base = std::env::var("CONFAB_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string());
-    let name = format!("confab_bench_dispatch_{}", std::process::id());
-    for statement in [format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), format!("CREATE DATABASE {name}")] {
-        let status = Command::new("psql").args([base.as_str(), "-q", "-c", &statement]).status().unwrap();
-        assert!(status.success(), "{statement}");
-    }
-    format!("{}/{name}", base.rsplit_once('/').unwrap().0)
+    let name = database_name();
+    psql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+    psql(&format!("CREATE DATABASE {name}"));
+    format!("{}/{name}", admin_url().rsplit_once('/').unwrap().0)
 }
 
 async fn post(router: &Router, key: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
@@ -225,4 +236,6 @@ fn main() {
             stop.notify_waiters();
         }
     });
+    drop(runtime);
+    psql(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", database_name()));
 }

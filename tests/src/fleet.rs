@@ -71,6 +71,15 @@ pub fn fresh_database(name: &str) -> String {
     format!("{server}/{name}")
 }
 
+/// Drops the database at `database_url` (its connections closed by force).
+pub fn drop_database(database_url: &str) {
+    let (server, name) = database_url.rsplit_once('/').expect("a database URL ends with /<database>");
+    let admin = format!("{server}/postgres");
+    let _ = Command::new("psql")
+        .args([admin.as_str(), "-q", "-c", &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")])
+        .output();
+}
+
 /// `confab keys create --database-url <url>`: the new key.
 pub fn create_key(database_url: &str) -> String {
     let output = Command::new(confab_bin())

@@ -27,7 +27,9 @@ use confab_api::store::workers;
 use confab_api::worker::media::peer::Offerer;
 use confab_engine::{ConversationEvent, EventKind};
 use confab_tests::caller::{Caller, client_config, offer, speech_16k, token_of};
-use confab_tests::fleet::{CuttableProxy, Nats, Worker, create_key, database_address, fresh_database, through_port};
+use confab_tests::fleet::{
+    CuttableProxy, Nats, Worker, create_key, database_address, drop_database, fresh_database, through_port,
+};
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api};
 use futures_util::StreamExt;
@@ -152,6 +154,13 @@ impl Fleet {
         let caller = Caller::join(&self.client, base, &id, &token_of(&conversation), vec![]).await;
         self.wait_for_status(base, &id, "IN_PROGRESS").await;
         LiveCall { agent_id, secret, id, caller }
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        // The test's processes are gone by now (declared after the fleet, dropped before it).
+        drop_database(&self.database_url);
     }
 }
 
