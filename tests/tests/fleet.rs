@@ -366,7 +366,7 @@ async fn sigterm_drains_a_worker() {
     receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
     let record = fleet.record(&replica.base, &id).await;
     assert_eq!(record["status"], "ENDED");
-    assert_eq!(record["end_reason"], Value::Null, "a drained call ends cleanly");
+    assert!(record.get("end_reason").is_none(), "a drained call ends cleanly: {record}");
     assert!(workers::list(&fleet.db).await.unwrap().is_empty(), "the worker is still registered");
     worker.kill();
 }

@@ -52,7 +52,8 @@ pub struct ConversationSummary {
     pub is_recorded: bool,
     #[serde(skip)]
     pub recording_url: String,
-    /// Why the platform ended the conversation (`worker_lost`: its media worker died); null otherwise.
+    /// Why the platform ended the conversation (`worker_lost`, `server_restart`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub end_reason: Option<String>,
 }
 
@@ -80,7 +81,9 @@ pub struct ConversationDetail {
     pub status: String,
     pub is_recorded: bool,
     pub recording_url: String,
-    /// Why the platform ended the conversation (`worker_lost`); null when the call ended by itself.
+    /// Why the platform ended the conversation (`worker_lost`, `server_restart`); absent when the call ended
+    /// by itself (SPEC.md's shape is unchanged then).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub end_reason: Option<String>,
     pub transcript: Vec<TranscriptEntry>,
     pub created_at: String,
