@@ -1,34 +1,82 @@
 //! The local Piper voice as a synthesizer: inference on the blocking pool (never on a media thread),
-//! audio resampled to 16 kHz.
+//! audio resampled to 16 kHz. Voices are shared by every call of the process (loading one takes over a
+//! second, which each call used to pay before it was answered): one is loaded at the first call, and more,
+//! up to one per core, only while every loaded voice is busy speaking.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use confab_models::piper::PiperVoice;
 use tokio::sync::mpsc;
 
+use super::shared_model::{SharedModels, get_or_load};
 use super::tts::{SpeechSynthesizer, TTS_STREAM_CAPACITY, TtsEvent, TtsStream};
 use super::{CallMetrics, ProviderError};
 use crate::audio::resample;
 
 #[derive(Clone)]
 pub struct PiperTts {
-    voice: Arc<Mutex<PiperVoice>>,
+    voices: Arc<VoicePool>,
+}
+
+/// The process's Piper voices of one models directory.
+struct VoicePool {
+    models_dir: PathBuf,
+    voices: Mutex<Vec<Arc<Mutex<PiperVoice>>>>,
+    /// At most this many voices (one per core).
+    limit: usize,
+}
+
+fn piper_error(err: impl std::fmt::Display) -> ProviderError {
+    ProviderError::protocol("piper", err.to_string())
+}
+
+impl VoicePool {
+    fn load(models_dir: &Path) -> Result<VoicePool, ProviderError> {
+        let first = PiperVoice::load_joe(models_dir, 1).map_err(piper_error)?;
+        let limit = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+        Ok(VoicePool {
+            models_dir: models_dir.to_path_buf(),
+            voices: Mutex::new(vec![Arc::new(Mutex::new(first))]),
+            limit,
+        })
+    }
+
+    /// A free voice, a new one when all are busy and the pool may grow, else the first (waiting for it).
+    fn with_voice<T>(&self, speak: impl FnOnce(&mut PiperVoice) -> T) -> Result<T, ProviderError> {
+        let voices: Vec<_> = self.voices.lock().map_err(piper_error)?.clone();
+        for voice in &voices {
+            if let Ok(mut free) = voice.try_lock() {
+                return Ok(speak(&mut free));
+            }
+        }
+        let voice = if voices.len() < self.limit {
+            let voice = Arc::new(Mutex::new(PiperVoice::load_joe(&self.models_dir, 1).map_err(piper_error)?));
+            self.voices.lock().map_err(piper_error)?.push(voice.clone());
+            voice
+        } else {
+            voices[0].clone()
+        };
+        let mut voice = voice.lock().map_err(|_| piper_error("the voice panicked earlier"))?;
+        Ok(speak(&mut voice))
+    }
 }
 
 impl PiperTts {
     pub fn load(models_dir: &Path) -> Result<PiperTts, ProviderError> {
-        let voice = PiperVoice::load_joe(models_dir, 1).map_err(|e| ProviderError::protocol("piper", e.to_string()))?;
-        Ok(PiperTts { voice: Arc::new(Mutex::new(voice)) })
+        static LOADED: OnceLock<SharedModels<PathBuf, VoicePool>> = OnceLock::new();
+        let voices =
+            get_or_load(LOADED.get_or_init(Default::default), models_dir.to_path_buf(), || VoicePool::load(models_dir))?;
+        Ok(PiperTts { voices })
     }
 
     /// Speaks `text` at 16 kHz, in full (blocking).
     pub fn render(&self, text: &str) -> Result<Vec<f32>, ProviderError> {
-        let mut voice =
-            self.voice.lock().map_err(|_| ProviderError::protocol("piper", "the voice panicked earlier"))?;
-        let audio = voice.synthesize(text).map_err(|e| ProviderError::protocol("piper", e.to_string()))?;
-        resample::clip_to_16k(&audio, voice.sample_rate).map_err(|e| ProviderError::protocol("piper", e.to_string()))
+        self.voices.with_voice(|voice| {
+            let audio = voice.synthesize(text).map_err(piper_error)?;
+            resample::clip_to_16k(&audio, voice.sample_rate).map_err(piper_error)
+        })?
     }
 }
 

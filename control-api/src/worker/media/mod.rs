@@ -205,7 +205,9 @@ impl MediaWorker {
         conversation_id: &str,
         offer_sdp: String,
     ) -> Result<(String, Arc<Notify>, tokio::task::JoinHandle<()>), JoinError> {
+        let asked = std::time::Instant::now();
         let negotiated = peer::negotiate(&self.config, offer_sdp).await?;
+        let negotiated_after = asked.elapsed();
         let recording = call::RecordingSlot::default();
         let hook = recording.call_end_hook(self.recording_url(conversation_id));
         let started = live::start(
@@ -237,6 +239,8 @@ impl MediaWorker {
             recording.start(&self.recording_path(conversation_id), face);
         }
         let answer = negotiated.answer_sdp.clone();
+        tracing::info!(%conversation_id, negotiate_ms = negotiated_after.as_millis() as u64,
+            admit_ms = asked.elapsed().as_millis() as u64, "call admitted");
         let hang_up = Arc::new(Notify::new());
         let done = tokio::spawn(call::run(self.clone(), live, negotiated, recording, hang_up.clone()));
         Ok((answer, hang_up, done))
