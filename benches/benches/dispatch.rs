@@ -5,16 +5,17 @@
 //!
 //! Measured: signalling request → answer latency (p50/p99) with 1 and 4 workers, one call at a time;
 //! calls admitted per second with 32 callers at once; and the scale simulation: thousands of simulated
-//! workers (each holding a pull request and heartbeating every 2 s) while calls are dispatched.
+//! workers (each holding a pull request and heartbeating every 2 s) while calls are dispatched, on one
+//! queue or sharded over several (`CONFAB_BENCH_WORKERS`, default 2,000; `CONFAB_BENCH_QUEUES`, default 1).
 //! `cargo bench -p confab-benches --bench dispatch` (needs nats-server and PostgreSQL at
 //! CONFAB_TEST_POSTGRES_URL); under `cargo test`, a few calls on 1 and 4 workers.
 
-use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use confab_api::fleet_protocol::DEFAULT_QUEUE;
 use confab_api::replica::dispatch::{Dispatcher, IceServers};
 use confab_api::store::Db;
 use confab_api::worker::fleet::{CallHost, FleetWorker};
@@ -119,13 +120,15 @@ async fn conversations(router: &Router, key: &str, agent_id: &str, count: usize)
     ids
 }
 
-/// Starts `count` simulated workers sharing `connections` NATS connections; returns their stop signal.
+/// Starts `count` simulated workers of `queue` sharing `connections` NATS connections; returns their stop
+/// signal.
 async fn start_workers(
     nats: &str,
     db: &Db,
     prefix: &str,
     count: usize,
     connections: usize,
+    queue: &str,
 ) -> Arc<tokio::sync::Notify> {
     let stop = Arc::new(tokio::sync::Notify::new());
     let mut clients = Vec::new();
@@ -135,7 +138,7 @@ async fn start_workers(
     for n in 0..count {
         let media: Arc<dyn CallHost> = Arc::new(SimulatedMedia { max_calls: 8 });
         let client = clients[n % clients.len()].clone();
-        let worker = FleetWorker::join_fleet(client, db.clone(), media, format!("{prefix}-{n}")).await.unwrap();
+        let worker = FleetWorker::join_fleet(client, db.clone(), media, format!("{prefix}-{n}"), queue).await.unwrap();
         let stopped = stop.clone();
         tokio::spawn(worker.run(async move { stopped.notified().await }, Duration::ZERO));
     }
@@ -146,14 +149,16 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// Joins each conversation with `parallel` callers at once; latencies and calls per second.
-async fn dispatch(dispatcher: &Arc<Dispatcher>, ids: Vec<String>, parallel: usize) -> (Vec<Duration>, f64) {
+/// Joins each conversation with `parallel` callers at once (caller `i` through `dispatchers[i % len]`);
+/// latencies and calls per second.
+async fn dispatch(dispatchers: &[Arc<Dispatcher>], ids: Vec<String>, parallel: usize) -> (Vec<Duration>, f64) {
     let queue = Arc::new(Mutex::new(ids));
     let latencies = Arc::new(Mutex::new(Vec::new()));
     let started = Instant::now();
     let mut callers = Vec::new();
-    for _ in 0..parallel {
-        let (queue, latencies, dispatcher) = (queue.clone(), latencies.clone(), dispatcher.clone());
+    for caller in 0..parallel {
+        let dispatcher = dispatchers[caller % dispatchers.len()].clone();
+        let (queue, latencies) = (queue.clone(), latencies.clone());
         callers.push(tokio::spawn(async move {
             loop {
                 let Some(id) = queue.lock().unwrap().pop() else { return };
@@ -204,35 +209,48 @@ fn main() {
         let router = app(state);
         let agent = post(&router, &key, "/v1/ext/agent", json!({ "agent_name": "B" })).await;
         let agent_id = agent["id"].as_str().unwrap().to_string();
-        let dispatcher =
-            Dispatcher::connect(&nats, db.clone(), Duration::from_secs(5), IceServers::default()).await.unwrap();
+        let connect = |queue: String| {
+            let (nats, db) = (nats.clone(), db.clone());
+            async move {
+                Dispatcher::connect(&nats, db, Duration::from_secs(5), IceServers::default(), &queue).await.unwrap()
+            }
+        };
+        let one = [connect(DEFAULT_QUEUE.to_string()).await];
         let sequential = if bench { 500 } else { 20 };
-        let mut stops = HashMap::new();
+        let mut stops = Vec::new();
 
-        stops.insert("one", start_workers(&nats, &db, "one", 1, 1).await);
-        let (latencies, rate) =
-            dispatch(&dispatcher, conversations(&router, &key, &agent_id, sequential).await, 1).await;
+        stops.push(start_workers(&nats, &db, "one", 1, 1, DEFAULT_QUEUE).await);
+        let (latencies, rate) = dispatch(&one, conversations(&router, &key, &agent_id, sequential).await, 1).await;
         report("1 worker, 1 caller at a time", &latencies, rate);
-        stops.insert("four", start_workers(&nats, &db, "four", 3, 3).await);
-        let (latencies, rate) =
-            dispatch(&dispatcher, conversations(&router, &key, &agent_id, sequential).await, 1).await;
+        stops.push(start_workers(&nats, &db, "four", 3, 3, DEFAULT_QUEUE).await);
+        let (latencies, rate) = dispatch(&one, conversations(&router, &key, &agent_id, sequential).await, 1).await;
         report("4 workers, 1 caller at a time", &latencies, rate);
-        let (latencies, rate) =
-            dispatch(&dispatcher, conversations(&router, &key, &agent_id, sequential * 4).await, 32).await;
+        let ids = conversations(&router, &key, &agent_id, sequential * 4).await;
+        let (latencies, rate) = dispatch(&one, ids, 32).await;
         report("4 workers, 32 callers at once", &latencies, rate);
 
         if bench {
-            // The scale simulation: thousands of idle workers each holding a pull request and heartbeating.
-            let simulated = std::env::var("CONFAB_BENCH_WORKERS").ok().and_then(|n| n.parse().ok()).unwrap_or(2000);
+            // The scale simulation: thousands of idle workers, each holding a pull request and heartbeating,
+            // on `CONFAB_BENCH_QUEUES` queues (default 1), with one replica per queue placing calls.
+            let env =
+                |name: &str, default: usize| std::env::var(name).ok().and_then(|n| n.parse().ok()).unwrap_or(default);
+            let (simulated, queues) = (env("CONFAB_BENCH_WORKERS", 2000), env("CONFAB_BENCH_QUEUES", 1).max(1));
             let started = Instant::now();
-            stops.insert("many", start_workers(&nats, &db, "sim", simulated, 50).await);
-            println!("{simulated} simulated workers joined in {:.1} s", started.elapsed().as_secs_f64());
+            let mut replicas = Vec::new();
+            for q in 0..queues {
+                let queue = if queues == 1 { DEFAULT_QUEUE.to_string() } else { format!("shard-{q}") };
+                let share = simulated / queues + usize::from(q < simulated % queues);
+                stops.push(start_workers(&nats, &db, &format!("sim{q}"), share, 50 / queues + 1, &queue).await);
+                replicas.push(connect(queue).await);
+            }
+            let joined = started.elapsed().as_secs_f64();
+            println!("{simulated} simulated workers on {queues} queue(s) joined in {joined:.1} s");
             tokio::time::sleep(Duration::from_secs(3)).await;
             let ids = conversations(&router, &key, &agent_id, 2000).await;
-            let (latencies, rate) = dispatch(&dispatcher, ids, 32).await;
-            report(&format!("{} workers, 32 callers at once", simulated + 4), &latencies, rate);
+            let (latencies, rate) = dispatch(&replicas, ids, 32).await;
+            report(&format!("{simulated} workers on {queues} queue(s), 32 callers at once"), &latencies, rate);
         }
-        for stop in stops.values() {
+        for stop in &stops {
             stop.notify_waiters();
         }
     });

@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 
 /// The JetStream stream of call jobs (work-queue retention: a job is removed once a worker acknowledges it).
 pub const JOB_STREAM: &str = "CONFAB_CALLS";
-/// The subject call jobs are published on.
-pub const JOB_SUBJECT: &str = "confab.calls.jobs";
-/// The durable pull consumer every worker fetches from.
-pub const JOB_CONSUMER: &str = "confab-workers";
+/// The subjects of the job stream: one per queue, `confab.calls.jobs.<queue>`.
+pub const JOB_SUBJECTS: &str = "confab.calls.jobs.>";
+/// The queue replicas and workers use unless told otherwise (`--queue`).
+pub const DEFAULT_QUEUE: &str = "default";
 /// A job's redelivery delay when a worker took it and died before acknowledging it.
 /// (A worker that takes longer to admit is safe: the claim in the database admits a conversation once.)
 pub const JOB_ACK_WAIT: Duration = Duration::from_secs(10);
@@ -32,6 +32,21 @@ pub const OUTBOX_SUBJECT: &str = "confab.outbox.wake";
 /// A worker whose last heartbeat is older than this is lost: replicas end its calls, and a worker that
 /// could not heartbeat for this long ends them itself (it is fenced off).
 pub const WORKER_LOST_AFTER: Duration = Duration::from_secs(10);
+
+/// The subject a queue's jobs are published on.
+pub fn job_subject(queue: &str) -> String {
+    format!("confab.calls.jobs.{queue}")
+}
+
+/// The durable pull consumer a queue's workers share.
+pub fn job_consumer_name(queue: &str) -> String {
+    format!("confab-workers-{queue}")
+}
+
+/// Whether `name` can name a queue or a worker (one NATS subject token): 1–64 letters, digits, `-`, `_`.
+pub fn is_token(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
 
 /// The request-reply subject of worker `id`.
 pub fn rpc_subject(worker_id: &str) -> String {
@@ -102,7 +117,7 @@ pub struct Heartbeat {
 pub async fn job_stream(js: &jetstream::Context) -> Result<stream::Stream, async_nats::Error> {
     let config = stream::Config {
         name: JOB_STREAM.into(),
-        subjects: vec![JOB_SUBJECT.into()],
+        subjects: vec![JOB_SUBJECTS.into()],
         retention: stream::RetentionPolicy::WorkQueue,
         max_age: JOB_MAX_AGE,
         duplicate_window: JOB_DUPLICATE_WINDOW,
@@ -111,18 +126,21 @@ pub async fn job_stream(js: &jetstream::Context) -> Result<stream::Stream, async
     Ok(js.get_or_create_stream(config).await?)
 }
 
-/// The workers' shared pull consumer of the job stream.
-pub async fn job_consumer(js: &jetstream::Context) -> Result<consumer::PullConsumer, async_nats::Error> {
+/// The pull consumer `queue`'s workers share (work-queue streams allow one per queue: their filters do
+/// not overlap).
+pub async fn job_consumer(js: &jetstream::Context, queue: &str) -> Result<consumer::PullConsumer, async_nats::Error> {
     let stream = job_stream(js).await?;
+    let name = job_consumer_name(queue);
     let config = consumer::pull::Config {
-        durable_name: Some(JOB_CONSUMER.into()),
+        durable_name: Some(name.clone()),
+        filter_subject: job_subject(queue),
         ack_policy: consumer::AckPolicy::Explicit,
         ack_wait: JOB_ACK_WAIT,
         max_deliver: 5,
         max_waiting: JOB_MAX_WAITING,
         ..Default::default()
     };
-    Ok(stream.get_or_create_consumer(JOB_CONSUMER, config).await?)
+    Ok(stream.get_or_create_consumer(&name, config).await?)
 }
 
 /// Connects to NATS, naming the connection after its role (seen in the server's monitoring).
@@ -151,5 +169,7 @@ mod tests {
             serde_json::json!({"result": "refused", "reason": "invalid_offer", "message": "bad"})
         );
         assert_eq!(rpc_subject("w1"), "confab.worker.w1.rpc");
+        assert_eq!(job_subject(DEFAULT_QUEUE), "confab.calls.jobs.default");
+        assert!(is_token("eu-west_1") && !is_token("a.b") && !is_token("") && !is_token("a b"));
     }
 }

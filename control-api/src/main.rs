@@ -126,6 +126,10 @@ struct FleetArgs {
     /// With --nats: seconds a call waits for a worker with a free slot before answering 503.
     #[arg(long, env = "CONFAB_DISPATCH_TIMEOUT", default_value_t = 3.0)]
     dispatch_timeout: f64,
+    /// With --nats: the queue this replica's calls go to (a region or shard; its workers use the same).
+    #[arg(long, env = "CONFAB_FLEET_QUEUE", default_value = confab_api::fleet_protocol::DEFAULT_QUEUE,
+        value_parser = parse_token)]
+    queue: String,
 }
 
 #[derive(Args)]
@@ -134,8 +138,12 @@ struct WorkerArgs {
     #[arg(long, env = "CONFAB_NATS_URL")]
     nats: String,
     /// This worker's id (letters, digits, `-`, `_`); a new random one by default.
-    #[arg(long, env = "CONFAB_WORKER_ID", value_parser = parse_worker_id)]
+    #[arg(long, env = "CONFAB_WORKER_ID", value_parser = parse_token)]
     worker_id: Option<String>,
+    /// The queue this worker takes calls from (a region or shard; replicas that send calls there use the same).
+    #[arg(long, env = "CONFAB_FLEET_QUEUE", default_value = confab_api::fleet_protocol::DEFAULT_QUEUE,
+        value_parser = parse_token)]
+    queue: String,
     /// Base URL of the control plane (recording URLs start with it).
     #[arg(long, env = "CONFAB_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
     public_url: String,
@@ -151,10 +159,12 @@ struct WorkerArgs {
     media: MediaArgs,
 }
 
-fn parse_worker_id(text: &str) -> Result<String, String> {
-    let valid =
-        !text.is_empty() && text.len() <= 64 && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if valid { Ok(text.to_string()) } else { Err("use 1 to 64 letters, digits, '-' or '_'".into()) }
+fn parse_token(text: &str) -> Result<String, String> {
+    if confab_api::fleet_protocol::is_token(text) {
+        Ok(text.to_string())
+    } else {
+        Err("use 1 to 64 letters, digits, '-' or '_'".into())
+    }
 }
 
 #[derive(Args)]
@@ -320,7 +330,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             credential: args.media.ice_credential.clone(),
         };
         let timeout = std::time::Duration::from_secs_f64(args.fleet.dispatch_timeout.max(0.1));
-        let dispatcher = Dispatcher::connect(url, db.clone(), timeout, ice)
+        let dispatcher = Dispatcher::connect(url, db.clone(), timeout, ice, &args.fleet.queue)
             .await
             .map_err(|err| anyhow::anyhow!("cannot join the fleet at {url}: {err}"))?;
         fleet_tasks.push(tokio::spawn(liveness::sweep_lost_workers(db.clone(), waker.clone())));
@@ -328,7 +338,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(media) = &media {
             let id = format!("embedded-{}", short_id());
             let host = std::sync::Arc::new(media.clone());
-            let worker = FleetWorker::join_fleet(dispatcher.client().clone(), db.clone(), host, id)
+            let worker = FleetWorker::join_fleet(dispatcher.client().clone(), db.clone(), host, id, &args.fleet.queue)
                 .await
                 .map_err(|err| anyhow::anyhow!("cannot start the embedded worker: {err}"))?;
             let stop = std::sync::Arc::new(tokio::sync::Notify::new());
@@ -411,7 +421,7 @@ async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     let media = start_media(&args.media, &db, default_ip, args.public_url, recordings_dir, allow_private, waker)
         .await
         .context("the media engine cannot start (run `confab models fetch`)")?;
-    let worker = FleetWorker::join_fleet(client, db, std::sync::Arc::new(media), id.clone())
+    let worker = FleetWorker::join_fleet(client, db, std::sync::Arc::new(media), id.clone(), &args.queue)
         .await
         .map_err(|err| anyhow::anyhow!("cannot join the fleet at {}: {err}", args.nats))?;
     eprintln!("worker {id}");

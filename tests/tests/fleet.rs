@@ -419,7 +419,10 @@ async fn a_job_is_admitted_once_when_redelivered_or_published_twice() {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", job.job_id.as_str());
         let payload = serde_json::to_vec(&job).unwrap();
-        let ack = js.publish_with_headers(protocol::JOB_SUBJECT, headers, payload.into()).await.unwrap();
+        let ack = js
+            .publish_with_headers(protocol::job_subject(protocol::DEFAULT_QUEUE), headers, payload.into())
+            .await
+            .unwrap();
         ack.await.unwrap();
     }
     let taken = tokio::time::timeout(Duration::from_secs(10), replies.next()).await.unwrap().unwrap();
@@ -442,7 +445,7 @@ async fn a_job_is_admitted_once_when_redelivered_or_published_twice() {
     let dropped_before = dropped(w2.log_text());
     let again = CallJob { job_id: uuid::Uuid::new_v4().to_string(), ..job.clone() };
     let payload = serde_json::to_vec(&again).unwrap();
-    js.publish(protocol::JOB_SUBJECT, payload.into()).await.unwrap().await.unwrap();
+    js.publish(protocol::job_subject(protocol::DEFAULT_QUEUE), payload.into()).await.unwrap().await.unwrap();
     assert!(tokio::time::timeout(Duration::from_secs(3), replies.next()).await.is_err(), "admitted twice");
     let deadline = Instant::now() + Duration::from_secs(10);
     while dropped(w2.log_text()) == dropped_before {
@@ -450,6 +453,18 @@ async fn a_job_is_admitted_once_when_redelivered_or_published_twice() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(caller.connected());
+    // A job on another queue (`--queue`) is not for w2 (it serves `default`).
+    let elsewhere = fleet.conversation(&replica.base, &agent_id, "user-3").await;
+    let other_job = CallJob {
+        job_id: uuid::Uuid::new_v4().to_string(),
+        conversation_id: id_of(&elsewhere),
+        reply_to: nats.new_inbox(),
+        expires_at_ms: protocol::now_ms() + 30_000,
+    };
+    let payload = serde_json::to_vec(&other_job).unwrap();
+    js.publish(protocol::job_subject("elsewhere"), payload.into()).await.unwrap().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(fleet.holder(&id_of(&elsewhere)).await, "", "a worker of another queue took the job");
     // Hanging up through the replica reaches the worker by request-reply.
     let hang_up = fleet
         .client

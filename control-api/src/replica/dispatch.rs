@@ -37,20 +37,24 @@ pub struct Dispatcher {
     db: Db,
     take_timeout: Duration,
     ice: IceServers,
+    /// The subject of the queue this replica's calls go to.
+    job_subject: String,
 }
 
 impl Dispatcher {
-    /// Connected to NATS with the job stream in place.
+    /// Connected to NATS with the job stream in place; calls go to `queue`'s workers.
     pub async fn connect(
         url: &str,
         db: Db,
         take_timeout: Duration,
         ice: IceServers,
+        queue: &str,
     ) -> Result<Arc<Dispatcher>, async_nats::Error> {
         let client = protocol::connect(url, "confab-replica").await?;
         let js = jetstream::new(client.clone());
         protocol::job_stream(&js).await?;
-        Ok(Arc::new(Dispatcher { client, js, db, take_timeout, ice }))
+        let job_subject = protocol::job_subject(queue);
+        Ok(Arc::new(Dispatcher { client, js, db, take_timeout, ice, job_subject }))
     }
 
     pub fn ice_servers(&self) -> &IceServers {
@@ -100,7 +104,7 @@ impl Dispatcher {
         let payload = serde_json::to_vec(&job).expect("jobs serialize");
         let ack = self
             .js
-            .publish_with_headers(protocol::JOB_SUBJECT, headers, payload.into())
+            .publish_with_headers(self.job_subject.clone(), headers, payload.into())
             .await
             .map_err(|e| unavailable(&e))?;
         ack.await.map_err(|e| unavailable(&e))?;

@@ -89,14 +89,15 @@ pub struct FleetWorker {
 }
 
 impl FleetWorker {
-    /// Joins the fleet over `client`: finds the job queue, registers with a first heartbeat.
+    /// Joins the fleet over `client`: finds `queue`'s jobs, registers with a first heartbeat.
     pub async fn join_fleet(
         client: async_nats::Client,
         db: Db,
         media: Arc<dyn CallHost>,
         id: String,
+        queue: &str,
     ) -> Result<Arc<FleetWorker>, async_nats::Error> {
-        let consumer = protocol::job_consumer(&jetstream::new(client.clone())).await?;
+        let consumer = protocol::job_consumer(&jetstream::new(client.clone()), queue).await?;
         let max_calls = media.max_calls();
         let worker = Arc::new(FleetWorker {
             id,
@@ -252,7 +253,7 @@ impl FleetWorker {
 
     async fn fetch_one(&self) -> Result<Option<jetstream::Message>, async_nats::Error> {
         let mut batch = self.consumer.fetch().max_messages(1).expires(FETCH_WAIT).messages().await?;
-        batch.next().await.transpose().map_err(Into::into)
+        batch.next().await.transpose()
     }
 
     async fn run_job(self: Arc<Self>, message: jetstream::Message, permit: OwnedSemaphorePermit) {

@@ -66,8 +66,9 @@ impl VoicePool {
 impl PiperTts {
     pub fn load(models_dir: &Path) -> Result<PiperTts, ProviderError> {
         static LOADED: OnceLock<SharedModels<PathBuf, VoicePool>> = OnceLock::new();
-        let voices =
-            get_or_load(LOADED.get_or_init(Default::default), models_dir.to_path_buf(), || VoicePool::load(models_dir))?;
+        let voices = get_or_load(LOADED.get_or_init(Default::default), models_dir.to_path_buf(), || {
+            VoicePool::load(models_dir)
+        })?;
         Ok(PiperTts { voices })
     }
 
