@@ -4,7 +4,6 @@
 use axum::body::Body;
 use axum::http::Request;
 use confab_api::store::Db;
-use confab_api::{AppConfig, AppState, app, auth};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use tower::ServiceExt;
@@ -15,18 +14,7 @@ fn api(c: &mut Criterion) {
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display());
     let (router, key, agent_id) = runtime.block_on(async {
         let db = Db::connect(&url).await.unwrap();
-        let state = AppState::new(
-            db.clone(),
-            AppConfig {
-                public_url: "http://bench".into(),
-                recordings_dir: "recordings".into(),
-                models_dir: confab_models::default_models_dir(),
-            },
-        )
-        .await
-        .unwrap();
-        let (_, key) = auth::create_key(&db, "bench").await.unwrap();
-        let router = app(state);
+        let (router, key) = confab_benches::api_router(&db).await;
         let mut agent_id = String::new();
         for i in 0..200 {
             let response = router.clone().oneshot(create_request(&key, i)).await.unwrap();

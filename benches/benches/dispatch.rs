@@ -20,10 +20,9 @@ use confab_api::replica::dispatch::{Dispatcher, IceServers};
 use confab_api::store::Db;
 use confab_api::worker::fleet::{CallHost, FleetWorker};
 use confab_api::worker::media::JoinError;
-use confab_api::{AppConfig, AppState, app, auth};
+use confab_benches::api_post;
 use futures_util::future::BoxFuture;
 use serde_json::json;
-use tower::ServiceExt;
 
 /// Media that admits every call at once; each call is over when it is admitted.
 struct SimulatedMedia {
@@ -100,21 +99,11 @@ fn fresh_database() -> String {
     format!("{}/{name}", admin_url().rsplit_once('/').unwrap().0)
 }
 
-async fn post(router: &Router, key: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
-    let request = axum::http::Request::post(path)
-        .header("x-api-key", key)
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(body.to_string()))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    serde_json::from_slice(&axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap()).unwrap()
-}
-
 /// `count` new conversations of one agent.
 async fn conversations(router: &Router, key: &str, agent_id: &str, count: usize) -> Vec<String> {
     let mut ids = Vec::with_capacity(count);
     for _ in 0..count {
-        let conversation = post(router, key, "/v1/ext/conversation", json!({ "agent_id": agent_id })).await;
+        let conversation = api_post(router, key, "/v1/ext/conversation", json!({ "agent_id": agent_id })).await;
         ids.push(conversation["id"].as_str().unwrap().to_string());
     }
     ids
@@ -195,19 +184,8 @@ fn main() {
         let store = tempfile::tempdir().unwrap();
         let (_nats_server, nats) = start_nats(store.path());
         let db = Db::connect(&fresh_database()).await.unwrap();
-        let state = AppState::new(
-            db.clone(),
-            AppConfig {
-                public_url: "http://bench".into(),
-                recordings_dir: "recordings".into(),
-                models_dir: confab_models::default_models_dir(),
-            },
-        )
-        .await
-        .unwrap();
-        let (_, key) = auth::create_key(&db, "bench").await.unwrap();
-        let router = app(state);
-        let agent = post(&router, &key, "/v1/ext/agent", json!({ "agent_name": "B" })).await;
+        let (router, key) = confab_benches::api_router(&db).await;
+        let agent = api_post(&router, &key, "/v1/ext/agent", json!({ "agent_name": "B" })).await;
         let agent_id = agent["id"].as_str().unwrap().to_string();
         let connect = |queue: String| {
             let (nats, db) = (nats.clone(), db.clone());

@@ -10,20 +10,9 @@ use axum::Router;
 use axum::routing::post;
 use confab_api::store::Db;
 use confab_api::webhooks::{self, Deliverer, WebhookConfig};
-use confab_api::{AppConfig, AppState, app, auth};
+use confab_benches::api_post;
 use confab_engine::{ConversationEvent, EventKind};
 use serde_json::json;
-use tower::ServiceExt;
-
-async fn create(router: &Router, key: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
-    let request = axum::http::Request::post(path)
-        .header("x-api-key", key)
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(body.to_string()))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    serde_json::from_slice(&axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap()).unwrap()
-}
 
 fn main() {
     let events = if std::env::args().any(|a| a == "--bench") { 2000 } else { 100 };
@@ -45,19 +34,8 @@ fn main() {
 
         let dir = tempfile::tempdir().unwrap();
         let db = Db::connect(&format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display())).await.unwrap();
-        let state = AppState::new(
-            db.clone(),
-            AppConfig {
-                public_url: "http://bench".into(),
-                recordings_dir: "recordings".into(),
-                models_dir: confab_models::default_models_dir(),
-            },
-        )
-        .await
-        .unwrap();
-        let (_, key) = auth::create_key(&db, "bench").await.unwrap();
-        let router = app(state);
-        let agent = create(
+        let (router, key) = confab_benches::api_router(&db).await;
+        let agent = api_post(
             &router,
             &key,
             "/v1/ext/agent",
@@ -67,7 +45,7 @@ fn main() {
         let mut ids = Vec::new();
         for _ in 0..conversations {
             ids.push(
-                create(&router, &key, "/v1/ext/conversation", json!({ "agent_id": agent["id"] })).await["id"]
+                api_post(&router, &key, "/v1/ext/conversation", json!({ "agent_id": agent["id"] })).await["id"]
                     .as_str()
                     .unwrap()
                     .to_string(),

@@ -1,6 +1,6 @@
 //! Criterion benchmarks of Confab's hot paths; the benchmarks live in `benches/`. This library holds
-//! what several of them share: real speech from espeak-ng, the process's CPU time, and the users' side of
-//! engine sessions.
+//! what several of them share: real speech from espeak-ng, the process's CPU time, the users' side of
+//! engine sessions, and the control plane's router on a database.
 
 use std::process::Command;
 
@@ -64,4 +64,29 @@ pub fn play_users_tick(handles: &mut [SessionHandle], speech: &[f32], offsets: &
         while handle.events.try_recv().is_ok() {}
     }
     std::hint::black_box(&drain);
+}
+
+/// The control plane's router on `db` (driven without a socket) and a new API key.
+pub async fn api_router(db: &confab_api::store::Db) -> (axum::Router, String) {
+    let config = confab_api::AppConfig {
+        public_url: "http://bench".into(),
+        recordings_dir: "recordings".into(),
+        models_dir: confab_models::default_models_dir(),
+    };
+    let state = confab_api::AppState::new(db.clone(), config).await.expect("the bench database opens");
+    let (_, key) = confab_api::auth::create_key(db, "bench").await.expect("a key is created");
+    (confab_api::app(state), key)
+}
+
+/// POSTs `body` as JSON to `path` on `router` with the API key; the answer's JSON.
+pub async fn api_post(router: &axum::Router, key: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
+    use tower::ServiceExt;
+    let request = axum::http::Request::post(path)
+        .header("x-api-key", key)
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_string()))
+        .expect("a valid request");
+    let response = router.clone().oneshot(request).await.expect("the router answers");
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("a whole body");
+    serde_json::from_slice(&bytes).expect("a JSON answer")
 }
