@@ -27,7 +27,9 @@ pub async fn apply(db: &Db, conversation_id: &str, event: &ConversationEvent) ->
         _ => {}
     }
     if let Some((role, content)) = event.kind.transcript_entry() {
-        conversations::append_transcript(db, conversation_id, role, &content, media_seconds).await?;
+        let speaker = (role == ROLE_USER).then(|| crate::meetings::speakers::current(conversation_id)).flatten();
+        conversations::append_transcript(db, conversation_id, role, &content, media_seconds, speaker.as_deref())
+            .await?;
     }
     Ok(())
 }

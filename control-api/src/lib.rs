@@ -11,6 +11,7 @@ pub mod conversation_knowledge;
 pub mod error;
 pub mod extract;
 pub mod fleet_protocol;
+pub mod meetings;
 pub mod metrics;
 pub mod pagination;
 pub mod replica;
@@ -52,6 +53,8 @@ pub struct AppState {
     pub media: Option<Arc<worker::media::MediaWorker>>,
     /// In a fleet replica: calls go to media workers over NATS (instead of `media`).
     pub fleet: Option<Arc<replica::dispatch::Dispatcher>>,
+    /// Meeting bots (external meetings); None when no browser is configured or there is no media path.
+    pub meetings: Option<Arc<meetings::MeetingBots>>,
 }
 
 #[derive(Debug, Clone)]
@@ -74,7 +77,14 @@ pub struct MintedSession {
 impl AppState {
     pub async fn new(db: Db, config: AppConfig) -> Result<AppState, sqlx::Error> {
         let secret = store::settings::secret(&db, SESSION_SECRET_NAME).await?;
-        Ok(AppState { db, session_keys: SessionKeys::new(&secret), config: Arc::new(config), media: None, fleet: None })
+        Ok(AppState {
+            db,
+            session_keys: SessionKeys::new(&secret),
+            config: Arc::new(config),
+            media: None,
+            fleet: None,
+            meetings: None,
+        })
     }
 
     /// Live calls through `media` (join page, WebRTC signalling).
@@ -87,6 +97,35 @@ impl AppState {
     pub fn with_fleet(mut self, dispatcher: Arc<replica::dispatch::Dispatcher>) -> AppState {
         self.fleet = Some(dispatcher);
         self
+    }
+
+    /// Sends agents into external meetings with `bots`.
+    pub fn with_meetings(mut self, bots: Arc<meetings::MeetingBots>) -> AppState {
+        self.meetings = Some(bots);
+        self
+    }
+
+    /// Places the call of `conversation_id` with a participant's SDP offer where calls run here: the
+    /// fleet's workers (a replica) or the embedded media worker; returns the SDP answer.
+    pub async fn join_call(
+        &self,
+        conversation_id: &str,
+        offer_sdp: String,
+    ) -> Result<String, worker::media::JoinError> {
+        match (&self.fleet, &self.media) {
+            (Some(fleet), _) => fleet.join(conversation_id, offer_sdp).await,
+            (None, Some(media)) => media.join_alone(conversation_id, offer_sdp).await,
+            (None, None) => Err(worker::media::JoinError::Unavailable("no media worker".into())),
+        }
+    }
+
+    /// Hangs up the call of `conversation_id`; false when it has none here.
+    pub async fn hang_up_call(&self, conversation_id: &str) -> Result<bool, worker::media::JoinError> {
+        match (&self.fleet, &self.media) {
+            (Some(fleet), _) => fleet.hang_up(conversation_id).await,
+            (None, Some(media)) => Ok(media.hang_up(conversation_id)),
+            (None, None) => Ok(false),
+        }
     }
 
     /// The browser page of a conversation; the token rides in the fragment, which never reaches a server log.

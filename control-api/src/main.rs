@@ -109,6 +109,29 @@ struct ServeArgs {
     media: MediaArgs,
     #[command(flatten)]
     fleet: FleetArgs,
+    #[command(flatten)]
+    meetings: MeetingArgs,
+}
+
+#[derive(Args)]
+struct MeetingArgs {
+    /// Chromium (or Chrome) for the external-meeting bots; `chromium`, `chromium-browser` or
+    /// `google-chrome` on PATH by default. Without one, external meetings answer 503.
+    #[arg(long, env = "CONFAB_MEETING_BROWSER")]
+    meeting_browser: Option<PathBuf>,
+    /// An extra command-line argument for the bots' browser (a proxy, host resolver rules); repeatable.
+    #[arg(long = "meeting-browser-arg", allow_hyphen_values = true)]
+    meeting_browser_args: Vec<String>,
+    /// Seconds a bot waits in a meeting's lobby to be admitted before its conversation ends
+    /// (`admission_timeout`).
+    #[arg(long, env = "CONFAB_MEETING_LOBBY_TIMEOUT", default_value_t = 90.0)]
+    meeting_lobby_timeout: f64,
+    /// Seconds a bot stays once it is the meeting's only participant.
+    #[arg(long, env = "CONFAB_MEETING_ALONE_TIMEOUT", default_value_t = 60.0)]
+    meeting_alone_timeout: f64,
+    /// Meeting bots at once (each runs a browser); --max-calls by default.
+    #[arg(long, env = "CONFAB_MAX_MEETINGS")]
+    max_meetings: Option<usize>,
 }
 
 #[derive(Args)]
@@ -349,6 +372,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!(nats = %url, "fleet replica");
         state = state.with_fleet(dispatcher);
     }
+    let bots = start_meeting_bots(&args.meetings, args.media.max_calls, &state, &waker);
+    if let Some(bots) = &bots {
+        state = state.with_meetings(bots.clone());
+    }
     let deliverer = tokio::spawn(deliverer.run());
     let metrics_server = match args.metrics_addr {
         Some(addr) => {
@@ -365,6 +392,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, backend = ?db.backend, "confab serving");
     confab_api::server::serve(listener, confab_api::app(state), args.max_connections, shutdown_signal()).await?;
+    if let Some(bots) = bots {
+        bots.shutdown(confab_api::worker::media::SHUTDOWN_GRACE * 2).await;
+    }
     if let Some((stop, worker)) = embedded_worker {
         stop.notify_one();
         let _ = worker.await;
@@ -380,6 +410,39 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("confab stopped");
     Ok(())
+}
+
+/// The meeting bots, when this process has a media path (embedded worker or fleet) and a browser.
+fn start_meeting_bots(
+    args: &MeetingArgs,
+    max_calls: usize,
+    state: &AppState,
+    waker: &std::sync::Arc<tokio::sync::Notify>,
+) -> Option<std::sync::Arc<confab_api::meetings::MeetingBots>> {
+    use confab_api::meetings::{BrowserConfig, MeetingBots, MeetingSettings};
+    if state.media.is_none() && state.fleet.is_none() {
+        return None;
+    }
+    let found = args
+        .meeting_browser
+        .clone()
+        .or_else(|| ["chromium", "chromium-browser", "google-chrome"].into_iter().find_map(|name| find_on_path(name)));
+    let Some(executable) = found else {
+        tracing::warn!("external meetings are off: no Chromium found (give --meeting-browser)");
+        return None;
+    };
+    let browser = BrowserConfig { executable, extra_args: args.meeting_browser_args.clone() };
+    let mut settings = MeetingSettings::new(browser);
+    settings.lobby_timeout = std::time::Duration::from_secs_f64(args.meeting_lobby_timeout.max(1.0));
+    settings.alone_timeout = std::time::Duration::from_secs_f64(args.meeting_alone_timeout.max(1.0));
+    settings.webhooks = Some(waker.clone());
+    let max = args.max_meetings.unwrap_or(max_calls);
+    tracing::info!(browser = %settings.browser.executable.display(), max_meetings = max, "meeting bots ready");
+    Some(MeetingBots::new(settings, max))
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(name)).find(|path| path.is_file())
 }
 
 /// Ends the calls an earlier run of `confab serve` alone held when it stopped without ending them (a crash):

@@ -11,7 +11,10 @@
 //! Tools and guardrails (`crate::actions`) are offered to the model; the calls it makes are run by
 //! `tool_round` and their results go back to it, up to `MAX_TOOL_ROUNDS` times per turn.
 
+pub mod reply_rule;
 mod tool_round;
+
+pub use reply_rule::ReplyRule;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -73,6 +76,8 @@ pub struct Responder {
     retrieval: Option<Retrieval>,
     /// The snippets given to the model with the current turn.
     turn_snippets: Vec<Snippet>,
+    /// Which turns are answered (every one unless a meeting says otherwise).
+    reply_rule: ReplyRule,
 }
 
 /// The reply being made: when its first language-model request went out, its turn and epoch.
@@ -124,6 +129,12 @@ impl Responder {
     }
 
     /// Offers the agent's tools and guardrails to the model.
+    /// Answers only the turns `rule` lets through (the others enter the history unanswered).
+    pub fn with_reply_rule(mut self, rule: ReplyRule) -> Responder {
+        self.reply_rule = rule;
+        self
+    }
+
     pub fn with_actions(mut self, actions: Actions) -> Responder {
         self.tool_specs = actions.specs();
         self.actions = actions;
@@ -155,6 +166,7 @@ impl Responder {
             callbacks: Vec::new(),
             retrieval: None,
             turn_snippets: Vec::new(),
+            reply_rule: ReplyRule::default(),
         }
     }
 
@@ -190,7 +202,10 @@ impl Responder {
         took: std::time::Duration,
         snippets: Vec<Snippet>,
     ) {
-        let early = self.preemptive_generation && !text.trim().is_empty() && self.in_flight.is_none();
+        let early = self.preemptive_generation
+            && !text.trim().is_empty()
+            && self.in_flight.is_none()
+            && self.reply_rule.answers(&text);
         self.early_reply = early.then(|| EarlyReply {
             stream: self.llm.0.stream(self.request(Some(&text), &snippets)),
             user_text: text.clone(),
@@ -279,6 +294,12 @@ impl Responder {
     ) -> Result<(), ProviderError> {
         let requested = Instant::now();
         self.last_reply = ReplyTimings::default();
+        if !self.reply_rule.answers(user_text) {
+            // Not addressed (a meeting): the turn is context for later ones, and nothing is said.
+            self.early_reply = None;
+            self.history.push(ChatMessage::new("user", user_text));
+            return Ok(());
+        }
         // Calls an interrupted reply left running: their results enter the history first.
         self.settle_quietly(out).await;
         let early = self.early_reply.take();

@@ -66,6 +66,7 @@ pub fn rms_between(audio: &[f32], from: f64, to: f64) -> f32 {
 
 pub mod browser;
 pub mod caller;
+pub mod fake_meeting;
 pub mod fleet;
 pub mod netns;
 pub mod receiver;

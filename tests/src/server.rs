@@ -24,6 +24,11 @@ impl Server {
 
     /// As `start`, on a given port (a restart keeps its URLs).
     pub async fn start_on(data: &Path, port: u16, extra: &[&str]) -> Server {
+        Server::start_with_env(data, port, extra, &[]).await
+    }
+
+    /// As `start_on`, with more environment variables.
+    pub async fn start_with_env(data: &Path, port: u16, extra: &[&str], env: &[(&str, &Path)]) -> Server {
         std::fs::create_dir_all(data).unwrap();
         let log = std::fs::OpenOptions::new().create(true).append(true).open(data.join("serve.log")).unwrap();
         let child = Command::new(confab_bin())
@@ -32,6 +37,7 @@ impl Server {
             .args(extra)
             .env_remove("DATABASE_URL")
             .env("RUST_LOG", "info,sqlx=warn,webrtc=warn,rtc=warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -1,12 +1,13 @@
-//! External meetings: sends an agent into a meeting on a third-party platform. Answers plain text, as
-//! SPEC.md requires. Until a meeting-bot service is configured, every valid request is answered
-//! `Unable to create agent request.` (503) — honestly, without creating anything.
+//! External meetings: sends an agent into a meeting on a third-party platform (`crate::meetings`).
+//! Answers plain text, as SPEC.md requires; the conversation's id rides in `X-Conversation-Id`.
 
 use axum::extract::State;
+use axum::http::HeaderValue;
 use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use serde_json::json;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -15,12 +16,24 @@ use crate::AppState;
 use crate::agent_config::nullable;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, parse_id};
+use crate::meetings::{MeetingJob, platform};
 use crate::routes::agents::NOT_FOUND as AGENT_NOT_FOUND;
+use crate::routes::conversations::{NewConversation, create_record};
 use crate::store::collection::AGENTS;
+use crate::store::conversations::TYPE_EXTERNAL_MEETING;
 use crate::validate;
 
 pub const ACCEPTED_TEXT: &str = "Agent request successfully created.";
 pub const UNABLE_TEXT: &str = "Unable to create agent request.";
+/// The response header naming the conversation an accepted request created.
+pub const CONVERSATION_ID_HEADER: &str = "x-conversation-id";
+/// `mode`: answers when addressed by name or wake phrase, or asked a question (the default).
+pub const MODE_ADDRESSED: &str = "addressed";
+/// `mode`: answers every turn, like a 1:1 call.
+pub const MODE_ALWAYS: &str = "always";
+/// `mode`: listens and transcribes, never speaks.
+pub const MODE_OBSERVER: &str = "observer";
+pub const MODES: &[&str] = &[MODE_ADDRESSED, MODE_ALWAYS, MODE_OBSERVER];
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct ExternalMeetingRequest {
@@ -44,25 +57,74 @@ fn plain_text(status: StatusCode, text: &'static str) -> Response {
     (status, [(CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
 }
 
-/// Send an agent into a live external meeting. Plain-text answer.
+/// Send an agent into a live external meeting. Plain-text answer; the new conversation's id is in the
+/// `X-Conversation-Id` header.
 #[utoipa::path(post, path = "/v1/ext/externalmeeting", tag = "meetings", request_body = ExternalMeetingRequest,
-    responses((status = 200, description = "text/plain `Agent request successfully created.`"),
-        (status = 503, description = "text/plain `Unable to create agent request.`"), (status = 400), (status = 401), (status = 404)))]
+    responses((status = 200, description = "text/plain `Agent request successfully created.`; header `X-Conversation-Id`"),
+        (status = 400, description = "Invalid fields (JSON), or text/plain `Unable to create agent request.` for a \
+            meeting URL of no supported platform"),
+        (status = 503, description = "text/plain `Unable to create agent request.`: no meeting bot service, or \
+            every bot slot busy"), (status = 401), (status = 404)))]
 async fn create_external_meeting(
     State(state): State<AppState>,
     ApiJson(input): ApiJson<ExternalMeetingRequest>,
 ) -> ApiResult<Response> {
     validate::required_name("user_name", &input.user_name)?;
     validate::required_name("user_id", &input.user_id)?;
-    validate::http_url("meeting_url", &input.meeting_url)?;
+    validate::max_chars("meeting_url", &input.meeting_url, validate::MAX_TEXT_CHARS)?;
     validate::max_chars("context", &input.context, validate::MAX_TEXT_CHARS)?;
     validate::max_chars("wake_phrase", &input.wake_phrase, validate::MAX_NAME_CHARS)?;
-    let agent_id = parse_id(&input.agent_id, ApiError::NotFoundMessage(AGENT_NOT_FOUND))?;
-    let exists =
-        AGENTS.get(&state.db, &agent_id).await.map_err(ApiError::internal("Failed to create meeting request"))?;
-    if exists.is_none() {
-        return Err(ApiError::NotFoundMessage(AGENT_NOT_FOUND));
+    if !input.mode.is_empty() {
+        validate::one_of("mode", &input.mode, MODES)?;
     }
-    // No meeting-bot service is configured in this build; ACCEPTED_TEXT answers once one is.
-    Ok(plain_text(StatusCode::SERVICE_UNAVAILABLE, UNABLE_TEXT))
+    let agent_id = parse_id(&input.agent_id, ApiError::NotFoundMessage(AGENT_NOT_FOUND))?;
+    let agent =
+        AGENTS.get(&state.db, &agent_id).await.map_err(ApiError::internal("Failed to create meeting request"))?;
+    let Some(agent) = agent else {
+        return Err(ApiError::NotFoundMessage(AGENT_NOT_FOUND));
+    };
+    let Some(meeting) = platform::recognize(&input.meeting_url) else {
+        return Ok(plain_text(StatusCode::BAD_REQUEST, UNABLE_TEXT));
+    };
+    let Some(bots) = state.meetings.clone() else {
+        return Ok(plain_text(StatusCode::SERVICE_UNAVAILABLE, UNABLE_TEXT));
+    };
+    if !bots.reserve() {
+        return Ok(plain_text(StatusCode::SERVICE_UNAVAILABLE, UNABLE_TEXT));
+    }
+    let mode = if input.mode.is_empty() { MODE_ADDRESSED } else { input.mode.as_str() };
+    let new = NewConversation {
+        agent_id: &agent_id,
+        user_name: &input.user_name,
+        user_id: &input.user_id,
+        context: &input.context,
+        meta_data: json!({ "meeting": {
+            "platform": meeting.platform.name(),
+            "meeting_url": input.meeting_url.trim(),
+            "mode": mode,
+            "wake_phrase": input.wake_phrase,
+        }}),
+        conversation_type: TYPE_EXTERNAL_MEETING,
+    };
+    let conversation = match create_record(&state, new).await {
+        Ok(conversation) => conversation,
+        Err(err) => {
+            bots.release();
+            return Err(err);
+        }
+    };
+    let email = agent.fields::<crate::routes::agents::AgentFields>().ok().map(|f| f.email).filter(|e| !e.is_empty());
+    let job = MeetingJob {
+        conversation_id: conversation.id.clone(),
+        platform: meeting.platform,
+        join_url: meeting.join_url,
+        display_name: input.user_name.clone(),
+        email,
+    };
+    bots.send(state.clone(), job);
+    let mut response = plain_text(StatusCode::OK, ACCEPTED_TEXT);
+    if let Ok(value) = HeaderValue::from_str(&conversation.id) {
+        response.headers_mut().insert(CONVERSATION_ID_HEADER, value);
+    }
+    Ok(response)
 }

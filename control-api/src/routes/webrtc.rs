@@ -49,11 +49,10 @@ async fn join_call(
     let bytes = axum::body::to_bytes(body, MAX_OFFER_BYTES).await.map_err(|_| ApiError::PayloadTooLarge)?;
     let offer = String::from_utf8(bytes.to_vec()).map_err(|_| ApiError::bad_request("Invalid SDP offer: not UTF-8"))?;
     conversations::get(&state.db, &id).await?.ok_or(ApiError::NotFound(NOT_FOUND))?;
-    let joined = match (&state.fleet, &state.media) {
-        (Some(fleet), _) => fleet.join(&id, offer).await,
-        (None, Some(media)) => media.join_alone(&id, offer).await,
-        (None, None) => return Err(ApiError::Unavailable(NO_MEDIA_WORKER)),
-    };
+    if state.fleet.is_none() && state.media.is_none() {
+        return Err(ApiError::Unavailable(NO_MEDIA_WORKER));
+    }
+    let joined = state.join_call(&id, offer).await;
     let in_fleet = state.fleet.is_some();
     let answer = joined.map_err(|err| match err {
         JoinError::Ended => ApiError::Conflict("Conversation has ended"),
@@ -83,10 +82,6 @@ async fn join_call(
     responses((status = 204), (status = 401), (status = 404, description = "No call in progress")))]
 async fn hang_up(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap) -> ApiResult<StatusCode> {
     let id = authorize(&state, &headers, &id)?;
-    let found = match (&state.fleet, &state.media) {
-        (Some(fleet), _) => fleet.hang_up(&id).await.map_err(ApiError::internal("Cannot hang up"))?,
-        (None, Some(media)) => media.hang_up(&id),
-        (None, None) => false,
-    };
+    let found = state.hang_up_call(&id).await.map_err(ApiError::internal("Cannot hang up"))?;
     if found { Ok(StatusCode::NO_CONTENT) } else { Err(ApiError::NotFound(NO_CALL)) }
 }

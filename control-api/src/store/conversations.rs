@@ -66,6 +66,10 @@ pub struct TranscriptEntry {
     pub conversation_id: String,
     /// Media time of the turn, in seconds since the conversation began.
     pub message_timestamp: f64,
+    /// External meetings: who said this user turn, as the meeting showed its active speaker; absent
+    /// when unknown (and in 1:1 calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
 }
 
 /// The single-record form returned by get-by-id.
@@ -229,7 +233,8 @@ pub async fn list(
 
 pub async fn transcript(db: &Db, conversation_id: &str) -> Result<Vec<TranscriptEntry>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT role, content, message_timestamp, created_at FROM transcript_entries WHERE conversation_id = $1 ORDER BY seq",
+        "SELECT role, content, message_timestamp, created_at, speaker FROM transcript_entries \
+         WHERE conversation_id = $1 ORDER BY seq",
     )
     .bind(conversation_id)
     .fetch_all(&db.pool)
@@ -242,6 +247,7 @@ pub async fn transcript(db: &Db, conversation_id: &str) -> Result<Vec<Transcript
                 content: row.try_get("content")?,
                 conversation_id: conversation_id.to_string(),
                 message_timestamp: row.try_get("message_timestamp")?,
+                speaker: Some(row.try_get::<String, _>("speaker")?).filter(|s| !s.is_empty()),
             })
         })
         .collect()
@@ -254,6 +260,7 @@ pub async fn append_transcript(
     role: &str,
     content: &str,
     message_timestamp: f64,
+    speaker: Option<&str>,
 ) -> Result<(), sqlx::Error> {
     let mut tx = db.begin_write().await?;
     let next: i64 =
@@ -263,8 +270,8 @@ pub async fn append_transcript(
             .await?
             .try_get("next")?;
     sqlx::query(
-        "INSERT INTO transcript_entries (conversation_id, seq, role, content, message_timestamp, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO transcript_entries (conversation_id, seq, role, content, message_timestamp, created_at, speaker) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(conversation_id)
     .bind(next)
@@ -272,6 +279,7 @@ pub async fn append_transcript(
     .bind(content)
     .bind(message_timestamp)
     .bind(crate::time::now_iso())
+    .bind(speaker.unwrap_or_default())
     .execute(&mut *tx)
     .await?;
     tx.commit().await

@@ -195,6 +195,11 @@ fn migration_7() -> Vec<String> {
     .to_vec()
 }
 
+/// External meetings: who said each user turn, as the meeting's page showed it ('' when unknown).
+fn migration_8() -> Vec<String> {
+    vec!["ALTER TABLE transcript_entries ADD COLUMN speaker TEXT NOT NULL DEFAULT ''".to_string()]
+}
+
 /// Applies every migration newer than the recorded version, each in its own transaction.
 pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
     sqlx::query("CREATE TABLE IF NOT EXISTS confab_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
@@ -208,6 +213,7 @@ pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
         (5, migration_5()),
         (6, migration_6()),
         (7, migration_7()),
+        (8, migration_8()),
     ];
     for (version, statements) in migrations {
         let mut tx = db.begin_write().await?;

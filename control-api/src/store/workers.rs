@@ -179,17 +179,19 @@ async fn end_calls_of(db: &Db, worker_id: &str, cutoff_ms: i64) -> Result<Vec<Lo
 }
 
 /// At the start of `confab serve` alone: ends the calls the previous run held (claimed by
-/// `LOCAL_WORKER`, or IN_PROGRESS from before calls were claimed) — ENDED with
-/// `end_reason = server_restart`, `participant_left` where the participant had joined, `call_ended`.
-/// Conversations nobody joined yet stay open (their join links still work).
+/// `LOCAL_WORKER`, or IN_PROGRESS from before calls were claimed) and the external meetings its bots were
+/// in or on their way to — ENDED with `end_reason = server_restart`, `participant_left` where the
+/// participant had joined, `call_ended`. Conversations nobody joined yet stay open (their join links
+/// still work).
 pub async fn end_calls_after_restart(db: &Db) -> Result<Vec<LostCall>, sqlx::Error> {
     let rows = sqlx::query(
         "SELECT id, status, user_id, worker_id FROM conversations WHERE status <> $1 \
-         AND (worker_id = $2 OR (worker_id = '' AND status = $3))",
+         AND (worker_id = $2 OR (worker_id = '' AND status = $3) OR conversation_type = $4)",
     )
     .bind(STATUS_ENDED)
     .bind(LOCAL_WORKER)
     .bind(STATUS_IN_PROGRESS)
+    .bind(super::conversations::TYPE_EXTERNAL_MEETING)
     .fetch_all(&db.pool)
     .await?;
     let endings = endings(db, &rows, REASON_SERVER_RESTART).await?;
@@ -260,4 +262,31 @@ async fn end_in(
         ended.push(LostCall { worker_id: ending.worker_id, conversation_id: ending.conversation_id });
     }
     Ok(ended)
+}
+
+/// Ends one conversation that is not ENDED yet, whoever holds it, with `reason`: ENDED, `end_reason`,
+/// `participant_left` (when the participant had joined) and `call_ended` with `{"reason": …}` queued.
+/// False when it had ended already (nothing is queued then).
+pub async fn end_with_reason(db: &Db, conversation_id: &str, reason: &str) -> Result<bool, sqlx::Error> {
+    let rows = sqlx::query("SELECT id, status, user_id, worker_id FROM conversations WHERE id = $1 AND status <> $2")
+        .bind(conversation_id)
+        .bind(STATUS_ENDED)
+        .fetch_all(&db.pool)
+        .await?;
+    let endings = endings(db, &rows, reason).await?;
+    let mut tx = db.begin_write().await?;
+    let ended = end_in(&mut tx, endings, reason).await?;
+    tx.commit().await?;
+    Ok(!ended.is_empty())
+}
+
+/// Records why a conversation is ending (before the call is hung up, so the record reads it with ENDED).
+pub async fn set_end_reason(db: &Db, conversation_id: &str, reason: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE conversations SET end_reason = $1 WHERE id = $2 AND status <> $3")
+        .bind(reason)
+        .bind(conversation_id)
+        .bind(STATUS_ENDED)
+        .execute(&db.pool)
+        .await?;
+    Ok(())
 }

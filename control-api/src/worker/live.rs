@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use confab_engine::actions::{ActionSettings, Actions};
 use confab_engine::agent_spec::AgentSpec;
 use confab_engine::events::ConversationEvent;
-use confab_engine::responder::Responder;
+use confab_engine::responder::{ReplyRule, Responder};
 use confab_engine::runtime::Runtime;
 use confab_engine::turn_metrics::TurnMetrics;
 use tokio::sync::{Notify, mpsc};
@@ -92,7 +92,8 @@ pub async fn start(
     let actions = Actions::connected(&agent, settings).await;
     let mut responder = Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)
         .map_err(|e| LiveError::Agent(e.to_string()))?
-        .with_actions(actions);
+        .with_actions(actions)
+        .with_reply_rule(reply_rule(&conversation, &agent));
     if let Some((retrieval, _writer)) =
         crate::conversation_knowledge::retrieval(db, models_dir, &agent, conversation_id).await
     {
@@ -123,6 +124,35 @@ pub async fn start(
         output: session.output,
         finished,
     })
+}
+
+/// Which turns the agent answers: every one in a 1:1 call; in an external meeting, as its `mode` and
+/// `wake_phrase` say (docs/meetings.md). Addressed by name means the display name it joined with, that
+/// name's first word, or the agent's name.
+fn reply_rule(conversation: &conversations::ConversationSummary, agent: &serde_json::Value) -> ReplyRule {
+    use crate::routes::meetings::{MODE_ALWAYS, MODE_OBSERVER};
+    let meeting = &conversation.meta_data["meeting"];
+    if conversation.conversation_type != conversations::TYPE_EXTERNAL_MEETING || !meeting.is_object() {
+        return ReplyRule::Always;
+    }
+    let wake_phrase = meeting["wake_phrase"].as_str().unwrap_or_default().trim();
+    match meeting["mode"].as_str().unwrap_or_default() {
+        MODE_OBSERVER => ReplyRule::Never,
+        _ if !wake_phrase.is_empty() => ReplyRule::WakePhrase(wake_phrase.to_string()),
+        MODE_ALWAYS => ReplyRule::Always,
+        _ => {
+            let display = conversation.user_name.trim();
+            let first_word = display.split_whitespace().next().unwrap_or_default();
+            let agent_name = agent["agent_name"].as_str().unwrap_or_default().trim();
+            let mut names: Vec<String> = Vec::new();
+            for name in [display, first_word, agent_name] {
+                if name.chars().count() >= 2 && !names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                    names.push(name.to_string());
+                }
+            }
+            ReplyRule::Addressed { names }
+        }
+    }
 }
 
 /// Moves a session's events and turn metrics from the engine's channels to the async side, until the

@@ -197,14 +197,31 @@ async fn session_tokens_admit_one_conversation_only(app: TestApp) {
 
 async fn external_meeting_answers_plain_text(app: TestApp) {
     let agent_id = agent(&app, "Note taker").await;
-    let response = app
-        .post("/v1/ext/externalmeeting", json!({ "agent_id": agent_id, "meeting_url": "https://meet.example.com/abc", "user_name": "Confab Notes", "user_id": "s-1" }))
-        .await;
+    let request =
+        |url: &str| json!({ "agent_id": agent_id, "meeting_url": url, "user_name": "Confab Notes", "user_id": "s-1" });
+    // Another site: refused in plain text, nothing created.
+    let response = app.post("/v1/ext/externalmeeting", request("https://meet.example.com/abc")).await;
+    assert_eq!(response.status, StatusCode::BAD_REQUEST);
+    assert!(response.headers["content-type"].to_str().unwrap().starts_with("text/plain"));
+    assert_eq!(response.text(), "Unable to create agent request.");
+    // A supported platform, but this app has no meeting bots (no media path): 503, plain text.
+    let response = app.post("/v1/ext/externalmeeting", request("https://meet.google.com/abc-defg-hij")).await;
     assert_eq!(response.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(response.headers["content-type"].to_str().unwrap().starts_with("text/plain"));
     assert_eq!(response.text(), "Unable to create agent request.");
+    assert!(response.headers.get("x-conversation-id").is_none());
+    let listed = app.get("/v1/ext/conversation").await.json();
+    assert_eq!(listed.as_array().unwrap().len(), 0, "{listed}");
     let missing = app
         .post("/v1/ext/externalmeeting", json!({ "agent_id": agent_id, "meeting_url": "https://meet.example.com/abc" }))
         .await;
     assert_eq!(missing.status, StatusCode::BAD_REQUEST);
+    let mut bad_mode = request("https://meet.google.com/abc-defg-hij");
+    bad_mode["mode"] = json!("loud");
+    let response = app.post("/v1/ext/externalmeeting", bad_mode).await;
+    assert_eq!(response.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        response.json()["error"],
+        "Invalid request body: mode must be one of addressed, always, observer; got \"loud\""
+    );
 }

@@ -1,0 +1,150 @@
+//! The meeting bot's Chromium: one process per meeting (its own profile directory, so nothing is shared
+//! between meetings), headless, with limits on its memory; killed and its profile removed when dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::process::{Child, Command};
+
+use super::cdp::{CdpError, Page};
+
+/// How long Chromium gets to open its DevTools endpoint.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone)]
+pub struct BrowserConfig {
+    /// The Chromium executable (`--meeting-browser`).
+    pub executable: PathBuf,
+    /// Extra command-line arguments (`--meeting-browser-arg`, repeatable): a proxy, host rules.
+    pub extra_args: Vec<String>,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        BrowserConfig { executable: PathBuf::from("chromium"), extra_args: Vec::new() }
+    }
+}
+
+pub struct Browser {
+    child: Child,
+    profile: tempfile::TempDir,
+    scratch: tempfile::TempDir,
+    pub page: Page,
+}
+
+impl Browser {
+    /// Starts Chromium on a blank page and connects to it.
+    pub async fn start(config: &BrowserConfig) -> Result<Browser, CdpError> {
+        let profile = tempfile::Builder::new()
+            .prefix("confab-meeting-")
+            .tempdir()
+            .map_err(|e| CdpError::Connection(format!("no profile directory: {e}")))?;
+        // Chromium's own temporary files (its singleton socket; shared memory, with --disable-dev-shm-usage)
+        // go to a directory of their own, removed with the profile. Under /tmp: a unix socket's path must
+        // stay under 108 bytes, whatever TMPDIR is.
+        let scratch = tempfile::Builder::new()
+            .prefix("confab-meeting-")
+            .tempdir_in("/tmp")
+            .map_err(|e| CdpError::Connection(format!("no scratch directory: {e}")))?;
+        let mut child = Command::new(&config.executable)
+            .args([
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-features=WebRtcHideLocalIpsWithMdns,Translate",
+                "--autoplay-policy=no-user-gesture-required",
+                "--use-fake-ui-for-media-stream",
+                "--allow-loopback-in-peer-connection",
+                "--renderer-process-limit=2",
+                "--js-flags=--max-old-space-size=512",
+                "--window-size=1280,720",
+                "--remote-debugging-port=0",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(&config.extra_args)
+            .arg("about:blank")
+            .env("TMPDIR", scratch.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(profile.path()))
+            .kill_on_drop(true)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| CdpError::Connection(format!("cannot start {}: {e}", config.executable.display())))?;
+        let ws_url = match page_endpoint(profile.path(), &mut child).await {
+            Ok(url) => url,
+            Err(err) => {
+                let _ = child.kill().await;
+                let log = std::fs::read_to_string(profile.path().join(LOG)).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                tracing::warn!(log = %tail.into_iter().rev().collect::<Vec<_>>().join(" | "), "chromium did not start");
+                return Err(err);
+            }
+        };
+        let mut page = Page::connect(&ws_url).await?;
+        page.command("Page.enable", serde_json::json!({}), Duration::from_secs(10)).await?;
+        Ok(Browser { child, profile, scratch, page })
+    }
+
+    /// Kills Chromium (its whole process group: renderers and helpers too) and removes its profile.
+    pub async fn close(mut self) {
+        self.kill_group();
+        let _ = self.child.kill().await;
+        let _ = self.child.wait().await;
+        let _ = std::fs::remove_dir_all(self.profile.path());
+        let _ = std::fs::remove_dir_all(self.scratch.path());
+    }
+
+    fn kill_group(&self) {
+        if let Some(pid) = self.child.id().and_then(|pid| i32::try_from(pid).ok()) {
+            // SAFETY: kill(2) with a negative pid signals the process group Chromium leads (process_group(0)).
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Drop for Browser {
+    /// A bot that panicked or was aborted still leaves no browser behind.
+    fn drop(&mut self) {
+        self.kill_group();
+    }
+}
+
+/// Chromium's stderr, inside its profile (removed with it).
+const LOG: &str = "chromium.log";
+
+fn log_file(profile: &Path) -> Stdio {
+    std::fs::File::create(profile.join(LOG)).map(Stdio::from).unwrap_or_else(|_| Stdio::null())
+}
+
+/// Reads the DevTools port Chromium chose (`DevToolsActivePort` in the profile) and finds the page target.
+async fn page_endpoint(profile: &Path, child: &mut Child) -> Result<String, CdpError> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    let client = reqwest::Client::builder().no_proxy().build().map_err(|e| CdpError::Connection(e.to_string()))?;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(CdpError::Connection(format!("chromium exited at start ({status})")));
+        }
+        if let Ok(port_file) = std::fs::read_to_string(profile.join("DevToolsActivePort"))
+            && let Some(port) = port_file.lines().next().and_then(|l| l.trim().parse::<u16>().ok())
+            && let Ok(reply) = client.get(format!("http://127.0.0.1:{port}/json/list")).send().await
+            && let Ok(targets) = reply.json::<Vec<Value>>().await
+            && let Some(url) =
+                targets.iter().find(|t| t["type"] == "page").and_then(|t| t["webSocketDebuggerUrl"].as_str())
+        {
+            return Ok(url.to_string());
+        }
+        if Instant::now() > deadline {
+            return Err(CdpError::Timeout("chromium's start", START_TIMEOUT));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
