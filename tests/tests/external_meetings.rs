@@ -164,10 +164,13 @@ async fn the_agent_takes_part_in_a_meeting_on_each_platform() {
         .await;
         assert_eq!(fake.bot_name().as_deref(), Some("Confab Notes"), "{platform}");
         assert_eq!(fake.bot_state(), "in_call");
-        let record = setup.detail(&id).await;
+        let url = format!("{}/v1/ext/conversation?type=external_meeting", setup.server.base);
+        let listed = api(&setup.client, &setup.key, Method::GET, url, None).await;
+        let record = listed.as_array().unwrap().iter().find(|c| c["id"] == id.as_str()).expect("listed").clone();
         assert_eq!(record["type"], "external_meeting");
         assert_eq!(record["user_name"], "Confab Notes");
         assert_eq!(record["meta_data"]["meeting"]["platform"], platform);
+        assert_eq!(record["meta_data"]["meeting"]["mode"], "addressed");
 
         // The call is up once the agent's session hears the meeting (IN_PROGRESS as media flows).
         setup.wait_for_status(&id, "IN_PROGRESS", Duration::from_secs(30)).await;
@@ -177,6 +180,7 @@ async fn the_agent_takes_part_in_a_meeting_on_each_platform() {
         host.wait_for("window.heardAfterQuestion(0.01)", &json!(true), Duration::from_secs(30)).await;
         let frames = host.eval("window.framesFromBot()").await.as_u64().unwrap();
         assert!(frames > 0, "{platform}: the agent's face never reached the meeting");
+        receiver.wait_for_event(&setup.secret, &id, "agent.stopped_speaking", Duration::from_secs(60)).await;
 
         fake.end();
         let ended = setup.wait_until_ended(&id, Duration::from_secs(30)).await;

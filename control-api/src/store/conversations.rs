@@ -52,7 +52,8 @@ pub struct ConversationSummary {
     pub is_recorded: bool,
     #[serde(skip)]
     pub recording_url: String,
-    /// Why the platform ended the conversation (`worker_lost`, `server_restart`); absent otherwise.
+    /// Why the platform ended the conversation (`worker_lost`, `server_restart`), or why a meeting bot left
+    /// or could not join (docs/meetings.md); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_reason: Option<String>,
 }
@@ -85,8 +86,9 @@ pub struct ConversationDetail {
     pub status: String,
     pub is_recorded: bool,
     pub recording_url: String,
-    /// Why the platform ended the conversation (`worker_lost`, `server_restart`); absent when the call ended
-    /// by itself (SPEC.md's shape is unchanged then).
+    /// Why the platform ended the conversation (`worker_lost`, `server_restart`), or why a meeting bot left
+    /// or could not join (docs/meetings.md); absent when the call ended by itself (SPEC.md's shape is
+    /// unchanged then).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_reason: Option<String>,
     pub transcript: Vec<TranscriptEntry>,
