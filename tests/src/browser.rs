@@ -32,6 +32,9 @@ enum Protocol {
 
 pub struct Browser {
     child: Child,
+    /// `CONFAB_TEST_BROWSER=<random>` in the environment of the browser and of every process it starts
+    /// (renderers leave its process group and outlive it when only it is killed).
+    marker: String,
     socket: Socket,
     protocol: Protocol,
     next_id: u64,
@@ -55,6 +58,12 @@ user_pref("datareporting.policy.dataSubmissionEnabled", false);
 user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);
 user_pref("app.update.disabledForTesting", true);
 "#;
+
+const MARKER_VARIABLE: &str = "CONFAB_TEST_BROWSER";
+
+fn new_marker() -> String {
+    format!("{MARKER_VARIABLE}={}", uuid::Uuid::new_v4().simple())
+}
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -84,6 +93,7 @@ impl Browser {
     pub async fn chromium(url: &str, microphone: &Path, log: &Path) -> Browser {
         let port = free_port();
         let profile = profile_dir("chromium", port);
+        let marker = new_marker();
         let child = Command::new(CHROMIUM)
             .args([
                 "--headless",
@@ -103,6 +113,7 @@ impl Browser {
             .arg(format!("--use-file-for-fake-audio-capture={}", microphone.display()))
             .arg(format!("--remote-debugging-port={port}"))
             .arg(url)
+            .env(MARKER_VARIABLE, &marker[MARKER_VARIABLE.len() + 1..])
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).unwrap())
             .spawn()
@@ -116,7 +127,7 @@ impl Browser {
         })
         .await;
         let (socket, _) = tokio_tungstenite::connect_async(ws_url.as_str()).await.expect("DevTools websocket");
-        Browser { child, socket, protocol: Protocol::Cdp, next_id: 1, profile, sound: None }
+        Browser { child, marker, socket, protocol: Protocol::Cdp, next_id: 1, profile, sound: None }
     }
 
     /// Starts Firefox ESR, its microphone Firefox's fake device (a tone), its speakers a PulseAudio null
@@ -124,6 +135,7 @@ impl Browser {
     pub async fn firefox(url: &str, log: &Path) -> Browser {
         let port = free_port();
         let profile = profile_dir("firefox", port);
+        let marker = new_marker();
         std::fs::write(profile.join("user.js"), FIREFOX_PREFS).unwrap();
         let sound = SoundServer::start(&profile.with_extension("sound"));
         let child = Command::new(FIREFOX)
@@ -132,6 +144,7 @@ impl Browser {
             .arg(format!("--remote-debugging-port={port}"))
             .arg("about:blank")
             .env("MOZ_CRASHREPORTER_DISABLE", "1")
+            .env(MARKER_VARIABLE, &marker[MARKER_VARIABLE.len() + 1..])
             .env("PULSE_SERVER", sound.address())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).unwrap())
@@ -144,6 +157,7 @@ impl Browser {
         .await;
         let mut browser = Browser {
             child,
+            marker,
             socket,
             protocol: Protocol::Bidi { context: String::new() },
             next_id: 1,
@@ -235,10 +249,14 @@ impl Browser {
         self.sound.as_ref()
     }
 
-    /// Kills the browser at once (a participant whose machine vanished).
+    /// Kills the browser and every process it started, at once (a participant whose machine vanished).
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        for pid in confab_api::meetings::browser::processes_marked(&self.marker) {
+            // SAFETY: kill(2) on a process whose environment carries this browser's marker.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
     }
 }
 

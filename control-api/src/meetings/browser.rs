@@ -29,6 +29,9 @@ impl Default for BrowserConfig {
 
 pub struct Browser {
     child: Child,
+    /// `CONFAB_MEETING_BOT=<random>`, in the environment of Chromium and so of every process it starts:
+    /// renderers forked by its zygote leave its process group, and outlive it when only it is killed.
+    marker: String,
     profile: tempfile::TempDir,
     scratch: tempfile::TempDir,
     pub page: Page,
@@ -48,6 +51,7 @@ impl Browser {
             .prefix("confab-meeting-")
             .tempdir_in("/tmp")
             .map_err(|e| CdpError::Connection(format!("no scratch directory: {e}")))?;
+        let marker = format!("{MARKER_VARIABLE}={}", uuid::Uuid::new_v4().simple());
         let mut child = Command::new(&config.executable)
             .args([
                 "--headless=new",
@@ -72,6 +76,7 @@ impl Browser {
             .args(&config.extra_args)
             .arg("about:blank")
             .env("TMPDIR", scratch.path())
+            .env(MARKER_VARIABLE, &marker[MARKER_VARIABLE.len() + 1..])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(profile.path()))
@@ -91,33 +96,55 @@ impl Browser {
         };
         let mut page = Page::connect(&ws_url).await?;
         page.command("Page.enable", serde_json::json!({}), Duration::from_secs(10)).await?;
-        Ok(Browser { child, profile, scratch, page })
+        Ok(Browser { child, marker, profile, scratch, page })
     }
 
-    /// Kills Chromium (its whole process group: renderers and helpers too) and removes its profile.
+    /// Kills Chromium and every process it started, and removes its profile.
     pub async fn close(mut self) {
-        self.kill_group();
+        self.kill_all();
         let _ = self.child.kill().await;
         let _ = self.child.wait().await;
         let _ = std::fs::remove_dir_all(self.profile.path());
         let _ = std::fs::remove_dir_all(self.scratch.path());
     }
 
-    fn kill_group(&self) {
+    /// SIGKILL to Chromium's process group and to every process carrying its marker.
+    fn kill_all(&self) {
         if let Some(pid) = self.child.id().and_then(|pid| i32::try_from(pid).ok()) {
             // SAFETY: kill(2) with a negative pid signals the process group Chromium leads (process_group(0)).
             unsafe { libc::kill(-pid, libc::SIGKILL) };
         }
+        for pid in processes_marked(&self.marker) {
+            // SAFETY: kill(2) on a process whose environment carries this browser's marker.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
     }
 }
 
-impl Drop for Browser {
-    /// A bot that panicked or was aborted still leaves no browser behind.
-    fn drop(&mut self) {
-        self.kill_group();
-    }
+/// The environment variable that marks a bot's browser processes.
+pub const MARKER_VARIABLE: &str = "CONFAB_MEETING_BOT";
+
+/// Processes whose environment holds `marker` (`NAME=value`), from /proc.
+pub fn processes_marked(marker: &str) -> Vec<i32> {
+    processes_where(|var| var == marker.as_bytes())
 }
 
+/// Processes whose environment sets `name`, whatever its value.
+pub fn processes_with_variable(name: &str) -> Vec<i32> {
+    let prefix = format!("{name}=");
+    processes_where(|var| var.starts_with(prefix.as_bytes()))
+}
+
+fn processes_where(matches: impl Fn(&[u8]) -> bool) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.split(|b| *b == 0).any(&matches))
+        })
+        .collect()
+}
 /// Chromium's stderr, inside its profile (removed with it).
 const LOG: &str = "chromium.log";
 

@@ -70,12 +70,21 @@ impl Page {
             .map(|_| ())
     }
 
-    /// Navigates to `url`; an error when the page cannot be loaded (DNS, refused connection, TLS).
+    /// Navigates to `url`; an error when the page cannot be loaded (DNS, refused connection, TLS). A
+    /// network change while loading (`net::ERR_NETWORK_CHANGED`: an interface or address coming up as the
+    /// browser starts) is tried again, up to three times.
     pub async fn navigate(&mut self, url: &str, within: Duration) -> Result<(), CdpError> {
-        let result = self.command("Page.navigate", json!({ "url": url }), within).await?;
-        match result.get("errorText").and_then(Value::as_str) {
-            Some(error) if !error.is_empty() => Err(CdpError::Command("Page.navigate", error.to_string())),
-            _ => Ok(()),
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let result = self.command("Page.navigate", json!({ "url": url }), within).await?;
+            match result.get("errorText").and_then(Value::as_str) {
+                Some(error) if error.contains("ERR_NETWORK_CHANGED") && attempts < 4 => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Some(error) if !error.is_empty() => return Err(CdpError::Command("Page.navigate", error.to_string())),
+                _ => return Ok(()),
+            }
         }
     }
 

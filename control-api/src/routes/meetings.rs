@@ -89,7 +89,10 @@ async fn create_external_meeting(
     let Some(bots) = state.meetings.clone() else {
         return Ok(plain_text(StatusCode::SERVICE_UNAVAILABLE, UNABLE_TEXT));
     };
-    if !bots.reserve() {
+    // Serving alone, the bot's call needs a free media session here (a fleet's capacity is the workers').
+    let media_full = state.fleet.is_none()
+        && state.media.as_ref().is_some_and(|media| media.active_calls() >= media.config().max_calls);
+    if media_full || !bots.reserve() {
         return Ok(plain_text(StatusCode::SERVICE_UNAVAILABLE, UNABLE_TEXT));
     }
     let mode = if input.mode.is_empty() { MODE_ADDRESSED } else { input.mode.as_str() };

@@ -17,7 +17,7 @@ fn beat(id: &str) -> WorkerBeat {
     WorkerBeat { id: id.into(), max_calls: 2, active_calls: 1, draining: false }
 }
 
-async fn conversation(app: &TestApp, events: &[&str]) -> String {
+pub(crate) async fn conversation(app: &TestApp, events: &[&str]) -> String {
     let agent = app
         .create(
             "/v1/ext/agent",
@@ -27,7 +27,7 @@ async fn conversation(app: &TestApp, events: &[&str]) -> String {
     app.create("/v1/ext/conversation", json!({ "agent_id": agent, "user_id": "ada" })).await
 }
 
-async fn outbox_bodies(app: &TestApp, id: &str) -> Vec<serde_json::Value> {
+pub(crate) async fn outbox_bodies(app: &TestApp, id: &str) -> Vec<serde_json::Value> {
     sqlx::query("SELECT body FROM webhook_outbox WHERE conversation_id = $1 ORDER BY seq")
         .bind(id)
         .fetch_all(&app.db.pool)
@@ -38,7 +38,7 @@ async fn outbox_bodies(app: &TestApp, id: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-async fn outbox(app: &TestApp, id: &str) -> Vec<String> {
+pub(crate) async fn outbox(app: &TestApp, id: &str) -> Vec<String> {
     sqlx::query("SELECT event_name FROM webhook_outbox WHERE conversation_id = $1 ORDER BY seq")
         .bind(id)
         .fetch_all(&app.db.pool)

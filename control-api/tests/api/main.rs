@@ -10,6 +10,7 @@ mod conversations;
 mod fleet_records;
 mod guardrails;
 mod knowledge;
+mod meeting_records;
 mod openapi;
 mod signalling;
 mod templates;

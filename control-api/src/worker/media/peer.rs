@@ -152,6 +152,14 @@ fn ice_servers(config: &MediaConfig) -> Vec<RTCIceServer> {
         .collect()
 }
 
+/// ICE counts from the offer, not from the answer: a call whose admission is slow (a cold start of the
+/// models, a loaded machine: 30 s was seen beside two browsers on two cores) must not fail before the
+/// browser has even had the answer. A dead participant is still noticed at once: disconnected after 5 s,
+/// and the call's no-media timeout.
+const ICE_FAILED_AFTER: Duration = Duration::from_secs(90);
+const ICE_DISCONNECTED_AFTER: Duration = Duration::from_secs(5);
+const ICE_KEEPALIVE: Duration = Duration::from_secs(2);
+
 /// A peer connection with our codecs (Opus, VP8), ICE settings and event channels.
 struct Built {
     connection: Arc<dyn PeerConnection>,
@@ -178,6 +186,7 @@ async fn build(config: &MediaConfig) -> Result<Built, PeerError> {
     // checks teach us its address anyway (peer-reflexive), and joining the multicast group fails on hosts
     // and namespaces without multicast.
     let mut settings = SettingEngineBuilder::new()
+        .with_ice_timeouts(Some(ICE_DISCONNECTED_AFTER), Some(ICE_FAILED_AFTER), Some(ICE_KEEPALIVE))
         .with_include_loopback_candidate(config.rtc_ip.is_loopback())
         .with_multicast_dns_mode(MulticastDnsMode::Disabled);
     if !config.public_ips.is_empty() {
