@@ -426,7 +426,7 @@ fn start_meeting_bots(
     let found = args
         .meeting_browser
         .clone()
-        .or_else(|| ["chromium", "chromium-browser", "google-chrome"].into_iter().find_map(|name| find_on_path(name)));
+        .or_else(|| ["chromium", "chromium-browser", "google-chrome"].into_iter().find_map(find_on_path));
     let Some(executable) = found else {
         tracing::warn!("external meetings are off: no Chromium found (give --meeting-browser)");
         return None;
