@@ -11,6 +11,7 @@
 //!   twice (same `Nats-Msg-Id`) is taken once.
 //! - A replica with `--embedded-worker` takes calls from the queue like any worker.
 //! - A worker cut from PostgreSQL (a proxy the test cuts) is lost to the fleet and hangs up its own calls.
+//! - A meeting bot sent through a replica without media places its call on a worker (a fake Google Meet).
 //!
 //! The tests take turns (one fleet at a time): each starts several processes that load the models.
 
@@ -530,4 +531,45 @@ async fn a_worker_cut_from_the_database_hangs_up_its_calls() {
     .await
     .expect("the worker hung up within 30 s of the cut");
     assert!(cut.elapsed() >= Duration::from_secs(8), "hung up {:?} after the cut, before the timeout", cut.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_meeting_bot_on_a_replica_places_its_call_on_a_worker() {
+    use confab_tests::fake_meeting::{Admission, FakeMeeting};
+    let _turn = TURN.lock().await;
+    let fleet = Fleet::new("meeting").await;
+    let fake = FakeMeeting::start("google_meet", Admission::Admit, vec![]).await;
+    let rule = format!("--meeting-browser-arg={}", fake.resolver_rule());
+    let browser =
+        ["--meeting-browser", confab_tests::browser::CHROMIUM, "--meeting-browser-arg=--ignore-certificate-errors"];
+    let mut args = vec!["--no-media", rule.as_str()];
+    args.extend_from_slice(&browser);
+    let replica = fleet.replica("r1", &args).await;
+    let _worker = fleet.worker("w1", &[], &[]).await;
+    let receiver = Receiver::start(vec![]).await;
+    let (agent_id, secret) = fleet.agent(&replica.base, &receiver, &["call_ended"], false).await;
+    let body = json!({ "agent_id": agent_id, "meeting_url": "https://meet.google.com/abc-defg-hij",
+        "user_name": "Confab Notes", "user_id": "standup" });
+    let response = fleet
+        .client
+        .post(format!("{}/v1/ext/externalmeeting", replica.base))
+        .header("x-api-key", &fleet.key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let id = response.headers()["x-conversation-id"].to_str().unwrap().to_string();
+    // The meeting's silence reaches the agent through the worker.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while fleet.record(&replica.base, &id).await["status"] != "IN_PROGRESS" {
+        assert!(Instant::now() < deadline, "the bot's call never carried media");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(fleet.holder(&id).await, "w1");
+    assert_eq!(fake.bot_name().as_deref(), Some("Confab Notes"));
+    fake.end();
+    receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(30)).await;
+    let record = fleet.record(&replica.base, &id).await;
+    assert_eq!((record["status"].as_str(), record["end_reason"].as_str()), (Some("ENDED"), Some("meeting_ended")));
 }

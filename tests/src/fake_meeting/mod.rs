@@ -101,12 +101,13 @@ impl FakeMeeting {
         format!("http://{}/fake/host", self.http_addr)
     }
 
-    /// Chromium's host resolver rule that sends the platform's hosts here.
+    /// Chromium's host resolver rules: the platforms' hosts lead here, every other name to nowhere (the
+    /// bot's browser reaches loopback only, even outside a network namespace).
     pub fn resolver_rule(&self) -> String {
         let to = self.tls_addr;
-        format!(
-            "--host-resolver-rules=MAP meet.google.com {to},MAP *.zoom.us {to},MAP zoom.us {to},MAP teams.microsoft.com {to},MAP teams.live.com {to}"
-        )
+        let platforms = ["meet.google.com", "*.zoom.us", "zoom.us", "teams.microsoft.com", "teams.live.com"];
+        let mapped: Vec<String> = platforms.iter().map(|host| format!("MAP {host} {to}")).collect();
+        format!("--host-resolver-rules={},MAP * ~NOTFOUND,EXCLUDE localhost", mapped.join(","))
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Meeting) -> T) -> T {
