@@ -572,4 +572,32 @@ async fn a_meeting_bot_on_a_replica_places_its_call_on_a_worker() {
     receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(30)).await;
     let record = fleet.record(&replica.base, &id).await;
     assert_eq!((record["status"].as_str(), record["end_reason"].as_str()), (Some("ENDED"), Some("meeting_ended")));
+    // A replica killed (-9) takes its bots' browsers with it.
+    let fake = FakeMeeting::start("google_meet", Admission::Hold, vec![]).await;
+    let rule = format!("--meeting-browser-arg={}", fake.resolver_rule());
+    let mut args = vec!["--no-media", rule.as_str()];
+    args.extend_from_slice(&browser);
+    let mut doomed = fleet.replica("r2", &args).await;
+    let body = json!({ "agent_id": agent_id, "meeting_url": "https://meet.google.com/abc-defg-hij",
+        "user_name": "Confab Notes", "user_id": "standup" });
+    let url = format!("{}/v1/ext/externalmeeting", doomed.base);
+    let response = fleet.client.post(url).header("x-api-key", &fleet.key).json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fake.bot_state() != "lobby" {
+        assert!(Instant::now() < deadline, "the bot never reached the lobby");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let marker = confab_api::meetings::browser::MARKER_VARIABLE;
+    assert!(!confab_api::meetings::browser::processes_with_variable(marker).is_empty());
+    doomed.kill();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = confab_api::meetings::browser::processes_with_variable(marker);
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "browser processes outlived their server: {left:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

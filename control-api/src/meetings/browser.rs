@@ -52,7 +52,17 @@ impl Browser {
             .tempdir_in("/tmp")
             .map_err(|e| CdpError::Connection(format!("no scratch directory: {e}")))?;
         let marker = format!("{MARKER_VARIABLE}={}", uuid::Uuid::new_v4().simple());
-        let mut child = Command::new(&config.executable)
+        let mut command = Command::new(&config.executable);
+        // SAFETY: prctl(2) is async-signal-safe; it only asks the kernel to SIGKILL Chromium when this
+        // process (the thread that started it: a runtime worker) dies, so a crashed server leaves no
+        // browser running.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = command
             .args([
                 "--headless=new",
                 "--no-sandbox",
@@ -64,6 +74,8 @@ impl Browser {
                 "--disable-component-update",
                 "--disable-sync",
                 "--disable-features=WebRtcHideLocalIpsWithMdns,Translate",
+                "--disable-crash-reporter",
+                "--disable-breakpad",
                 "--autoplay-policy=no-user-gesture-required",
                 "--use-fake-ui-for-media-stream",
                 "--allow-loopback-in-peer-connection",
