@@ -4,6 +4,7 @@
 //! device a private PulseAudio null sink, `sound`). Both answer the same two questions: evaluate script
 //! in the page, and wait until an expression has a value.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -32,8 +33,8 @@ enum Protocol {
 
 pub struct Browser {
     child: Child,
-    /// `CONFAB_TEST_BROWSER=<random>` in the environment of the browser and of every process it starts
-    /// (renderers leave its process group and outlive it when only it is killed).
+    /// `CONFAB_TEST_BROWSER=<random>` in the environment of the browser and of the crash handlers it
+    /// starts (they leave its process group); the rest of its processes stay in its process group.
     marker: String,
     socket: Socket,
     protocol: Protocol,
@@ -114,6 +115,7 @@ impl Browser {
             .arg(format!("--remote-debugging-port={port}"))
             .arg(url)
             .env(MARKER_VARIABLE, &marker[MARKER_VARIABLE.len() + 1..])
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).unwrap())
             .spawn()
@@ -145,6 +147,7 @@ impl Browser {
             .arg("about:blank")
             .env("MOZ_CRASHREPORTER_DISABLE", "1")
             .env(MARKER_VARIABLE, &marker[MARKER_VARIABLE.len() + 1..])
+            .process_group(0)
             .env("PULSE_SERVER", sound.address())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).unwrap())
@@ -251,6 +254,10 @@ impl Browser {
 
     /// Kills the browser and every process it started, at once (a participant whose machine vanished).
     pub fn kill(&mut self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: kill(2) with a negative pid signals the process group the browser leads.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         for pid in confab_api::meetings::browser::processes_marked(&self.marker) {

@@ -29,8 +29,9 @@ impl Default for BrowserConfig {
 
 pub struct Browser {
     child: Child,
-    /// `CONFAB_MEETING_BOT=<random>`, in the environment of Chromium and so of every process it starts:
-    /// renderers forked by its zygote leave its process group, and outlive it when only it is killed.
+    /// `CONFAB_MEETING_BOT=<random>` in the environment of Chromium and of the crash handlers it starts,
+    /// which leave its process group (setsid) and outlive it; its zygote, renderers and utilities stay in
+    /// its group (their environment is cleared).
     marker: String,
     profile: tempfile::TempDir,
     scratch: tempfile::TempDir,
