@@ -114,3 +114,28 @@ pub async fn api(
     assert!(status.is_success(), "{status}: {text}");
     serde_json::from_str(&text).unwrap()
 }
+
+/// Creates the live tests' agent on the local models ("Geographer", one-sentence answers, the stock face)
+/// whose `events` go to `hook_url`; returns (agent id, webhook secret).
+pub async fn geographer(
+    client: &reqwest::Client,
+    key: &str,
+    base: &str,
+    hook_url: &str,
+    events: &[&str],
+    record: bool,
+) -> (String, String) {
+    let agent = serde_json::json!({
+        "agent_name": "Geographer",
+        "agent_system_prompt": "You are a helpful assistant. Answer in one short sentence.",
+        "avatars": [{ "avatar_key_id": "stock-amara", "config": {
+            "llm": { "provider": "local" },
+            "stt": { "provider": "local", "max_endpointing_delay": 1.0 },
+            "tts": { "provider": "local" } } }],
+        "callback_url": hook_url,
+        "callback_events": events,
+        "record": record
+    });
+    let agent = api(client, key, reqwest::Method::POST, format!("{base}/v1/ext/agent"), Some(agent)).await;
+    (agent["id"].as_str().unwrap().to_string(), agent["webhook_secret"].as_str().unwrap().to_string())
+}

@@ -11,7 +11,7 @@ use std::time::Duration;
 use confab_tests::browser::Browser;
 use confab_tests::netns::enter_loopback_only;
 use confab_tests::receiver::Receiver;
-use confab_tests::server::{Server, api, create_key};
+use confab_tests::server::{Server, api, create_key, geographer};
 use confab_tests::{ffprobe_streams, peak_of_audio, silent_wav, spoken_wav};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -40,20 +40,7 @@ impl Setup {
         let key = create_key(data);
         let server = Server::start(data, &["--allow-private-webhooks", "--no-media-timeout", "4"]).await;
         let client = reqwest::Client::new();
-        let agent = json!({
-            "agent_name": "Geographer",
-            "agent_system_prompt": "You are a helpful assistant. Answer in one short sentence.",
-            "avatars": [{ "avatar_key_id": "stock-amara", "config": {
-                "llm": { "provider": "local" },
-                "stt": { "provider": "local", "max_endpointing_delay": 1.0 },
-                "tts": { "provider": "local" } } }],
-            "callback_url": receiver.hook_url,
-            "callback_events": EVENTS,
-            "record": record
-        });
-        let agent = api(&client, &key, Method::POST, format!("{}/v1/ext/agent", server.base), Some(agent)).await;
-        let secret = agent["webhook_secret"].as_str().unwrap().to_string();
-        let agent_id = agent["id"].as_str().unwrap().to_string();
+        let (agent_id, secret) = geographer(&client, &key, &server.base, &receiver.hook_url, &EVENTS, record).await;
         Setup { server, client, key, agent_id, secret }
     }
 
