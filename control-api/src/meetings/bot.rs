@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use super::browser::Browser;
 use super::cdp::CdpError;
-use super::platforms::{self, Adapter};
+use super::platforms;
 use super::{MeetingJob, MeetingSettings, speakers};
 use crate::AppState;
 use crate::store::conversations::{self, STATUS_ENDED};
@@ -114,14 +114,21 @@ pub struct Bot {
     state: AppState,
     settings: MeetingSettings,
     job: MeetingJob,
-    adapter: &'static Adapter,
+    /// The driver's look at the page (`driver.js` with this platform's adapter, name and e-mail), built
+    /// once: the bot evaluates it four times a second.
+    poll_expression: String,
     stop: watch::Receiver<bool>,
 }
 
 impl Bot {
     pub fn new(state: AppState, settings: MeetingSettings, job: MeetingJob, stop: watch::Receiver<bool>) -> Bot {
-        let adapter = platforms::adapter(job.platform);
-        Bot { state, settings, job, adapter, stop }
+        let adapter = serde_json::to_string(platforms::adapter(job.platform)).expect("adapters serialize");
+        let poll_expression = format!(
+            "window.__confabDriver ? window.__confabDriver.poll({adapter}, {}, {}) : {{phase: 'loading'}}",
+            json!(job.display_name),
+            json!(job.email),
+        );
+        Bot { state, settings, job, poll_expression, stop }
     }
 
     /// Attends the meeting; the conversation reads ENDED when this returns.
@@ -158,13 +165,7 @@ impl Bot {
     }
 
     async fn look(&self, browser: &mut Browser) -> Result<Phase, CdpError> {
-        let adapter = serde_json::to_string(self.adapter).expect("adapters serialize");
-        let expression = format!(
-            "window.__confabDriver ? window.__confabDriver.poll({adapter}, {}, {}) : {{phase: 'loading'}}",
-            json!(self.job.display_name),
-            json!(self.job.email),
-        );
-        Ok(phase(&browser.page.eval(&expression, EVAL_TIMEOUT).await?))
+        Ok(phase(&browser.page.eval(&self.poll_expression, EVAL_TIMEOUT).await?))
     }
 
     /// Opens the meeting and waits until the bot is in the call.
