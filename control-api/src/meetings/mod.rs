@@ -107,7 +107,10 @@ impl MeetingBots {
     pub fn send(&self, state: AppState, job: MeetingJob) {
         let bot = bot::Bot::new(state, self.settings.clone(), job, self.stop.subscribe());
         let active = self.active.clone();
-        self.running.lock().expect("bots lock").spawn(async move {
+        let mut running = self.running.lock().expect("bots lock");
+        // Bots that have left are forgotten here: a server up for days keeps only the ones in meetings.
+        while running.try_join_next().is_some() {}
+        running.spawn(async move {
             bot.run().await;
             active.fetch_sub(1, Ordering::SeqCst);
         });
