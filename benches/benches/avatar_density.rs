@@ -98,7 +98,7 @@ fn run(streams: usize, seconds: u64, voice: &Arc<Vec<f32>>, user: &[f32]) -> Out
             std::thread::Builder::new()
                 .name("confab-face".into())
                 .spawn(move || {
-                    confab_engine::video::priority::lower_for_video().unwrap();
+                    confab_engine::priority::lower_for_video().unwrap();
                     ready.wait();
                     let start = Instant::now() + Duration::from_micros(i as u64 * 2_000_000 / streams as u64);
                     call(face_id, &voice, i * 16_411, start, frames)

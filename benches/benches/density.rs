@@ -60,15 +60,17 @@ fn run(sessions: usize, seconds: u64, clip: &[f32]) -> Outcome {
     let skipped = RuntimeCounters::get(&c.vad_skipped_silent);
     let batches = RuntimeCounters::get(&c.vad_batches).max(1);
     let turn_dropped = RuntimeCounters::get(&c.turn_queue_full);
+    let verdicts = RuntimeCounters::get(&c.turn_verdicts);
     let line = format!(
         "sessions {sessions:5}: missed deadlines {missed:4}, longest tick {:6.2} ms, VAD refused {refused:6}, \
          windows {windows:7} ({:.0}% skipped as silence, {:.1} windows per batch), CPU {:.2} ms per session-second, \
-         memory {:.0} KiB per session, turn-model requests dropped {turn_dropped}",
+         memory {:.0} KiB per session, turn verdicts {verdicts} ({:.1}/s), turn-model requests dropped {turn_dropped}",
         RuntimeCounters::get(&c.max_tick_micros) as f64 / 1000.0,
         100.0 * skipped as f64 / windows.max(1) as f64,
         (windows - skipped) as f64 / batches as f64,
         1000.0 * cpu / (sessions as f64 * wall),
         (rss_after.saturating_sub(rss_before)) as f64 / 1024.0 / sessions as f64,
+        verdicts as f64 / wall,
     );
     drop(handles);
     Outcome { passed: missed == 0 && refused == 0, line }

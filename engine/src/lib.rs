@@ -13,6 +13,7 @@ pub mod core;
 pub mod events;
 pub mod knowledge;
 pub mod outbound;
+pub mod priority;
 pub mod providers;
 pub mod responder;
 pub mod runtime;

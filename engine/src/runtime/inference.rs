@@ -1,6 +1,8 @@
-//! Inference threads: the VAD thread runs windows from every media thread in batches; the turn-model
-//! thread answers end-of-turn questions one by one. They are separate so a slow turn-model call (tens
-//! of milliseconds) never delays the VAD windows every session needs every 32 ms.
+//! Inference threads: the VAD thread runs windows from every media thread in batches; a pool of
+//! turn-model threads (one per core by default, each with its own model) answers end-of-turn questions
+//! from one shared queue. They are separate so a slow turn-model call (tens of milliseconds) never delays
+//! the VAD windows every session needs every 32 ms, and the turn threads run at a lower priority than
+//! the media threads, so a busy turn model never makes a 20 ms tick late.
 //!
 //! Per-session model state lives in arrays indexed by session slot; a window from a new tenant of a
 //! slot (a newer generation) starts from a fresh state. A panic during inference is contained: the
@@ -17,6 +19,7 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError, select};
 use super::contain::contain;
 use super::slots::SessionId;
 use super::{MAX_VAD_BATCH, RuntimeConfig, RuntimeCounters};
+use crate::priority::{TURN_NICENESS, lower_priority};
 use crate::time::MediaTime;
 
 /// One VAD window of one session, carried inline (no allocation).
@@ -63,7 +66,7 @@ impl InferenceResult {
     }
 }
 
-/// Loads the models and starts the VAD thread and the turn-model thread.
+/// Loads the models and starts the VAD thread and `RuntimeConfig::turn_threads` turn-model threads.
 pub fn spawn(
     config: &RuntimeConfig,
     vad_jobs: Receiver<VadJob>,
@@ -73,14 +76,15 @@ pub fn spawn(
     counters: Arc<RuntimeCounters>,
 ) -> Result<Vec<JoinHandle<()>>, confab_models::ModelError> {
     let vad = SileroVad::load(&config.models_dir, MAX_VAD_BATCH, config.inference_intra_threads)?;
-    let mut turn = SmartTurn::load(&config.models_dir, config.inference_intra_threads)?;
-    let turn_counters = counters.clone();
+    let turn_models = (0..config.turn_threads.max(1))
+        .map(|_| SmartTurn::load(&config.models_dir, config.inference_intra_threads))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut worker = VadWorker {
         vad,
         states: vec![SileroState::default(); config.max_sessions],
         tenants: vec![0; config.max_sessions],
         results: results.clone(),
-        counters,
+        counters: counters.clone(),
         batch: Vec::with_capacity(MAX_VAD_BATCH),
         batch_states: Vec::with_capacity(MAX_VAD_BATCH),
         probabilities: vec![0.0; MAX_VAD_BATCH],
@@ -91,21 +95,30 @@ pub fn spawn(
         .name("confab-vad".into())
         .spawn(move || worker.run(vad_jobs, vad_shutdown))
         .expect("spawning the VAD thread");
-    let turn_thread = std::thread::Builder::new()
-        .name("confab-turn".into())
-        .spawn(move || {
-            loop {
-                select! {
-                    recv(turn_jobs) -> job => match job {
-                        Ok(job) => run_turn(&mut turn, &results, &turn_counters, job),
-                        Err(_) => return,
-                    },
-                    recv(shutdown) -> _ => return,
+    let mut threads = vec![vad_thread];
+    for (index, mut turn) in turn_models.into_iter().enumerate() {
+        let (jobs, results, counters, shutdown) =
+            (turn_jobs.clone(), results.clone(), counters.clone(), shutdown.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("confab-turn-{index}"))
+            .spawn(move || {
+                if let Err(err) = lower_priority(TURN_NICENESS) {
+                    tracing::warn!(error = %err, "could not lower the turn-model thread's priority");
                 }
-            }
-        })
-        .expect("spawning the turn-model thread");
-    Ok(vec![vad_thread, turn_thread])
+                loop {
+                    select! {
+                        recv(jobs) -> job => match job {
+                            Ok(job) => run_turn(&mut turn, &results, &counters, job),
+                            Err(_) => return,
+                        },
+                        recv(shutdown) -> _ => return,
+                    }
+                }
+            })
+            .expect("spawning a turn-model thread");
+        threads.push(thread);
+    }
+    Ok(threads)
 }
 
 fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], counters: &RuntimeCounters, job: TurnJob) {
@@ -123,6 +136,7 @@ fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], counters:
         }
         None => InferenceResult::Failed { session },
     };
+    counters.turn_verdicts.fetch_add(1, Ordering::Relaxed);
     let _ = results[job.thread].send(result);
 }
 

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use confab_models::mel::SAMPLES as TURN_MODEL_SAMPLES;
 use confab_models::silero::WINDOW;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
@@ -430,9 +431,9 @@ impl MediaThread {
                         let audio = MediaThread::user_audio(s, transcription_start(from), last_speech);
                         agent.offer(AgentJob::Prepare { from, to: last_speech, audio });
                     }
-                    let take = ((s.now.samples().saturating_sub(last_speech.samples())) as usize).min(s.history.len());
-                    let audio: Vec<f32> =
-                        s.history.iter().take(s.history.len() - take).map(|&v| f32::from(v) / 32_768.0).collect();
+                    // The model looks at the last 8 s before the end of speech; older audio is not sent.
+                    let from = MediaTime::from_samples(last_speech.samples().saturating_sub(TURN_MODEL_SAMPLES as u64));
+                    let audio = MediaThread::user_audio(s, from, last_speech);
                     let job = TurnJob { thread: self.index, session: s.id, last_speech, audio };
                     if self.turn_jobs.try_send(job).is_err() {
                         self.counters.turn_queue_full.fetch_add(1, Ordering::Relaxed);

@@ -1,6 +1,6 @@
 //! The runtime around the sans-IO core: named media threads that each run many sessions' audio front
 //! ends on a 20 ms tick; a VAD thread that runs windows batched across every session with a window
-//! ready; and a turn-model thread.
+//! ready; and a pool of turn-model threads sharing one queue.
 //!
 //! Sessions live in reusable slots (`slots`): a `SessionId` is a slot and a generation, per-session
 //! tables are arrays indexed by slot. A panic in any session's work or any inference call is contained
@@ -54,6 +54,9 @@ pub struct RuntimeConfig {
     pub models_dir: PathBuf,
     /// Threads ONNX Runtime may use inside one inference call.
     pub inference_intra_threads: usize,
+    /// Turn-model threads (each with its own copy of the model, ~8 MB), sharing one queue of questions.
+    /// One per core: the turn model is the runtime's largest cost per session.
+    pub turn_threads: usize,
     /// The tokio runtime that runs the agents' provider calls (network I/O, local LLM/STT/TTS on its
     /// blocking pool); required to open sessions with a `Responder`.
     pub io: Option<tokio::runtime::Handle>,
@@ -63,7 +66,14 @@ impl RuntimeConfig {
     /// One media thread per core.
     pub fn new(models_dir: PathBuf, max_sessions: usize) -> RuntimeConfig {
         let cores = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
-        RuntimeConfig { media_threads: cores, max_sessions, models_dir, inference_intra_threads: 1, io: None }
+        RuntimeConfig {
+            media_threads: cores,
+            max_sessions,
+            models_dir,
+            inference_intra_threads: 1,
+            turn_threads: cores,
+            io: None,
+        }
     }
 }
 
@@ -81,6 +91,8 @@ pub struct RuntimeCounters {
     pub vad_queue_full: AtomicU64,
     pub vad_batches: AtomicU64,
     pub turn_queue_full: AtomicU64,
+    /// End-of-turn verdicts given by the turn model.
+    pub turn_verdicts: AtomicU64,
     /// Jobs for an agent task refused because its queue was full.
     pub agent_jobs_dropped: AtomicU64,
     /// Longest tick, in microseconds.

@@ -3,7 +3,6 @@
 //! the frames is `crate::avatar`; transport (RTP) sits above this module.
 
 pub mod face_encoder;
-pub mod priority;
 pub mod recording;
 pub mod vp8;
 pub mod webm;

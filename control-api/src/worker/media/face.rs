@@ -106,7 +106,7 @@ pub fn start(
     std::thread::Builder::new()
         .name("confab-face".into())
         .spawn(move || {
-            if let Err(err) = confab_engine::video::priority::lower_for_video() {
+            if let Err(err) = confab_engine::priority::lower_for_video() {
                 tracing::debug!(error = %err, "the face thread keeps the process's priority");
             }
             run(face, audio, encoded_tx, recording)
