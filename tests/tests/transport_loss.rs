@@ -64,11 +64,10 @@ async fn a_silent_or_vanished_participant_ends_the_call() {
     wait_for_status(&client, &base, &key, &id, "IN_PROGRESS").await;
     let busy = offer(&client, &base, &id, &token, Offerer::new(&client_config()).await.unwrap().offer_sdp).await;
     assert_eq!(busy.status(), 409);
-    let fell_silent = Instant::now();
+    // When silence counts as leaving is decided on exact times by `worker::media::presence` (unit tests);
+    // here: the silent participant is seen as gone, and the call ends with the right events.
     joined.microphone.abort();
     receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
-    let waited = fell_silent.elapsed();
-    assert!(waited >= Duration::from_secs(2), "ended {waited:?} after the audio stopped, before the timeout");
     assert_eq!(receiver.event_names(&secret, &id), ["participant_left", "call_ended"]);
     let left = &receiver.events(&secret, &id)[0];
     assert_eq!(left["event"]["payload"]["id"], "silent-1");

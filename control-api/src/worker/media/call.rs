@@ -23,6 +23,7 @@ use webrtc::peer_connection::RTCPeerConnectionState;
 use super::MediaWorker;
 use super::face::{self, FaceFeed, VideoTrack};
 use super::peer::Negotiated;
+use super::presence::{Connection, Presence};
 use super::recorder::Recorder;
 use crate::conversation_events::{self, CallEndHook};
 use crate::worker::live::LiveConversation;
@@ -200,7 +201,8 @@ pub async fn run(
     let no_media_timeout = worker.config.no_media_timeout;
     let mut ticker = tokio::time::interval(SUPERVISE_INTERVAL);
     let mut finished = finished;
-    let mut disconnected_since: Option<Instant> = None;
+    let mut presence = Presence::new(no_media_timeout);
+    let supervised_since = Instant::now();
     let ended_by_engine = loop {
         tokio::select! {
             _ = &mut finished => break true,
@@ -216,21 +218,15 @@ pub async fn run(
                     face.iter().for_each(FaceFeed::request_keyframe);
                     face_keyframe_sent = true;
                 }
-                disconnected_since = match current {
-                    RTCPeerConnectionState::Disconnected => disconnected_since.or(Some(Instant::now())),
-                    _ => None,
+                let connection = match current {
+                    RTCPeerConnectionState::Disconnected => Connection::Disconnected,
+                    RTCPeerConnectionState::Failed => Connection::Failed,
+                    RTCPeerConnectionState::Closed => Connection::Closed,
+                    _ => Connection::Up,
                 };
-                let left = match current {
-                    RTCPeerConnectionState::Failed => Some("the connection failed"),
-                    RTCPeerConnectionState::Closed => Some("the connection closed"),
-                    _ if disconnected_since.is_some_and(|t| t.elapsed() >= no_media_timeout) => {
-                        Some("the connection stayed disconnected")
-                    }
-                    _ if shared.silent_for() >= no_media_timeout => Some("no media"),
-                    _ => None,
-                };
-                if let Some(reason) = left {
-                    tracing::info!(%conversation_id, reason, "the participant left");
+                let left = presence.check(supervised_since.elapsed(), connection, shared.silent_for());
+                if let Some(departure) = left {
+                    tracing::info!(%conversation_id, reason = departure.reason(), "the participant left");
                     let participant = if user_id.is_empty() { "user" } else { user_id.as_str() };
                     worker.runtime().participant_left(session_id, participant);
                     break false;

@@ -1,11 +1,13 @@
 //! The embedded media worker: live conversations for browsers that join over WebRTC. It owns the engine
 //! runtime, the WebRTC settings and the table of calls in progress (one participant per conversation).
-//! `peer` negotiates a call's peer connection, `call` runs it, `recorder` writes its recording.
+//! `peer` negotiates a call's peer connection, `call` runs it, `presence` decides when its participant has
+//! left, `recorder` writes its recording.
 
 pub mod call;
 pub mod face;
 pub mod keyframe_requests;
 pub mod peer;
+pub mod presence;
 pub mod recorder;
 
 use std::collections::HashMap;
