@@ -32,6 +32,7 @@ pub const GENDERS: &[&str] = &["male", "female", "other"];
 pub const MAX_IMAGE_BYTES: usize = 8 * 1024 * 1024;
 /// Request body limit of the create call (base64 adds a third).
 pub const MAX_CREATE_BODY_BYTES: usize = 12 * 1024 * 1024;
+pub use confab_engine::avatar::from_image::{MAX_PICTURE_PIXELS, MAX_PICTURE_SIDE};
 /// Smallest accepted source image side, in pixels.
 pub const MIN_IMAGE_SIDE: usize = 64;
 
@@ -151,10 +152,9 @@ async fn read_multipart(mut multipart: Multipart) -> ApiResult<(CreateCustomAvat
     Ok((CreateCustomAvatar { image: String::new(), name, gender, category, is_private }, image))
 }
 
-/// Start generating a custom avatar from one source image (JSON with base64, or multipart/form-data).
-#[utoipa::path(post, path = "/v2/custom-avatar", tag = "avatars", request_body = CreateCustomAvatar,
-    responses((status = 200, description = "`{id, job_id, status: \"PENDING\", message}`"), (status = 400), (status = 401), (status = 413)))]
-async fn create_custom_avatar(State(state): State<AppState>, request: Request) -> ApiResult<Json<Value>> {
+/// The upload's fields and its image's bytes, from JSON (image in base64) or multipart/form-data. Public
+/// for the fuzz target (`fuzz/fuzz_targets/custom_avatar_upload.rs`).
+pub async fn read_upload(request: Request) -> ApiResult<(CreateCustomAvatar, Vec<u8>)> {
     let is_multipart = request
         .headers()
         .get(CONTENT_TYPE)
@@ -170,6 +170,14 @@ async fn create_custom_avatar(State(state): State<AppState>, request: Request) -
         let image = decode_image(&input.image)?;
         (input, image)
     };
+    Ok((input, image))
+}
+
+/// Start generating a custom avatar from one source image (JSON with base64, or multipart/form-data).
+#[utoipa::path(post, path = "/v2/custom-avatar", tag = "avatars", request_body = CreateCustomAvatar,
+    responses((status = 200, description = "`{id, job_id, status: \"PENDING\", message}`"), (status = 400), (status = 401), (status = 413)))]
+async fn create_custom_avatar(State(state): State<AppState>, request: Request) -> ApiResult<Json<Value>> {
+    let (input, image) = read_upload(request).await?;
     validate::required_name("name", &input.name)?;
     let gender = input.gender.trim().to_ascii_lowercase();
     validate::one_of("gender", &gender, GENDERS)?;
@@ -323,7 +331,7 @@ async fn generate(db: &Db, models_dir: &std::path::Path, id: &str) -> Result<(),
 }
 
 /// Format and size of a source image, or why it cannot be used.
-fn describe_image(bytes: &[u8]) -> Result<Value, String> {
+pub fn describe_image(bytes: &[u8]) -> Result<Value, String> {
     let format = match imagesize::image_type(bytes) {
         Ok(imagesize::ImageType::Png) => "png",
         Ok(imagesize::ImageType::Jpeg) => "jpeg",
@@ -334,6 +342,14 @@ fn describe_image(bytes: &[u8]) -> Result<Value, String> {
         Err(_) => return Err("Unsupported or corrupt image: use PNG, JPEG or WebP".to_string()),
     };
     let size = imagesize::blob_size(bytes).map_err(|err| format!("Corrupt {format} image: {err}"))?;
+    let (max_pixels, max_side) = (MAX_PICTURE_PIXELS as usize, MAX_PICTURE_SIDE as usize);
+    if size.width * size.height > max_pixels || size.width.max(size.height) > max_side {
+        // Refused from the header: never decoded (a small file can claim a huge picture).
+        return Err(format!(
+            "Image is too large: {}x{} pixels (at most {max_pixels} pixels, {max_side} per side)",
+            size.width, size.height
+        ));
+    }
     if size.width < MIN_IMAGE_SIDE || size.height < MIN_IMAGE_SIDE {
         return Err(format!(
             "Image is too small: {}x{} pixels (at least {MIN_IMAGE_SIDE}x{MIN_IMAGE_SIDE})",

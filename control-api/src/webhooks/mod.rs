@@ -376,8 +376,7 @@ impl Deliverer {
                     .headers()
                     .get("retry-after")
                     .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map(Duration::from_secs);
+                    .and_then(|v| schedule::parse_retry_after(v, std::time::SystemTime::now()));
                 let error = format!("HTTP {status}");
                 if status == 429 || status >= 500 {
                     Outcome::Retry { error, retry_after }

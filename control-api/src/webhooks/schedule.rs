@@ -6,7 +6,25 @@
 //! that would pass the window's end is cut to it, so the last try happens at the deadline (or, when a
 //! `Retry-After` asks for later, then).
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+
+/// The longest `Retry-After` honoured: a receiver cannot push an event past a day in one step.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
+
+/// A `Retry-After` header's delay (RFC 9110 §10.2.3): delta-seconds or an HTTP-date, as seen at `now`;
+/// a date in the past means no delay. Anything else (negative, fractional, garbage) is ignored (None).
+/// The delay is capped at `MAX_RETRY_AFTER`, so any value is safe to add to a timestamp.
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    let delay = if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // Digits only: too many of them is simply "a long time".
+        value.parse::<u64>().map_or(MAX_RETRY_AFTER, Duration::from_secs)
+    } else {
+        let at = httpdate::parse_http_date(value).ok()?;
+        at.duration_since(now).unwrap_or(Duration::ZERO)
+    };
+    Some(delay.min(MAX_RETRY_AFTER))
+}
 
 /// Delays before each retry, in units of `retry_unit`; after the last, every `HOURLY` units.
 pub const RETRY_SCHEDULE: [u32; 6] = [1, 5, 30, 120, 600, 1800];
@@ -29,7 +47,7 @@ pub fn next_attempt(
     }
     let units = RETRY_SCHEDULE.get(attempts.max(1) as usize - 1).copied().unwrap_or(HOURLY);
     let planned = ((retry_unit * units).mul_f64(jitter).as_millis() as i64).min(deadline - now_ms);
-    let asked = retry_after.map_or(0, |asked| asked.as_millis() as i64);
+    let asked = retry_after.map_or(0, |asked| asked.min(MAX_RETRY_AFTER).as_millis() as i64);
     Some(now_ms + planned.max(asked))
 }
 
@@ -39,6 +57,25 @@ mod tests {
 
     const SECOND: Duration = Duration::from_secs(1);
     const DAY: Duration = Duration::from_secs(86_400);
+
+    #[test]
+    fn retry_after_as_seconds_or_a_date_never_beyond_a_day() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480); // 2015-10-21 07:28:00 GMT
+        assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(parse_retry_after(" 0 ", now), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:30:00 GMT", now), Some(Duration::from_secs(120)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now), Some(Duration::ZERO), "in the past");
+        assert_eq!(parse_retry_after("Thu, 22 Oct 2015 07:30:00 GMT", now), Some(MAX_RETRY_AFTER));
+        assert_eq!(parse_retry_after("99999999999999999999999", now), Some(MAX_RETRY_AFTER));
+        assert_eq!(parse_retry_after("18446744073709551615", now), Some(MAX_RETRY_AFTER));
+        for ignored in ["", "-1", "1.5", "soon", "+5", "0x10"] {
+            assert_eq!(parse_retry_after(ignored, now), None, "{ignored:?}");
+        }
+        // The largest value still schedules within i64 milliseconds, a day later at most.
+        let huge = parse_retry_after("18446744073709551615", now);
+        assert_eq!(next_attempt(0, 0, 1, huge, SECOND, DAY, 1.0), Some(86_400_000));
+        assert_eq!(next_attempt(0, 0, 1, Some(Duration::MAX), SECOND, DAY, 1.0), Some(86_400_000));
+    }
 
     #[test]
     fn the_schedule_then_hourly_until_the_window_closes() {

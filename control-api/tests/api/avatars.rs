@@ -26,6 +26,19 @@ fn png(width: u32, height: u32) -> Vec<u8> {
     bytes
 }
 
+/// A decompression bomb: `side`×`side` one-bit black pixels, a few kilobytes on the wire.
+fn one_bit_png(side: u32) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, side, side);
+    encoder.set_color(png::ColorType::Grayscale);
+    encoder.set_depth(png::BitDepth::One);
+    let mut writer = encoder.write_header().unwrap();
+    writer.write_image_data(&vec![0u8; side.div_ceil(8) as usize * side as usize]).unwrap();
+    drop(writer);
+    assert!(bytes.len() < 100_000);
+    bytes
+}
+
 /// A test picture from `scripts/fixtures.sh` (public-domain photos of real people: test inputs only).
 fn fixture(name: &str) -> Vec<u8> {
     let dir = std::env::var_os("CONFAB_FIXTURES_DIR")
@@ -118,6 +131,7 @@ async fn corrupt_images_fail_with_an_error(app: TestApp) {
     let cases = [
         (b"this is not an image at all".to_vec(), "Unsupported"),
         (png(16, 16), "too small"),
+        (one_bit_png(8_000), "Image is too large: 8000x8000 pixels"),
         (png(100, 100)[..20].to_vec(), ""),
         (png(200, 160), "No face found in the image"),
         (fixture("coffee.png"), "No face found in the image"),

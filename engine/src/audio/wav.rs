@@ -8,8 +8,21 @@ use crate::time::SAMPLE_RATE;
 /// Reads a WAV file (16/24/32-bit PCM or 32-bit float, any rate from 8 to 192 kHz, up to 8 channels) and
 /// returns its audio as mono at 16 kHz.
 pub fn read_mono_16k(path: &Path) -> Result<Vec<f32>, AudioError> {
-    let fail = |message: String| AudioError::Wav { path: path.display().to_string(), message };
-    let mut reader = hound::WavReader::open(path).map_err(|e| fail(e.to_string()))?;
+    let name = path.display().to_string();
+    let reader =
+        hound::WavReader::open(path).map_err(|e| AudioError::Wav { path: name.clone(), message: e.to_string() })?;
+    to_mono_16k(reader, &name)
+}
+
+/// The same for a WAV in memory; `name` says where it came from in errors.
+pub fn decode_mono_16k(bytes: &[u8], name: &str) -> Result<Vec<f32>, AudioError> {
+    let reader = hound::WavReader::new(std::io::Cursor::new(bytes))
+        .map_err(|e| AudioError::Wav { path: name.to_string(), message: e.to_string() })?;
+    to_mono_16k(reader, name)
+}
+
+fn to_mono_16k<R: std::io::Read>(mut reader: hound::WavReader<R>, name: &str) -> Result<Vec<f32>, AudioError> {
+    let fail = |message: String| AudioError::Wav { path: name.to_string(), message };
     let spec = reader.spec();
     check_format(spec.sample_rate, spec.channels)?;
     let channels = usize::from(spec.channels);

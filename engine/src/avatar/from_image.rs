@@ -13,6 +13,14 @@ use image::imageops::{self, FilterType};
 use super::image::RgbImage;
 use super::rig::{EyeRig, FaceRig, Point};
 
+/// Largest picture decoded, in pixels (a 48-megapixel phone photo fits). The size is read from the
+/// file's header before anything is decoded: a small file that claims a huge picture (a decompression
+/// bomb: 8,000 × 8,000 pixels of one colour is a few kilobytes as PNG) is refused without allocating it.
+pub const MAX_PICTURE_PIXELS: u64 = 50_000_000;
+/// Largest picture side decoded, in pixels.
+pub const MAX_PICTURE_SIDE: u32 = 12_000;
+/// Memory the decoder may allocate for one picture (RGBA at the largest size, plus its working buffers).
+const MAX_DECODE_BYTES: u64 = MAX_PICTURE_PIXELS * 4 + (64 << 20);
 /// Faces narrower than this (source pixels) are refused: the mouth would be a few pixels wide.
 pub const MIN_FACE_PIXELS: f32 = 48.0;
 /// How much of the face box may lie outside the picture before the face counts as cut off.
@@ -30,6 +38,10 @@ const TEETH: [u8; 3] = [232, 228, 218];
 pub enum AvatarImageError {
     #[error("The file is not a readable PNG, JPEG or WebP image ({0})")]
     NotAnImage(String),
+    #[error(
+        "The image is too large: {width}x{height} pixels (at most {MAX_PICTURE_PIXELS} pixels, {MAX_PICTURE_SIDE} per side)"
+    )]
+    TooLarge { width: u32, height: u32 },
     #[error("No face found in the image")]
     NoFace,
     #[error("The face is too small: {0} pixels wide (at least {MIN_FACE_PIXELS} needed)")]
@@ -75,8 +87,7 @@ impl AvatarBuilder {
 
     /// A `size`×`size` portrait of the face in `bytes` (PNG, JPEG or WebP) and its rig.
     pub fn build(&mut self, bytes: &[u8], size: usize) -> Result<RiggedPortrait, AvatarImageError> {
-        let picture =
-            image::load_from_memory(bytes).map_err(|err| AvatarImageError::NotAnImage(err.to_string()))?.to_rgb8();
+        let picture = decode_picture(bytes)?;
         let face = self.find_face(&picture)?;
         let (portrait, frame) = frame_portrait(&picture, &face, size);
         // The detection in portrait pixels.
@@ -300,9 +311,54 @@ fn rig_from_keypoints(face: &FaceBox, portrait: &RgbImage) -> FaceRig {
     }
 }
 
+/// Decodes a PNG, JPEG or WebP picture to RGB, refusing from its header alone one larger than
+/// `MAX_PICTURE_PIXELS` or `MAX_PICTURE_SIDE`.
+pub fn decode_picture(bytes: &[u8]) -> Result<image::RgbImage, AvatarImageError> {
+    let not_an_image = |err: image::ImageError| AvatarImageError::NotAnImage(err.to_string());
+    let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|err| AvatarImageError::NotAnImage(err.to_string()))?;
+    let mut decoder = reader.into_decoder().map_err(not_an_image)?;
+    let (width, height) = image::ImageDecoder::dimensions(&decoder);
+    if u64::from(width) * u64::from(height) > MAX_PICTURE_PIXELS || width.max(height) > MAX_PICTURE_SIDE {
+        return Err(AvatarImageError::TooLarge { width, height });
+    }
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_PICTURE_SIDE);
+    limits.max_image_height = Some(MAX_PICTURE_SIDE);
+    limits.max_alloc = Some(MAX_DECODE_BYTES);
+    image::ImageDecoder::set_limits(&mut decoder, limits).map_err(not_an_image)?;
+    Ok(image::DynamicImage::from_decoder(decoder).map_err(not_an_image)?.to_rgb8())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A one-bit greyscale PNG of `side`×`side` black pixels: a few kilobytes that decode to `side²` RGB
+    /// pixels.
+    fn one_bit_png(side: u32) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let mut encoder = png::Encoder::new(&mut bytes, side, side);
+        encoder.set_color(png::ColorType::Grayscale);
+        encoder.set_depth(png::BitDepth::One);
+        let mut writer = encoder.write_header().unwrap();
+        writer.write_image_data(&vec![0u8; side.div_ceil(8) as usize * side as usize]).unwrap();
+        writer.finish().unwrap();
+        bytes
+    }
+
+    #[test]
+    fn a_decompression_bomb_is_refused_from_its_header() {
+        let bomb = one_bit_png(8_000);
+        assert!(bomb.len() < 100_000, "{} bytes on the wire", bomb.len());
+        match decode_picture(&bomb) {
+            Err(AvatarImageError::TooLarge { width: 8_000, height: 8_000 }) => {}
+            other => panic!("64 megapixels must be refused: {:?}", other.map(|p| p.dimensions())),
+        }
+        assert_eq!(decode_picture(&one_bit_png(64)).unwrap().dimensions(), (64, 64));
+        assert!(matches!(decode_picture(b"not a picture"), Err(AvatarImageError::NotAnImage(_))));
+    }
 
     #[test]
     fn the_fallback_rig_keeps_the_mouth_between_the_nose_and_the_chin() {

@@ -3,13 +3,11 @@
 //! A synthesizer turns one sentence into a stream of 16 kHz mono audio chunks; dropping the receiver
 //! cancels it.
 
-use std::io::Cursor;
 use std::time::Instant;
 
 use tokio::sync::mpsc;
 
 use super::{CallMetrics, ProviderError};
-use crate::audio::resample;
 
 /// Chunks buffered between a synthesizer and the engine. Full: the synthesizer waits.
 pub const TTS_STREAM_CAPACITY: usize = 32;
@@ -66,27 +64,19 @@ impl EspeakVoice {
     }
 }
 
-/// A WAV in memory (espeak-ng's output, whose header has no length when streamed) to 16 kHz mono.
+/// A WAV in memory (espeak-ng's output, whose header has no length when streamed) to 16 kHz mono, with the
+/// same format checks as a WAV file (`audio::wav`).
 pub fn decode_wav(bytes: &[u8]) -> Result<Vec<f32>, String> {
     // espeak-ng writes 0xFFFFFFFF as the data length on stdout; hound wants the real one.
     let mut fixed = bytes.to_vec();
-    if let Some(data_at) = fixed.windows(4).position(|w| w == b"data") {
+    let data_chunk = fixed.windows(4).position(|w| w == b"data").filter(|&at| at >= 8 && at + 8 <= fixed.len());
+    if let Some(data_at) = data_chunk {
         let length = (fixed.len() - data_at - 8) as u32;
         fixed[data_at + 4..data_at + 8].copy_from_slice(&length.to_le_bytes());
         let riff = (fixed.len() - 8) as u32;
         fixed[4..8].copy_from_slice(&riff.to_le_bytes());
     }
-    let mut reader = hound::WavReader::new(Cursor::new(fixed)).map_err(|e| e.to_string())?;
-    let spec = reader.spec();
-    let samples: Vec<f32> = reader
-        .samples::<i16>()
-        .map(|s| s.map(|v| f32::from(v) / 32_768.0))
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
-    let channels = usize::from(spec.channels.max(1));
-    let mut mono = vec![0.0; samples.len() / channels];
-    crate::audio::pcm::downmix_f32(&samples, channels, &mut mono);
-    resample::clip_to_16k(&mono, spec.sample_rate).map_err(|e| e.to_string())
+    crate::audio::wav::decode_mono_16k(&fixed, "the voice's WAV").map_err(|e| e.to_string())
 }
 
 impl SpeechSynthesizer for EspeakVoice {
@@ -117,5 +107,49 @@ impl SpeechSynthesizer for EspeakVoice {
             }
         });
         rx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_wav;
+
+    #[test]
+    fn truncated_or_odd_wavs_are_errors_not_panics() {
+        // A `data` tag with no room for its length, or before any RIFF header: once an index underflow.
+        for bytes in [&b"data"[..], b"RIFFdata", b"RIFF\0\0\0\0WAVEdata", b"", b"RIFF"] {
+            assert!(decode_wav(bytes).is_err(), "{bytes:?}");
+        }
+        // A rate below 8 kHz would be resampled up by thousands of times: refused like a WAV file's.
+        let mut wav = Vec::new();
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: 1,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut writer = hound::WavWriter::new(std::io::Cursor::new(&mut wav), spec).unwrap();
+        (0..100).for_each(|_| writer.write_sample(1000i16).unwrap());
+        writer.finalize().unwrap();
+        assert!(decode_wav(&wav).is_err());
+    }
+
+    #[test]
+    fn a_streamed_wav_without_lengths_decodes() {
+        let mut wav = Vec::new();
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: 16_000,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut writer = hound::WavWriter::new(std::io::Cursor::new(&mut wav), spec).unwrap();
+        (0..1600).for_each(|i| writer.write_sample(((i % 50) * 100) as i16).unwrap());
+        writer.finalize().unwrap();
+        // As espeak-ng writes it on stdout: 0xFFFFFFFF for both lengths.
+        wav[4..8].copy_from_slice(&[0xFF; 4]);
+        let data_at = wav.windows(4).position(|w| w == b"data").unwrap();
+        wav[data_at + 4..data_at + 8].copy_from_slice(&[0xFF; 4]);
+        assert_eq!(decode_wav(&wav).unwrap().len(), 1600);
     }
 }
