@@ -67,18 +67,29 @@ pub async fn revoke_key(db: &Db, id: &str) -> Result<bool, sqlx::Error> {
         .bind(id)
         .execute(&db.pool)
         .await?;
+    // Revocation is immediate in this process; other processes believe a key for `KEY_CACHE_TTL` at most.
+    db.keys.forget_all();
     Ok(result.rows_affected() > 0)
 }
 
+/// True when `key` names a live key. A key found valid is believed for `key_cache::KEY_CACHE_TTL`.
 pub async fn key_is_valid(db: &Db, key: &str) -> Result<bool, sqlx::Error> {
     if !key.starts_with(KEY_PREFIX) {
         return Ok(false);
     }
+    let hash = hash_key(key);
+    if db.keys.is_valid(&hash, std::time::Instant::now()) {
+        return Ok(true);
+    }
     let row = sqlx::query("SELECT COUNT(*) AS n FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL")
-        .bind(hash_key(key))
+        .bind(&hash)
         .fetch_one(&db.pool)
         .await?;
-    Ok(row.try_get::<i64, _>("n")? > 0)
+    let valid = row.try_get::<i64, _>("n")? > 0;
+    if valid {
+        db.keys.remember(hash, std::time::Instant::now());
+    }
+    Ok(valid)
 }
 
 /// Middleware for every `/v1` and `/v2` route: 401 with SPEC.md's body unless the key is valid.

@@ -11,6 +11,7 @@ pub mod conversation_knowledge;
 pub mod error;
 pub mod extract;
 pub mod fleet_protocol;
+pub mod key_cache;
 pub mod meetings;
 pub mod metrics;
 pub mod pagination;

@@ -48,7 +48,7 @@ pub struct GuardrailFields {
     pub callback_url: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Guardrail {
     pub id: String,
     #[serde(flatten)]

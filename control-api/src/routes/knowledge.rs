@@ -33,7 +33,7 @@ pub struct KnowledgeBaseFields {
     pub description: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct KnowledgeBase {
     pub id: String,
     #[serde(flatten)]
@@ -79,18 +79,33 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 async fn document_count(db: &Db, id: &str) -> Result<i64, sqlx::Error> {
-    sqlx::query("SELECT COUNT(*) AS n FROM knowledge_documents WHERE knowledge_base_id = $1")
-        .bind(id)
-        .fetch_one(&db.pool)
-        .await?
-        .try_get("n")
+    Ok(document_counts(db, &[id.to_string()]).await?.get(id).copied().unwrap_or(0))
+}
+
+/// Documents per knowledge base, for these ids (absent: none), in one query.
+pub async fn document_counts(db: &Db, ids: &[String]) -> Result<std::collections::HashMap<String, i64>, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let placeholders = (1..=ids.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+    let sql = format!(
+        "SELECT knowledge_base_id, COUNT(*) AS n FROM knowledge_documents WHERE knowledge_base_id IN ({placeholders})
+         GROUP BY knowledge_base_id"
+    );
+    let rows = ids.iter().fold(sqlx::query(&sql), |query, id| query.bind(id)).fetch_all(&db.pool).await?;
+    rows.iter().map(|row| Ok((row.try_get("knowledge_base_id")?, row.try_get("n")?))).collect()
 }
 
 pub async fn to_knowledge_base(db: &Db, record: &StoredRecord) -> Result<KnowledgeBase, sqlx::Error> {
+    knowledge_base_with_count(record, document_count(db, &record.id).await?)
+}
+
+/// The API resource of a knowledge base whose documents were counted already.
+pub fn knowledge_base_with_count(record: &StoredRecord, document_count: i64) -> Result<KnowledgeBase, sqlx::Error> {
     Ok(KnowledgeBase {
         id: record.id.clone(),
         fields: record.fields()?,
-        document_count: document_count(db, &record.id).await?,
+        document_count,
         created_at: record.created_at.clone(),
         updated_at: record.updated_at.clone(),
     })

@@ -45,7 +45,7 @@ pub struct McpRequestConfig {
     pub headers: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Mcp {
     pub id: String,
     #[serde(flatten)]

@@ -113,7 +113,7 @@ pub struct DelayMessage {
     pub message: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Tool {
     pub id: String,
     #[serde(flatten)]

@@ -41,6 +41,17 @@ impl Page {
     pub const ALL: Page = Page { offset: 0, limit: i64::MAX };
 }
 
+/// The columns `decode` reads.
+const COLUMNS: &str = "id, name, body, created_at, updated_at";
+
+/// Ids bound in one `IN (…)` list (well under SQLite's and PostgreSQL's limits on parameters).
+const IDS_PER_QUERY: usize = 500;
+
+/// `$1, $2, …, $n`.
+fn placeholders(n: usize) -> String {
+    (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
 fn decode(row: &AnyRow) -> Result<StoredRecord, sqlx::Error> {
     let body: String = row.try_get("body")?;
     Ok(StoredRecord {
@@ -75,28 +86,36 @@ impl Collection {
         sqlx::query(&sql).bind(id).fetch_optional(&db.pool).await?.as_ref().map(decode).transpose()
     }
 
-    /// The records with these ids, in the given order; ids with no record are skipped.
+    /// The records with these ids, in the given order; ids with no record are skipped. One query per
+    /// `IDS_PER_QUERY` ids, not one per id.
     pub async fn get_many(&self, db: &Db, ids: &[String]) -> Result<Vec<StoredRecord>, sqlx::Error> {
-        let mut records = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(record) = self.get(db, id).await? {
-                records.push(record);
+        let mut found = std::collections::HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(IDS_PER_QUERY) {
+            let sql = format!(
+                "SELECT id, name, body, created_at, updated_at FROM {} WHERE id IN ({})",
+                self.table,
+                placeholders(chunk.len())
+            );
+            let rows = chunk.iter().fold(sqlx::query(&sql), |query, id| query.bind(id)).fetch_all(&db.pool).await?;
+            for row in &rows {
+                let record = decode(row)?;
+                found.insert(record.id.clone(), record);
             }
         }
-        Ok(records)
+        Ok(ids.iter().filter_map(|id| found.get(id).cloned()).collect())
     }
 
     /// The ids among `ids` that name no record.
     pub async fn missing(&self, db: &Db, ids: &[String]) -> Result<Vec<String>, sqlx::Error> {
-        let sql = format!("SELECT COUNT(*) AS n FROM {} WHERE id = $1", self.table);
-        let mut missing = Vec::new();
-        for id in ids {
-            let n: i64 = sqlx::query(&sql).bind(id).fetch_one(&db.pool).await?.try_get("n")?;
-            if n == 0 {
-                missing.push(id.clone());
+        let mut present = std::collections::HashSet::with_capacity(ids.len());
+        for chunk in ids.chunks(IDS_PER_QUERY) {
+            let sql = format!("SELECT id FROM {} WHERE id IN ({})", self.table, placeholders(chunk.len()));
+            let rows = chunk.iter().fold(sqlx::query(&sql), |query, id| query.bind(id)).fetch_all(&db.pool).await?;
+            for row in &rows {
+                present.insert(row.try_get::<String, _>("id")?);
             }
         }
-        Ok(missing)
+        Ok(ids.iter().filter(|id| !present.contains(*id)).cloned().collect())
     }
 
     /// Newest first. `search` matches the name or the id, case-insensitively, as literal text.
@@ -107,23 +126,29 @@ impl Collection {
         search: Option<&str>,
         page: Page,
     ) -> Result<(Vec<StoredRecord>, i64), sqlx::Error> {
-        let filter = "($1 = '' OR LOWER(name) LIKE $2 ESCAPE '\\' OR LOWER(id) LIKE $2 ESCAPE '\\')";
         let search = search.unwrap_or("").trim();
-        let pattern = like_pattern(search);
-        let count_sql = format!("SELECT COUNT(*) AS n FROM {} WHERE {filter}", self.table);
-        let total: i64 = sqlx::query(&count_sql).bind(search).bind(&pattern).fetch_one(&db.pool).await?.try_get("n")?;
-        let list_sql = format!(
-            "SELECT id, name, body, created_at, updated_at FROM {} WHERE {filter}
-             ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4",
-            self.table
-        );
-        let rows = sqlx::query(&list_sql)
-            .bind(search)
-            .bind(&pattern)
-            .bind(page.limit)
-            .bind(page.offset)
-            .fetch_all(&db.pool)
-            .await?;
+        let order = "ORDER BY created_at DESC, id DESC";
+        let (rows, total) = if search.is_empty() {
+            // No filter at all: the count is answered from an index, not by reading every document.
+            let total: i64 = sqlx::query(&format!("SELECT COUNT(*) AS n FROM {}", self.table))
+                .fetch_one(&db.pool)
+                .await?
+                .try_get("n")?;
+            let sql = format!("SELECT {COLUMNS} FROM {} {order} LIMIT $1 OFFSET $2", self.table);
+            let rows = sqlx::query(&sql).bind(page.limit).bind(page.offset).fetch_all(&db.pool).await?;
+            (rows, total)
+        } else {
+            let pattern = like_pattern(search);
+            let filter = "LOWER(name) LIKE $1 ESCAPE '\\' OR LOWER(id) LIKE $1 ESCAPE '\\'";
+            let total: i64 = sqlx::query(&format!("SELECT COUNT(*) AS n FROM {} WHERE {filter}", self.table))
+                .bind(&pattern)
+                .fetch_one(&db.pool)
+                .await?
+                .try_get("n")?;
+            let sql = format!("SELECT {COLUMNS} FROM {} WHERE {filter} {order} LIMIT $2 OFFSET $3", self.table);
+            let rows = sqlx::query(&sql).bind(&pattern).bind(page.limit).bind(page.offset).fetch_all(&db.pool).await?;
+            (rows, total)
+        };
         let records = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
         Ok((records, total))
     }

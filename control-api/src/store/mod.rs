@@ -30,6 +30,8 @@ pub enum Backend {
 pub struct Db {
     pub pool: AnyPool,
     pub backend: Backend,
+    /// API keys recently found valid (`auth`), shared by every clone of this handle.
+    pub keys: std::sync::Arc<crate::key_cache::KeyCache>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +87,7 @@ impl Db {
         if backend == Backend::Sqlite {
             sqlx::query("PRAGMA journal_mode = WAL").execute(&pool).await?;
         }
-        let db = Db { pool, backend };
+        let db = Db { pool, backend, keys: Default::default() };
         migrations::run(&db).await?;
         Ok(db)
     }

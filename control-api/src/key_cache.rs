@@ -1,0 +1,81 @@
+//! A short-lived memory of API keys found valid, so a busy client's requests do not each query the
+//! database. Only positive answers are kept (an unknown key is asked every time), each for `KEY_CACHE_TTL`.
+//! Revoking a key through this process (`auth::revoke_key`) forgets every remembered key at once; a key
+//! revoked by another process (`confab keys revoke`, another replica) stops working within the TTL.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a valid key is believed without asking the database again.
+pub const KEY_CACHE_TTL: Duration = Duration::from_secs(2);
+/// Keys remembered at most; when full, expired entries are dropped, then everything.
+const MAX_KEYS: usize = 4_096;
+
+#[derive(Debug, Default)]
+pub struct KeyCache {
+    valid_until: Mutex<HashMap<String, Instant>>,
+}
+
+impl KeyCache {
+    /// True when `key_hash` was found valid less than the TTL before `now`.
+    pub fn is_valid(&self, key_hash: &str, now: Instant) -> bool {
+        let keys = self.valid_until.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        keys.get(key_hash).is_some_and(|&until| now < until)
+    }
+
+    /// Remembers that `key_hash` was found valid at `now`.
+    pub fn remember(&self, key_hash: String, now: Instant) {
+        let mut keys = self.valid_until.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if keys.len() >= MAX_KEYS {
+            keys.retain(|_, until| now < *until);
+            if keys.len() >= MAX_KEYS {
+                keys.clear();
+            }
+        }
+        keys.insert(key_hash, now + KEY_CACHE_TTL);
+    }
+
+    /// Forgets every key (after a revocation).
+    pub fn forget_all(&self) {
+        self.valid_until.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_valid_key_is_believed_for_the_ttl_only() {
+        let cache = KeyCache::default();
+        let start = Instant::now();
+        assert!(!cache.is_valid("h", start));
+        cache.remember("h".into(), start);
+        assert!(cache.is_valid("h", start + KEY_CACHE_TTL - Duration::from_millis(1)));
+        assert!(!cache.is_valid("h", start + KEY_CACHE_TTL));
+        assert!(!cache.is_valid("other", start));
+    }
+
+    #[test]
+    fn forgetting_after_a_revocation_is_immediate() {
+        let cache = KeyCache::default();
+        let start = Instant::now();
+        cache.remember("h".into(), start);
+        cache.forget_all();
+        assert!(!cache.is_valid("h", start));
+    }
+
+    #[test]
+    fn a_full_cache_makes_room() {
+        let cache = KeyCache::default();
+        let start = Instant::now();
+        for n in 0..MAX_KEYS {
+            cache.remember(format!("old{n}"), start);
+        }
+        let later = start + KEY_CACHE_TTL;
+        cache.remember("new".into(), later);
+        assert!(cache.is_valid("new", later));
+        assert_eq!(cache.valid_until.lock().unwrap().len(), 1, "expired keys were dropped");
+    }
+}
