@@ -220,6 +220,10 @@ struct MediaArgs {
     /// Seconds without the participant's audio (or a connected transport) before they count as gone.
     #[arg(long, env = "CONFAB_NO_MEDIA_TIMEOUT", default_value_t = 10.0)]
     no_media_timeout: f64,
+    /// Do not load the default local models (speech-to-text, language model, Piper voice) at start; they
+    /// then load at the first call that needs them, which waits ~3 s for them.
+    #[arg(long, env = "CONFAB_NO_PRELOAD")]
+    no_preload: bool,
 }
 
 fn parse_port_range(text: &str) -> Result<(u16, u16), String> {
@@ -545,6 +549,24 @@ async fn start_media(
         allow_private_urls,
     };
     tracing::info!(max_calls = config.max_calls, rtc_ip = %config.rtc_ip, "media worker ready");
+    // The default local models load in the background: the first call must not wait ~3 s for them.
+    let preload_dir = config.models_dir.clone();
+    let preload = !args.no_preload;
+    tokio::task::spawn_blocking(move || {
+        if !preload {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let failed = confab_engine::providers::select::preload_local_models(&preload_dir);
+        for (model, err) in &failed {
+            tracing::warn!(model, error = %err, "local model not preloaded");
+        }
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            failed = failed.len(),
+            "local models preloaded"
+        );
+    });
     let runtime = std::sync::Arc::new(std::sync::Mutex::new(runtime));
     Some(confab_api::worker::media::MediaWorker::new(db.clone(), runtime, config, public_url, Some(webhooks)))
 }

@@ -45,6 +45,24 @@ fn or_default<'a>(value: &'a str, default: &'a str) -> &'a str {
     if value.is_empty() { default } else { value }
 }
 
+/// Loads the local models an agent uses unless told otherwise (speech-to-text, language model, one Piper
+/// voice, which speaks a word to warm up) into the process-wide caches, so the first call does not wait
+/// for them (~3 s). Blocking; returns what failed, by model, for the log (a call that needs a model that
+/// failed here loads it again and reports its own error).
+pub fn preload_local_models(models_dir: &Path) -> Vec<(&'static str, ProviderError)> {
+    let mut failed = Vec::new();
+    if let Err(err) = LocalStt::load("", models_dir) {
+        failed.push(("speech-to-text", err));
+    }
+    if let Err(err) = LocalLlm::load(models_dir) {
+        failed.push(("language model", err));
+    }
+    if let Err(err) = PiperTts::load(models_dir).and_then(|voice| voice.render("Hello.")) {
+        failed.push(("voice", err));
+    }
+    failed
+}
+
 /// The language model and its model name.
 pub fn language_model(llm: &Value, models_dir: &Path) -> Result<(Box<dyn LanguageModel>, String), ProviderError> {
     let provider = field(llm, "provider").to_ascii_lowercase();
