@@ -14,6 +14,7 @@ pub mod fleet_protocol;
 pub mod key_cache;
 pub mod meetings;
 pub mod metrics;
+pub mod openapi_responses;
 pub mod pagination;
 pub mod replica;
 pub mod routes;
@@ -163,10 +164,14 @@ struct ApiKeyScheme;
 
 impl utoipa::Modify for ApiKeyScheme {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+        use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
         let components = openapi.components.get_or_insert_with(Default::default);
         components
             .add_security_scheme("api_key", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("x-api-key"))));
+        components.add_security_scheme(
+            "session_token",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
         openapi.security = Some(vec![SecurityRequirement::new("api_key", Vec::<String>::new())]);
     }
 }
@@ -194,6 +199,8 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         .merge(routes::sessions::session_router())
         .merge(routes::webrtc::router())
         .split_for_parts();
+    let mut api = api;
+    openapi_responses::complete(&mut api);
     api
 }
 

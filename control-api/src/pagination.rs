@@ -17,12 +17,16 @@ pub const MAX_PER_PAGE: i64 = 100;
 pub const MAX_SEARCH_CHARS: usize = 200;
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Number of records to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
     /// Records per page, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     pub perpage: Option<i64>,
     /// Case-insensitive text matched against the name or the id.
+    #[param(max_length = 200)]
     pub search: Option<String>,
 }
 
@@ -30,10 +34,13 @@ pub struct ListQuery {
 /// the same `offset`/`perpage`, but a first page of `MAX_PER_PAGE` by default, so a client that never
 /// pages still sees everything up to 100 records; `X-Total-Count` tells it when there are more.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Number of records to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
     /// Records per page, 1 to 100 (default 100).
+    #[param(minimum = 1, maximum = 100)]
     pub perpage: Option<i64>,
 }
 

@@ -6,7 +6,9 @@
 
 /// The nice value of face threads, relative to the process's own (0).
 pub const FACE_NICENESS: i32 = 5;
-/// The nice value of turn-model threads: below the media threads, level with the faces.
+/// The nice value of turn-model threads: below the media threads, level with the faces (measured: below the
+/// faces too, at 10, single frames came 92–165 ms late more often; docs/performance.md). A verdict that
+/// comes too late only means the turn ends at the agent's max endpointing delay.
 pub const TURN_NICENESS: i32 = 5;
 
 /// Lowers the calling thread's priority to `FACE_NICENESS` (Linux: nice values are per thread).

@@ -43,17 +43,26 @@ pub struct CreateConversation {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ConversationQuery {
+    /// Number of records to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
+    /// Records per page, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     pub perpage: Option<i64>,
     /// Matches id, user name, agent name or status.
+    #[param(max_length = 200)]
     pub search: Option<String>,
     /// Created on or after this day (YYYY-MM-DD, UTC).
+    #[param(format = Date)]
     pub from: Option<String>,
     /// Created on or before this day (YYYY-MM-DD, UTC): before the following day.
+    #[param(format = Date)]
     pub to: Option<String>,
     /// `conversation` or `external_meeting`.
     #[serde(rename = "type")]
+    #[param(pattern = "^(conversation|external_meeting)$")]
     pub conversation_type: Option<String>,
 }
 
