@@ -205,6 +205,7 @@ impl StoredRecord {
 
     /// The stored fields as their type.
     pub fn fields<T: serde::de::DeserializeOwned>(&self) -> Result<T, sqlx::Error> {
-        serde_json::from_value(self.body.clone()).map_err(|err| sqlx::Error::Decode(Box::new(err)))
+        // From a borrowed `Value`: no copy of the document first.
+        T::deserialize(&self.body).map_err(|err| sqlx::Error::Decode(Box::new(err)))
     }
 }
