@@ -61,10 +61,11 @@ fn run(sessions: usize, seconds: u64, clip: &[f32]) -> Outcome {
     let batches = RuntimeCounters::get(&c.vad_batches).max(1);
     let turn_dropped = RuntimeCounters::get(&c.turn_queue_full);
     let verdicts = RuntimeCounters::get(&c.turn_verdicts);
+    let stale = RuntimeCounters::get(&c.turn_stale);
     let line = format!(
         "sessions {sessions:5}: missed deadlines {missed:4}, longest tick {:6.2} ms, VAD refused {refused:6}, \
          windows {windows:7} ({:.0}% skipped as silence, {:.1} windows per batch), CPU {:.2} ms per session-second, \
-         memory {:.0} KiB per session, turn verdicts {verdicts} ({:.1}/s), turn-model requests dropped {turn_dropped}",
+         memory {:.0} KiB per session, turn verdicts {verdicts} ({:.1}/s), stale {stale}, turn-model requests dropped {turn_dropped}",
         RuntimeCounters::get(&c.max_tick_micros) as f64 / 1000.0,
         100.0 * skipped as f64 / windows.max(1) as f64,
         (windows - skipped) as f64 / batches as f64,

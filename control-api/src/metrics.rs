@@ -37,6 +37,12 @@ const ENGINE_COUNTERS: &[EngineCounter] = &[
         |c| &c.turn_queue_full,
     ),
     (
+        "confab_turn_requests_stale_total",
+        "End-of-turn questions dropped unanswered because they waited past their turn's max endpointing delay.",
+        |c| &c.turn_stale,
+    ),
+    ("confab_turn_verdicts_total", "End-of-turn verdicts given by the turn model.", |c| &c.turn_verdicts),
+    (
         "confab_agent_jobs_dropped_total",
         "Speech-to-text or reply jobs dropped because a call's agent queue was full.",
         |c| &c.agent_jobs_dropped,

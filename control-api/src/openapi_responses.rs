@@ -25,9 +25,10 @@ pub fn complete(openapi: &mut OpenApi) {
                 operation.security = Some(vec![SecurityRequirement::new("session_token", Vec::<String>::new())]);
             }
             let reads_body = matches!(method, HttpMethod::Post | HttpMethod::Put | HttpMethod::Patch);
-            let reads_query = operation.parameters.as_ref().is_some_and(|p| {
-                p.iter().any(|p| matches!(p.parameter_in, utoipa::openapi::path::ParameterIn::Query))
-            });
+            let reads_query = operation
+                .parameters
+                .as_ref()
+                .is_some_and(|p| p.iter().any(|p| matches!(p.parameter_in, utoipa::openapi::path::ParameterIn::Query)));
             let has_path_id = path.contains('{');
             add(operation, "401", "Missing, wrong or revoked key (or session token): `{error}`");
             if reads_body || reads_query || has_path_id {
@@ -53,11 +54,7 @@ fn operation_mut<'a>(item: &'a mut utoipa::openapi::path::PathItem, method: &Htt
 }
 
 fn add(operation: &mut Operation, status: &str, description: &str) {
-    operation
-        .responses
-        .responses
-        .entry(status.to_string())
-        .or_insert_with(|| RefOr::T(Response::new(description)));
+    operation.responses.responses.entry(status.to_string()).or_insert_with(|| RefOr::T(Response::new(description)));
 }
 
 #[cfg(test)]

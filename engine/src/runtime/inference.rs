@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use confab_models::silero::{SileroState, SileroVad, WINDOW};
 use confab_models::smart_turn::{DONE_THRESHOLD, SmartTurn};
@@ -42,6 +43,9 @@ pub struct TurnJob {
     pub session: SessionId,
     pub last_speech: MediaTime,
     pub audio: Vec<f32>,
+    /// After this the turn has ended at its max endpointing delay: the question is dropped unanswered
+    /// (counted in `turn_stale`) rather than spend 50 ms on a verdict nobody reads.
+    pub answer_by: Instant,
 }
 
 pub enum InferenceResult {
@@ -122,6 +126,10 @@ pub fn spawn(
 }
 
 fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], counters: &RuntimeCounters, job: TurnJob) {
+    if Instant::now() >= job.answer_by {
+        counters.turn_stale.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
     let session = job.session;
     let result = match contain(counters, "the turn model", || turn.predict(&job.audio)) {
         Some(prediction) => {

@@ -60,6 +60,9 @@ pub struct MediaSession {
     history: VecDeque<i16>,
     /// The agent's providers, when the session has them.
     agent: Option<AgentLink>,
+    /// The turn ends this long after the end of speech whatever the turn model says: a verdict later than
+    /// that is not worth computing.
+    max_endpointing_delay: MediaTime,
     _slot: SlotGuard,
 }
 
@@ -75,6 +78,7 @@ impl MediaSession {
     ) -> MediaSession {
         MediaSession {
             id,
+            max_endpointing_delay: config.endpoint.max_delay,
             conversation: Conversation::new(config),
             input,
             output,
@@ -434,7 +438,11 @@ impl MediaThread {
                     // The model looks at the last 8 s before the end of speech; older audio is not sent.
                     let from = MediaTime::from_samples(last_speech.samples().saturating_sub(TURN_MODEL_SAMPLES as u64));
                     let audio = MediaThread::user_audio(s, from, last_speech);
-                    let job = TurnJob { thread: self.index, session: s.id, last_speech, audio };
+                    // Live, media time runs with the wall clock: the verdict is useful until the max delay.
+                    let since_speech = s.now.samples().saturating_sub(last_speech.samples());
+                    let useful = s.max_endpointing_delay.samples().saturating_sub(since_speech);
+                    let answer_by = Instant::now() + MediaTime::from_samples(useful).as_duration();
+                    let job = TurnJob { thread: self.index, session: s.id, last_speech, audio, answer_by };
                     if self.turn_jobs.try_send(job).is_err() {
                         self.counters.turn_queue_full.fetch_add(1, Ordering::Relaxed);
                     }

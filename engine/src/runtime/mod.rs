@@ -93,6 +93,8 @@ pub struct RuntimeCounters {
     pub turn_queue_full: AtomicU64,
     /// End-of-turn verdicts given by the turn model.
     pub turn_verdicts: AtomicU64,
+    /// Turn-model questions dropped because they waited past their turn's max endpointing delay.
+    pub turn_stale: AtomicU64,
     /// Jobs for an agent task refused because its queue was full.
     pub agent_jobs_dropped: AtomicU64,
     /// Longest tick, in microseconds.
