@@ -1,5 +1,6 @@
 //! `GET /metrics` on the real `confab serve`: Prometheus text with the documented series, behind the API
-//! key on the main listener, without it on `--metrics-addr`; requests are counted by route template.
+//! key on the main listener, without it on `--metrics-addr`; requests are counted by route template. Also:
+//! the default local models are preloaded at start.
 
 use confab_tests::server::{Server, create_key};
 
@@ -65,6 +66,19 @@ async fn metrics_are_served_with_the_key_or_on_their_own_listener() {
     assert!(sample(&open, agents).is_some_and(|n| n >= 2.0), "{open}");
     let elsewhere = client.get(format!("http://{metrics_addr}/v1/ext/agent")).send().await.unwrap();
     assert_eq!(elsewhere.status(), 404, "the metrics listener serves nothing else");
+
+    // The default local models load in the background at start (the first call does not wait for them).
+    let log = data.join("serve.log");
+    let mut preloaded = String::new();
+    for _ in 0..600 {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(line) = text.lines().find(|line| line.contains("local models preloaded")) {
+            preloaded = line.to_string();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(preloaded.contains("failed=0"), "no clean preload line in {}: {preloaded:?}", log.display());
     drop(server);
     let _ = std::fs::remove_dir_all(&data);
 }
