@@ -102,6 +102,30 @@ impl AgentSpec {
 mod tests {
     use super::*;
 
+    /// The `agent_json` fuzz target's first crash (an overflow of `now + maxCallDuration`), kept: extreme
+    /// durations and delays run a conversation without panicking.
+    #[test]
+    fn extreme_durations_and_delays_run_a_conversation() {
+        let spec = AgentSpec::from_json(
+            r#"{"config": {"max_call_duration": 1e+300}, "avatars": [{"config": {"stt":
+                {"min_endpointing_delay": -5, "max_endpointing_delay": 1e+308}}}]}"#,
+        )
+        .unwrap();
+        let mut conversation = crate::conversation::Conversation::new(spec.conversation_config().unwrap());
+        let mut frame = [0.0f32; 320];
+        for window in 0..100u64 {
+            let (start, end) = (MediaTime::from_millis(window * 32), MediaTime::from_millis((window + 1) * 32));
+            conversation.vad_window(start, end, if window < 31 { 0.95 } else { 0.02 });
+            while let Some(deadline) = conversation.poll_timeout().filter(|d| *d <= end) {
+                conversation.handle_timeout(deadline);
+            }
+            conversation.render(end, &mut frame);
+            while conversation.poll_output().is_some() {}
+        }
+        conversation.end_call(MediaTime::from_millis(3_200));
+        assert!(conversation.is_ended());
+    }
+
     #[test]
     fn reads_the_agent_shape() {
         let spec = AgentSpec::from_json(

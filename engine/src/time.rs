@@ -20,7 +20,7 @@ impl MediaTime {
     }
 
     pub const fn from_millis(millis: u64) -> MediaTime {
-        MediaTime(millis * SAMPLES_PER_MS)
+        MediaTime(millis.saturating_mul(SAMPLES_PER_MS))
     }
 
     /// Rounds to the nearest sample.
@@ -42,7 +42,8 @@ impl MediaTime {
     }
 
     pub fn as_duration(self) -> Duration {
-        Duration::from_nanos(self.0 * 1_000_000_000 / u64::from(SAMPLE_RATE))
+        let rate = u64::from(SAMPLE_RATE);
+        Duration::from_secs(self.0 / rate) + Duration::from_nanos(self.0 % rate * 1_000_000_000 / rate)
     }
 
     pub fn as_secs_f64(self) -> f64 {
@@ -56,8 +57,10 @@ impl MediaTime {
 
 impl Add for MediaTime {
     type Output = MediaTime;
+    /// Saturates: a deadline past the end of the clock (an agent's `maxCallDuration` of 1e300 seconds) is
+    /// "never", not an overflow.
     fn add(self, other: MediaTime) -> MediaTime {
-        MediaTime(self.0 + other.0)
+        MediaTime(self.0.saturating_add(other.0))
     }
 }
 
@@ -72,6 +75,17 @@ impl Sub for MediaTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_end_of_the_clock_saturates() {
+        // Found by the `agent_json` fuzz target: maxCallDuration 1e300 s overflowed `now + duration`.
+        let never = MediaTime::from_secs_f64(1e300);
+        assert_eq!(never, MediaTime(u64::MAX));
+        assert_eq!(MediaTime::from_millis(5) + never, never);
+        assert_eq!(never.as_duration(), Duration::from_secs(u64::MAX / 16_000) + Duration::from_nanos(975_937_500));
+        assert_eq!(MediaTime::from_millis(u64::MAX), never);
+        assert_eq!(MediaTime::from_millis(1_500).as_duration(), Duration::from_millis(1_500));
+    }
 
     #[test]
     fn conversions_are_exact_on_sample_boundaries() {
