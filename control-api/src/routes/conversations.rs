@@ -60,9 +60,9 @@ pub struct ConversationQuery {
     /// Created on or before this day (YYYY-MM-DD, UTC): before the following day.
     #[param(format = Date)]
     pub to: Option<String>,
-    /// `conversation` or `external_meeting`.
+    /// `conversation` or `external_meeting` (empty: every type).
     #[serde(rename = "type")]
-    #[param(pattern = "^(conversation|external_meeting)$")]
+    #[param(pattern = "^(conversation|external_meeting)?$")]
     pub conversation_type: Option<String>,
 }
 
