@@ -205,10 +205,8 @@ async fn a_bot_kept_in_the_lobby_or_removed_ends_its_conversation() {
     // Zoom: nobody admits the bot within the lobby timeout.
     let fake = FakeMeeting::start("zoom", Admission::Hold, vec![]).await;
     let setup = Setup::start(&dir.join("lobby"), &receiver, &fake, &["--meeting-lobby-timeout", "4"]).await;
-    let asked = Instant::now();
     let id = setup.send_bot("https://zoom.us/wc/join/852123456", "Confab Notes").await;
     let ended = setup.wait_until_ended(&id, Duration::from_secs(120)).await;
-    assert!(asked.elapsed() < Duration::from_secs(120));
     assert_eq!(fake.bot_state(), "lobby");
     assert_eq!(ended["end_reason"], "admission_timeout", "{ended}");
     receiver.wait_for_event(&setup.secret, &id, "call_ended", Duration::from_secs(30)).await;
