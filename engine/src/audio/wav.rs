@@ -28,7 +28,14 @@ fn to_mono_16k<R: std::io::Read>(mut reader: hound::WavReader<R>, name: &str) ->
     let channels = usize::from(spec.channels);
     let interleaved: Vec<f32> = match (spec.sample_format, spec.bits_per_sample) {
         (hound::SampleFormat::Float, 32) => {
-            reader.samples::<f32>().collect::<Result<_, _>>().map_err(|e| fail(e.to_string()))?
+            let samples: Vec<f32> =
+                reader.samples::<f32>().collect::<Result<_, _>>().map_err(|e| fail(e.to_string()))?;
+            // NaN or infinity is a corrupt file (the resampler's FFT cannot take it); louder than full
+            // scale is clipped, as a sound card would.
+            if samples.iter().any(|s| !s.is_finite()) {
+                return Err(fail("the file holds samples that are not numbers (NaN or infinite)".into()));
+            }
+            samples.into_iter().map(|s| s.clamp(-1.0, 1.0)).collect()
         }
         (hound::SampleFormat::Int, bits @ 8..=32) => {
             let scale = 1.0 / (1u64 << (bits - 1)) as f32;

@@ -135,6 +135,31 @@ mod tests {
     }
 
     #[test]
+    fn float_wavs_with_nan_are_refused_and_loud_ones_clipped() {
+        // Found by the `wav` fuzz target: NaN samples made the resampler's inverse FFT fail inside rubato,
+        // which unwraps the error (a panic).
+        let float_wav = |samples: &[f32]| {
+            let mut wav = Vec::new();
+            let spec = hound::WavSpec {
+                channels: 1,
+                sample_rate: 8_000,
+                bits_per_sample: 32,
+                sample_format: hound::SampleFormat::Float,
+            };
+            let mut writer = hound::WavWriter::new(std::io::Cursor::new(&mut wav), spec).unwrap();
+            samples.iter().for_each(|&s| writer.write_sample(s).unwrap());
+            writer.finalize().unwrap();
+            wav
+        };
+        let crash = include_bytes!("../../../fuzz/seeds/wav/crash-rubato-nan.wav");
+        assert!(decode_wav(crash).is_err());
+        assert!(decode_wav(&float_wav(&[0.1, f32::NAN, 0.2])).is_err());
+        assert!(decode_wav(&float_wav(&[0.1, f32::INFINITY])).is_err());
+        let loud = decode_wav(&float_wav(&[1e30; 800])).unwrap();
+        assert!(loud.iter().all(|s| s.is_finite() && s.abs() <= 1.5), "clipped before resampling");
+    }
+
+    #[test]
     fn a_streamed_wav_without_lengths_decodes() {
         let mut wav = Vec::new();
         let spec = hound::WavSpec {
