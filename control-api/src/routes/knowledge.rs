@@ -84,16 +84,19 @@ async fn document_count(db: &Db, id: &str) -> Result<i64, sqlx::Error> {
 
 /// Documents per knowledge base, for these ids (absent: none), in one query.
 pub async fn document_counts(db: &Db, ids: &[String]) -> Result<std::collections::HashMap<String, i64>, sqlx::Error> {
-    if ids.is_empty() {
-        return Ok(Default::default());
+    let mut counts = std::collections::HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(crate::store::IDS_PER_QUERY) {
+        let sql = format!(
+            "SELECT knowledge_base_id, COUNT(*) AS n FROM knowledge_documents WHERE knowledge_base_id IN ({})
+             GROUP BY knowledge_base_id",
+            crate::store::placeholders(chunk.len())
+        );
+        let rows = chunk.iter().fold(sqlx::query(&sql), |query, id| query.bind(id)).fetch_all(&db.pool).await?;
+        for row in &rows {
+            counts.insert(row.try_get("knowledge_base_id")?, row.try_get("n")?);
+        }
     }
-    let placeholders = (1..=ids.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
-    let sql = format!(
-        "SELECT knowledge_base_id, COUNT(*) AS n FROM knowledge_documents WHERE knowledge_base_id IN ({placeholders})
-         GROUP BY knowledge_base_id"
-    );
-    let rows = ids.iter().fold(sqlx::query(&sql), |query, id| query.bind(id)).fetch_all(&db.pool).await?;
-    rows.iter().map(|row| Ok((row.try_get("knowledge_base_id")?, row.try_get("n")?))).collect()
+    Ok(counts)
 }
 
 pub async fn to_knowledge_base(db: &Db, record: &StoredRecord) -> Result<KnowledgeBase, sqlx::Error> {

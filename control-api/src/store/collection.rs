@@ -6,7 +6,7 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Db, like_pattern};
+use super::{Db, IDS_PER_QUERY, like_pattern, placeholders};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Collection {
@@ -43,14 +43,6 @@ impl Page {
 
 /// The columns `decode` reads.
 const COLUMNS: &str = "id, name, body, created_at, updated_at";
-
-/// Ids bound in one `IN (…)` list (well under SQLite's and PostgreSQL's limits on parameters).
-const IDS_PER_QUERY: usize = 500;
-
-/// `$1, $2, …, $n`.
-fn placeholders(n: usize) -> String {
-    (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
-}
 
 fn decode(row: &AnyRow) -> Result<StoredRecord, sqlx::Error> {
     let body: String = row.try_get("body")?;

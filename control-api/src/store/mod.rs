@@ -106,6 +106,14 @@ impl Db {
 }
 
 /// Escapes `%`, `_` and `\` so user text matches literally inside `LIKE … ESCAPE '\'`.
+/// Ids bound in one `IN (…)` list (well under SQLite's and PostgreSQL's limits on parameters).
+pub const IDS_PER_QUERY: usize = 500;
+
+/// `$1, $2, …, $n`: the placeholders of an `IN (…)` list of `n` values.
+pub fn placeholders(n: usize) -> String {
+    (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
 pub fn like_pattern(search: &str) -> String {
     let mut pattern = String::with_capacity(search.len() + 2);
     pattern.push('%');
