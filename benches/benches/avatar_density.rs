@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use confab_benches::stall_watch::{StallWatch, during_a_stall};
 use confab_benches::{cpu_seconds, espeak, play_users_tick, user_offsets};
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
 use confab_engine::avatar::FRAME_SAMPLES;
@@ -31,7 +32,7 @@ const TICK: Duration = Duration::from_millis(20);
 
 /// One call's voice sender and face: Opus every 20 ms, a face frame every 40 ms, for `frames` frames
 /// from `start`. Returns each frame's latency (due → encoded).
-fn call(face_id: &str, voice: &[f32], offset: usize, start: Instant, frames: usize) -> Vec<Duration> {
+fn call(face_id: &str, voice: &[f32], offset: usize, start: Instant, frames: usize) -> Vec<(Instant, Duration)> {
     let mut face = FaceEncoder::new(face_id, Vp8Config::default(), offset as u64).unwrap();
     let mut opus = OpusEgress::new().unwrap();
     let mut audio = vec![0.0f32; FRAME_SAMPLES as usize];
@@ -53,7 +54,7 @@ fn call(face_id: &str, voice: &[f32], offset: usize, start: Instant, frames: usi
         let due = start + TICK * (2 * frame + 1) as u32;
         let (encoded, _) = face.encode(&audio).unwrap();
         std::hint::black_box(encoded.data.len());
-        latencies.push(Instant::now().saturating_duration_since(due));
+        latencies.push((due, Instant::now().saturating_duration_since(due)));
     }
     latencies
 }
@@ -106,28 +107,42 @@ fn run(streams: usize, seconds: u64, voice: &Arc<Vec<f32>>, user: &[f32]) -> Out
                 .unwrap()
         })
         .collect();
+    let watch = StallWatch::start();
     ready.wait();
     let cpu_start = cpu_seconds();
     let wall_start = Instant::now();
-    let mut latencies: Vec<Duration> = calls.into_iter().flat_map(|c| c.join().unwrap()).collect();
+    let frames: Vec<(Instant, Duration)> = calls.into_iter().flat_map(|c| c.join().unwrap()).collect();
     let wall = wall_start.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu_start;
+    let (real_time, stalls) = watch.finish();
     stop.store(true, Ordering::Relaxed);
     feeder.join().unwrap();
+    let late_in_stalls = frames
+        .iter()
+        .filter(|(due, latency)| *latency > Duration::from_millis(40) && during_a_stall(&stalls, *due, *latency))
+        .count();
+    let longest_stall = stalls.iter().map(|s| s.length).max().unwrap_or_default();
+    let mut latencies: Vec<Duration> = frames.iter().map(|(_, latency)| *latency).collect();
     latencies.sort();
     let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize].as_secs_f64() * 1_000.0;
     let late = latencies.iter().filter(|l| **l > Duration::from_millis(40)).count();
     let missed = RuntimeCounters::get(&runtime.counters.missed_deadlines);
     let refused = RuntimeCounters::get(&runtime.counters.vad_queue_full);
+    let verdicts = RuntimeCounters::get(&runtime.counters.turn_verdicts);
+    let stale = RuntimeCounters::get(&runtime.counters.turn_stale);
     let line = format!(
         "streams {streams:3}: late frames {late:5} of {:6}, frame latency p50 {:5.2} / p99 {:6.2} / max {:6.2} ms, \
-         media ticks over 20 ms {missed:3}, VAD refused {refused}, CPU {:.2} ms per stream-second ({:.1} streams per core)",
+         media ticks over 20 ms {missed:3}, VAD refused {refused}, turn verdicts {verdicts} (stale {stale}), CPU {:.2} ms per stream-second ({:.1} streams per core); \
+         machine stalls{} {}, longest {:.1} ms, late frames during them {late_in_stalls}",
         latencies.len(),
         at(0.5),
         at(0.99),
         at(1.0),
         1_000.0 * cpu / (streams as f64 * wall),
         1.0 / (cpu / (streams as f64 * wall)),
+        if real_time { "" } else { " (watchdog not real-time)" },
+        stalls.len(),
+        longest_stall.as_secs_f64() * 1_000.0,
     );
     let on_time = late * 1_000 <= latencies.len() && at(1.0) <= 80.0;
     Outcome { passed: on_time && missed == 0 && refused == 0, line }

@@ -9,6 +9,8 @@ use confab_engine::audio::wav;
 use confab_engine::runtime::SessionHandle;
 pub use confab_engine::word_error::word_errors;
 
+pub mod stall_watch;
+
 /// `text` spoken by espeak-ng (`en-us`, `words_per_minute`), as 16 kHz mono.
 pub fn espeak(text: &str, words_per_minute: u32) -> Vec<f32> {
     let path = std::env::temp_dir().join(format!("confab-bench-{}-{words_per_minute}.wav", std::process::id()));
