@@ -91,4 +91,32 @@ mod tests {
         }
         assert!(checked > 40, "{checked} operations");
     }
+
+    /// Clients generated from the document (and schemathesis) learn the name rules `validate` enforces.
+    #[test]
+    fn required_names_declare_their_length_rules() {
+        let api = serde_json::to_value(crate::openapi()).unwrap();
+        let schemas = &api["components"]["schemas"];
+        let property = |schema: &str, name: &str| {
+            let schema = &schemas[schema];
+            let parts = schema["allOf"].as_array().cloned().unwrap_or_else(|| vec![schema.clone()]);
+            parts.iter().find_map(|part| part["properties"].get(name).cloned()).unwrap_or_default()
+        };
+        for (schema, name) in [
+            ("CreateAgent", "agent_name"),
+            ("CreateAgentShort", "name"),
+            ("AgentAvatar", "avatar_key_id"),
+            ("TemplateFields", "name"),
+            ("GuardrailInput", "name"),
+            ("KnowledgeBaseFields", "name"),
+            ("McpFields", "name"),
+            ("CreateCustomAvatar", "name"),
+            ("ExternalMeetingRequest", "user_name"),
+            ("ExternalMeetingRequest", "user_id"),
+        ] {
+            let declared = property(schema, name);
+            assert_eq!(declared["minLength"], 1, "{schema}.{name}: {declared}");
+            assert_eq!(declared["maxLength"], crate::validate::MAX_NAME_CHARS, "{schema}.{name}: {declared}");
+        }
+    }
 }

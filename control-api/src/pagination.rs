@@ -25,8 +25,8 @@ pub struct ListQuery {
     /// Records per page, 1 to 100 (default 20).
     #[param(minimum = 1, maximum = 100)]
     pub perpage: Option<i64>,
-    /// Case-insensitive text matched against the name or the id.
-    #[param(max_length = 200)]
+    /// Case-insensitive text matched against the name or the id; no NUL character.
+    #[param(max_length = 200, pattern = r"^[^\x00]*$")]
     pub search: Option<String>,
 }
 

@@ -78,6 +78,7 @@ pub struct CreateCustomAvatar {
     pub image: String,
     /// Also accepted as `avatar_name`.
     #[serde(alias = "avatar_name")]
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     /// `male`, `female` or `other`.
     pub gender: String,

@@ -42,6 +42,7 @@ pub const MAX_AVATARS: usize = 16;
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AgentAvatar {
+    #[schema(min_length = 1, max_length = 200)]
     pub avatar_key_id: String,
     #[serde(default, deserialize_with = "nullable")]
     pub persona_name: String,
@@ -76,6 +77,7 @@ impl Default for AgentSettings {
 /// What is stored for an agent.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AgentFields {
+    #[schema(min_length = 1, max_length = 200)]
     pub agent_name: String,
     pub agent_system_prompt: String,
     pub avatars: Vec<AgentAvatar>,
@@ -96,6 +98,7 @@ pub struct AgentFields {
 /// `POST /v1/ext/agent`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateAgent {
+    #[schema(min_length = 1, max_length = 200)]
     pub agent_name: String,
     #[serde(default, deserialize_with = "nullable")]
     pub agent_system_prompt: String,
@@ -116,6 +119,7 @@ pub struct CreateAgent {
 /// `POST /v1/agent/api`: the short form.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateAgentShort {
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     #[serde(default, deserialize_with = "nullable")]
     pub system_prompt: String,
@@ -146,6 +150,7 @@ pub struct CreateAgentFromTemplate {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Agent {
     pub id: String,
+    #[schema(min_length = 1, max_length = 200)]
     pub agent_name: String,
     pub agent_system_prompt: String,
     pub avatars: Vec<AgentAvatar>,

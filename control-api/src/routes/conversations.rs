@@ -51,8 +51,8 @@ pub struct ConversationQuery {
     /// Records per page, 1 to 100 (default 20).
     #[param(minimum = 1, maximum = 100)]
     pub perpage: Option<i64>,
-    /// Matches id, user name, agent name or status.
-    #[param(max_length = 200)]
+    /// Matches id, user name, agent name or status; no NUL character.
+    #[param(max_length = 200, pattern = r"^[^\x00]*$")]
     pub search: Option<String>,
     /// Created on or after this day (YYYY-MM-DD, UTC).
     #[param(format = Date)]

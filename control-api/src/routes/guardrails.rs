@@ -24,6 +24,7 @@ const NOT_FOUND: &str = "Guardrail not found";
 /// Body of create and of full replace: fields left out are cleared.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct GuardrailInput {
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     /// The rule; empty when left out.
     #[serde(default)]
@@ -41,6 +42,7 @@ pub struct GuardrailInput {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct GuardrailFields {
     pub key: String,
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     pub category: String,
     pub prompt: String,

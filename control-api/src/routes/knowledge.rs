@@ -28,6 +28,7 @@ pub const MAX_DOCUMENT_CHARS: usize = 200_000;
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct KnowledgeBaseFields {
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     #[serde(default)]
     pub description: String,

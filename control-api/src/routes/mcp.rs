@@ -26,6 +26,7 @@ pub const MCP_TYPES: &[&str] = &["shttp/sse", "shttp", "sse"];
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct McpFields {
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     #[serde(default)]
     pub description: String,

@@ -39,7 +39,9 @@ pub const MODES: &[&str] = &[MODE_ADDRESSED, MODE_ALWAYS, MODE_OBSERVER];
 pub struct ExternalMeetingRequest {
     pub agent_id: String,
     pub meeting_url: String,
+    #[schema(min_length = 1, max_length = 200)]
     pub user_name: String,
+    #[schema(min_length = 1, max_length = 200)]
     pub user_id: String,
     #[serde(default, deserialize_with = "nullable")]
     pub context: String,

@@ -23,6 +23,7 @@ const READ_FAILED: &str = "Failed to retrieve template details";
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct TemplateFields {
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     #[serde(default, deserialize_with = "nullable")]
     pub system_prompt: String,
