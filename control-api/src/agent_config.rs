@@ -36,10 +36,13 @@ where
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct PipelineConfig {
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub llm: LlmConfig,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub stt: SttConfig,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub tts: TtsConfig,
 }
 
@@ -47,8 +50,10 @@ pub struct PipelineConfig {
 pub struct LlmConfig {
     /// `local` (default), `openai`, `groq`, `openrouter` or `custom`.
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub provider: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub model: String,
     /// Ask the model for the reply during the endpointing delay, on the transcript prepared then, and
     /// drop it if the user goes on (default true).
@@ -60,8 +65,10 @@ pub struct LlmConfig {
 pub struct SttConfig {
     /// `local` (default), `deepgram`, `openai` or `custom`.
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub provider: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub model: String,
     /// Seconds of silence after the last speech before a finished turn is committed (engine default 0.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,10 +88,13 @@ pub struct SttConfig {
 pub struct TtsConfig {
     /// `local` (default), `elevenlabs`, `cartesia`, `openai` or `custom`.
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub provider: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub model_id: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub voice_id: String,
 }
 
@@ -157,12 +167,16 @@ impl PipelineConfig {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct Attachments {
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub knowledge_base_ids: Vec<String>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub tool_ids: Vec<String>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub guardrail_ids: Vec<String>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub mcp_ids: Vec<String>,
 }
 

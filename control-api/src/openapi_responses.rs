@@ -119,4 +119,21 @@ mod tests {
             assert_eq!(declared["maxLength"], crate::validate::MAX_NAME_CHARS, "{schema}.{name}: {declared}");
         }
     }
+
+    /// Fields that take `null` as "left out" say so (`type: [..., "null"]`).
+    #[test]
+    fn fields_that_take_null_are_declared_nullable() {
+        let api = serde_json::to_value(crate::openapi()).unwrap();
+        let schemas = &api["components"]["schemas"];
+        for (schema, name) in [
+            ("CreateAgentShort", "system_prompt"),
+            ("AgentSettings", "maxCallDuration"),
+            ("CreateConversation", "meta_data"),
+        ] {
+            let declared = &schemas[schema]["properties"][name];
+            let nullable = declared["type"].as_array().is_some_and(|types| types.contains(&"null".into()))
+                || declared["oneOf"].as_array().is_some_and(|any| any.iter().any(|s| s["type"] == "null"));
+            assert!(nullable, "{schema}.{name}: {declared}");
+        }
+    }
 }

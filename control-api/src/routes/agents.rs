@@ -45,8 +45,10 @@ pub struct AgentAvatar {
     #[schema(min_length = 1, max_length = 200)]
     pub avatar_key_id: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub persona_name: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub config: PipelineConfig,
 }
 
@@ -55,8 +57,10 @@ pub struct AgentAvatar {
 #[serde(rename_all = "camelCase")]
 pub struct AgentSettings {
     #[serde(default = "default_max_call_duration", deserialize_with = "max_call_duration_or_default")]
+    #[schema(nullable)]
     pub max_call_duration: f64,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub conversational_context: String,
 }
 
@@ -101,16 +105,22 @@ pub struct CreateAgent {
     #[schema(min_length = 1, max_length = 200)]
     pub agent_name: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub agent_system_prompt: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub avatars: Vec<AgentAvatar>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub config: AgentSettings,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub callback_url: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub callback_events: Vec<String>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub record: bool,
     #[serde(flatten)]
     pub attachments: Attachments,
@@ -122,12 +132,16 @@ pub struct CreateAgentShort {
     #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub system_prompt: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub avatar_ids: Vec<String>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub callback_url: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub callback_events: Vec<String>,
 }
 

@@ -31,14 +31,17 @@ const LIST_FAILED: &str = "Failed to retrieve conversation details";
 pub struct CreateConversation {
     pub agent_id: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub user_name: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub user_id: String,
     /// Free-form context passed to the agent's system prompt.
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub context: String,
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Object, nullable)]
     pub meta_data: Option<Value>,
 }
 

@@ -44,10 +44,13 @@ pub struct ExternalMeetingRequest {
     #[schema(min_length = 1, max_length = 200)]
     pub user_id: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub context: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub wake_phrase: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub mode: String,
 }
 

@@ -25,10 +25,13 @@ pub struct CreateSessionToken {
     #[serde(default)]
     pub conversation_id: Option<String>,
     #[serde(rename = "userId", default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub user_id: String,
     #[serde(rename = "userName", default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub user_name: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub context: String,
 }
 

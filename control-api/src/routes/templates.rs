@@ -26,8 +26,10 @@ pub struct TemplateFields {
     #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub system_prompt: String,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
     pub config: PipelineConfig,
     #[serde(flatten)]
     pub attachments: Attachments,
