@@ -83,7 +83,7 @@ async fn document_count(db: &Db, id: &str) -> Result<i64, sqlx::Error> {
     Ok(document_counts(db, &[id.to_string()]).await?.get(id).copied().unwrap_or(0))
 }
 
-/// Documents per knowledge base, for these ids (absent: none), in one query.
+/// Documents per knowledge base, for these ids (absent: none), one query per `IDS_PER_QUERY` ids.
 pub async fn document_counts(db: &Db, ids: &[String]) -> Result<std::collections::HashMap<String, i64>, sqlx::Error> {
     let mut counts = std::collections::HashMap::with_capacity(ids.len());
     for chunk in ids.chunks(crate::store::IDS_PER_QUERY) {

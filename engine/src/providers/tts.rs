@@ -114,6 +114,20 @@ impl SpeechSynthesizer for EspeakVoice {
 mod tests {
     use super::decode_wav;
 
+    /// A mono WAV of `samples` at `sample_rate` (16-bit integer or 32-bit float, by the sample type).
+    fn mono_wav<S: hound::Sample + Copy>(sample_rate: u32, samples: &[S]) -> Vec<u8> {
+        let (bits_per_sample, sample_format) = match std::mem::size_of::<S>() {
+            2 => (16, hound::SampleFormat::Int),
+            _ => (32, hound::SampleFormat::Float),
+        };
+        let spec = hound::WavSpec { channels: 1, sample_rate, bits_per_sample, sample_format };
+        let mut wav = Vec::new();
+        let mut writer = hound::WavWriter::new(std::io::Cursor::new(&mut wav), spec).unwrap();
+        samples.iter().for_each(|&s| writer.write_sample(s).unwrap());
+        writer.finalize().unwrap();
+        wav
+    }
+
     #[test]
     fn truncated_or_odd_wavs_are_errors_not_panics() {
         // A `data` tag with no room for its length, or before any RIFF header: once an index underflow.
@@ -121,36 +135,14 @@ mod tests {
             assert!(decode_wav(bytes).is_err(), "{bytes:?}");
         }
         // A rate below 8 kHz would be resampled up by thousands of times: refused like a WAV file's.
-        let mut wav = Vec::new();
-        let spec = hound::WavSpec {
-            channels: 1,
-            sample_rate: 1,
-            bits_per_sample: 16,
-            sample_format: hound::SampleFormat::Int,
-        };
-        let mut writer = hound::WavWriter::new(std::io::Cursor::new(&mut wav), spec).unwrap();
-        (0..100).for_each(|_| writer.write_sample(1000i16).unwrap());
-        writer.finalize().unwrap();
-        assert!(decode_wav(&wav).is_err());
+        assert!(decode_wav(&mono_wav(1, &[1000i16; 100])).is_err());
     }
 
     #[test]
     fn float_wavs_with_nan_are_refused_and_loud_ones_clipped() {
         // Found by the `wav` fuzz target: NaN samples made the resampler's inverse FFT fail inside rubato,
         // which unwraps the error (a panic).
-        let float_wav = |samples: &[f32]| {
-            let mut wav = Vec::new();
-            let spec = hound::WavSpec {
-                channels: 1,
-                sample_rate: 8_000,
-                bits_per_sample: 32,
-                sample_format: hound::SampleFormat::Float,
-            };
-            let mut writer = hound::WavWriter::new(std::io::Cursor::new(&mut wav), spec).unwrap();
-            samples.iter().for_each(|&s| writer.write_sample(s).unwrap());
-            writer.finalize().unwrap();
-            wav
-        };
+        let float_wav = |samples: &[f32]| mono_wav(8_000, samples);
         let crash = include_bytes!("../../../fuzz/seeds/wav/crash-rubato-nan.wav");
         assert!(decode_wav(crash).is_err());
         assert!(decode_wav(&float_wav(&[0.1, f32::NAN, 0.2])).is_err());
@@ -161,16 +153,8 @@ mod tests {
 
     #[test]
     fn a_streamed_wav_without_lengths_decodes() {
-        let mut wav = Vec::new();
-        let spec = hound::WavSpec {
-            channels: 1,
-            sample_rate: 16_000,
-            bits_per_sample: 16,
-            sample_format: hound::SampleFormat::Int,
-        };
-        let mut writer = hound::WavWriter::new(std::io::Cursor::new(&mut wav), spec).unwrap();
-        (0..1600).for_each(|i| writer.write_sample(((i % 50) * 100) as i16).unwrap());
-        writer.finalize().unwrap();
+        let samples: Vec<i16> = (0..1600).map(|i| ((i % 50) * 100) as i16).collect();
+        let mut wav = mono_wav(16_000, &samples);
         // As espeak-ng writes it on stdout: 0xFFFFFFFF for both lengths.
         wav[4..8].copy_from_slice(&[0xFF; 4]);
         let data_at = wav.windows(4).position(|w| w == b"data").unwrap();
