@@ -44,6 +44,13 @@ if ! grep -qs "\"version\": \"$everything_version\"" \
   npm install --silent --no-audit --no-fund --prefix "$tools_dir/mcp-everything" \
     "@modelcontextprotocol/server-everything@$everything_version" >&2
 fi
+# schemathesis, pinned, for the OpenAPI conformance test (tests/tests/openapi_conformance.rs).
+schemathesis_version="4.32.5"
+if ! "$tools_dir/schemathesis/bin/python" -c "import importlib.metadata as m; assert m.version('schemathesis') == '$schemathesis_version'" 2>/dev/null; then
+  echo "setup: installing schemathesis $schemathesis_version" >&2
+  python3 -m venv "$tools_dir/schemathesis"
+  "$tools_dir/schemathesis/bin/pip" install --quiet "schemathesis==$schemathesis_version" >&2
+fi
 python_mcp_version="2.3.0"
 if ! "$tools_dir/mcp-python/bin/python" -c "import mcp, importlib.metadata as m; assert m.version('mcp') == '$python_mcp_version'" 2>/dev/null; then
   echo "setup: installing the Python MCP SDK $python_mcp_version" >&2

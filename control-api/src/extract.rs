@@ -1,12 +1,14 @@
 //! Request extractors that turn every malformed input into SPEC.md's error shape:
 //! bad JSON, wrong types and missing fields become 400 `{error}`, an oversized body becomes 413. Text
-//! holding a NUL character (`\u0000`) is refused with 400 naming the field, on every database alike
-//! (PostgreSQL cannot store it in text; SQLite could).
+//! holding a NUL character (`\u0000`) in any field the server reads is refused with 400 naming the field, on
+//! every database alike (PostgreSQL cannot store it in text; SQLite could); unknown keys are ignored,
+//! whatever they hold.
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -14,7 +16,7 @@ use crate::error::ApiError;
 /// `Json<T>` whose rejections are `ApiError`s. The message names what was wrong.
 pub struct ApiJson<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+impl<S: Send + Sync, T: DeserializeOwned + Serialize> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
@@ -28,18 +30,32 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
                 }
             },
         )?;
-        if has_escaped_nul(&bytes)
-            && let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes)
-            && let Some(field) = nul_field(&value, "")
+        let has_nul = has_escaped_nul(&bytes);
+        let bytes_have_array = bytes.contains(&b'[');
+        let raw = bytes.clone();
+        let value =
+            match axum::Json::<T>::from_request(Request::from_parts(parts, axum::body::Body::from(bytes)), state).await
+            {
+                Ok(axum::Json(value)) => value,
+                Err(rejection) => return Err(json_rejection(rejection)),
+            };
+        // A struct given as an array is read by serde but is not what the document allows.
+        if bytes_have_array
+            && let Ok(parsed) = serde_json::from_slice::<serde_json::Value>(&raw)
+            && let Err(detail) = crate::strict_json::check::<T>(parsed)
+        {
+            return Err(ApiError::bad_request(format!("Invalid request body: {detail}")));
+        }
+        // Only what was read counts: a NUL in a key the server does not know is ignored with the key.
+        if has_nul
+            && let Ok(read) = serde_json::to_value(&value)
+            && let Some(field) = nul_field(&read, "")
         {
             return Err(ApiError::bad_request(format!(
                 "Invalid request body: {field} must not contain a NUL character"
             )));
         }
-        match axum::Json::<T>::from_request(Request::from_parts(parts, axum::body::Body::from(bytes)), state).await {
-            Ok(axum::Json(value)) => Ok(ApiJson(value)),
-            Err(rejection) => Err(json_rejection(rejection)),
-        }
+        Ok(ApiJson(value))
     }
 }
 

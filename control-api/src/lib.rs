@@ -15,6 +15,8 @@ pub mod key_cache;
 pub mod meetings;
 pub mod metrics;
 pub mod openapi_responses;
+pub mod openapi_rules;
+pub mod page_cache;
 pub mod pagination;
 pub mod replica;
 pub mod routes;
@@ -22,6 +24,7 @@ pub mod server;
 pub mod session_token;
 pub mod simulate_stored;
 pub mod store;
+pub mod strict_json;
 pub mod time;
 pub mod validate;
 pub mod webhooks;
@@ -57,6 +60,8 @@ pub struct AppState {
     pub fleet: Option<Arc<replica::dispatch::Dispatcher>>,
     /// Meeting bots (external meetings); None when no browser is configured or there is no media path.
     pub meetings: Option<Arc<meetings::MeetingBots>>,
+    /// Rendered list pages (`page_cache`); on for SQLite only.
+    pub pages: Arc<page_cache::PageCache>,
 }
 
 #[derive(Debug, Clone)]
@@ -79,8 +84,10 @@ pub struct MintedSession {
 impl AppState {
     pub async fn new(db: Db, config: AppConfig) -> Result<AppState, sqlx::Error> {
         let secret = store::settings::secret(&db, SESSION_SECRET_NAME).await?;
+        let pages = Arc::new(page_cache::PageCache::new(db.backend == store::Backend::Sqlite));
         Ok(AppState {
             db,
+            pages,
             session_keys: SessionKeys::new(&secret),
             config: Arc::new(config),
             media: None,
@@ -194,8 +201,9 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(avatars::custom::router().layer(DefaultBodyLimit::max(avatars::custom::MAX_CREATE_BODY_BYTES)))
 }
 
-/// The OpenAPI document of every route, generated from the handlers' annotations.
-pub fn openapi() -> utoipa::openapi::OpenApi {
+/// The OpenAPI document of every route, generated from the handlers' annotations, with what every
+/// operation answers (`openapi_responses`) and the field rules (`openapi_rules`) filled in.
+pub fn openapi() -> serde_json::Value {
     let (_, api) = OpenApiRouter::<AppState>::with_openapi(ApiDoc::openapi())
         .merge(api_routes())
         .merge(routes::sessions::session_router())
@@ -203,7 +211,10 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         .split_for_parts();
     let mut api = api;
     openapi_responses::complete(&mut api);
-    api
+    // As JSON from here: utoipa's schema types cannot hold every keyword the rules use (`anyOf` beside `type`).
+    let mut document = serde_json::to_value(&api).expect("the OpenAPI document serializes");
+    openapi_rules::declare(&mut document);
+    document
 }
 
 /// `GET /metrics` alone, without the API key: for `confab serve --metrics-addr`, a listener of its own.
@@ -214,7 +225,9 @@ pub fn metrics_app(state: AppState) -> Router {
 /// The whole HTTP application.
 pub fn app(state: AppState) -> Router {
     let (api, _) = api_routes().split_for_parts();
-    let api = api.layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_api_key));
+    let api = api
+        .layer(axum::middleware::from_fn_with_state(state.clone(), page_cache::forget_pages_after_writes))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_api_key));
     let (session, _) = routes::sessions::session_router().merge(routes::webrtc::router()).split_for_parts();
     let document = openapi();
     // Prometheus metrics need the API key here; `confab serve --metrics-addr` serves them without one on a

@@ -70,7 +70,7 @@ pub struct CustomAvatar {
 }
 
 /// JSON form of the create call. The multipart form has the same field names, with `image` a file part.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CreateCustomAvatar {
     /// The source image (PNG, JPEG or WebP) as base64 or a `data:` URI (also accepted as `image_base64`
     /// or `file`).

@@ -3,10 +3,11 @@
 //! skipping references whose target was deleted.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -20,7 +21,8 @@ use crate::avatars::custom::find_completed;
 use crate::avatars::stock::find_stock_avatar;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, parse_id};
-use crate::pagination::{ListQuery, with_total};
+use crate::page_cache::{CachedPage, page_key};
+use crate::pagination::ListQuery;
 use crate::routes::guardrails::{Guardrail, to_guardrail};
 use crate::routes::knowledge::{KnowledgeBase, document_counts, knowledge_base_with_count};
 use crate::routes::mcp::{Mcp, to_mcp};
@@ -100,7 +102,7 @@ pub struct AgentFields {
 }
 
 /// `POST /v1/ext/agent`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CreateAgent {
     #[schema(min_length = 1, max_length = 200)]
     pub agent_name: String,
@@ -127,7 +129,7 @@ pub struct CreateAgent {
 }
 
 /// `POST /v1/agent/api`: the short form.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CreateAgentShort {
     #[schema(min_length = 1, max_length = 200)]
     pub name: String,
@@ -146,7 +148,7 @@ pub struct CreateAgentShort {
 }
 
 /// `POST /v1/ext/agentbytemplate`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CreateAgentFromTemplate {
     pub template_id: String,
     #[serde(default)]
@@ -467,9 +469,17 @@ async fn existing(db: &Db, collection: crate::store::Collection, ids: Vec<String
         (status = 500, description = "`{error: \"Failed to retrieve agent details\"}`")))]
 async fn list_agents(State(state): State<AppState>, ApiQuery(query): ApiQuery<ListQuery>) -> ApiResult<Response> {
     let (page, search) = (query.page()?, query.search()?);
+    let key = page_key("agents", page, search);
+    if let Some(cached) = state.pages.get(&key, Instant::now()) {
+        return Ok(cached.into_response());
+    }
+    let generation = state.pages.generation();
     let (records, total) = AGENTS.list(&state.db, search, page).await.map_err(ApiError::internal(READ_FAILED))?;
     let agents = to_agents(&state.db, &records).await.map_err(ApiError::internal(READ_FAILED))?;
-    Ok(with_total(agents, total))
+    let body = serde_json::to_vec(&agents).map_err(ApiError::internal(READ_FAILED))?;
+    let rendered = CachedPage { body: body.into(), total };
+    state.pages.put(key, generation, rendered.clone(), Instant::now());
+    Ok(rendered.into_response())
 }
 
 #[utoipa::path(get, path = "/v1/ext/agent/{id}", tag = "agents",

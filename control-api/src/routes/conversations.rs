@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use chrono::NaiveDate;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -27,7 +27,7 @@ use crate::validate;
 pub const NOT_FOUND: &str = "Conversation not found";
 const LIST_FAILED: &str = "Failed to retrieve conversation details";
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CreateConversation {
     pub agent_id: String,
     #[serde(default, deserialize_with = "nullable")]

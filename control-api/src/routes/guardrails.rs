@@ -22,7 +22,7 @@ use crate::validate;
 const NOT_FOUND: &str = "Guardrail not found";
 
 /// Body of create and of full replace: fields left out are cleared.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct GuardrailInput {
     #[schema(min_length = 1, max_length = 200)]
     pub name: String,

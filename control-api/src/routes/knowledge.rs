@@ -60,12 +60,12 @@ pub struct DocumentSummary {
     pub created_at: String,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AddDocuments {
     pub documents: Vec<DocumentInput>,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DocumentInput {
     #[serde(default)]
     pub title: String,
@@ -197,9 +197,7 @@ async fn add_documents(
     }
     for document in &input.documents {
         validate::max_chars("documents[].title", &document.title, validate::MAX_NAME_CHARS)?;
-        if document.content.trim().is_empty() {
-            return Err(ApiError::bad_request("Invalid request body: documents[].content must not be empty"));
-        }
+        validate::non_blank("documents[].content", &document.content)?;
         validate::max_chars("documents[].content", &document.content, MAX_DOCUMENT_CHARS)?;
     }
     let failed = ApiError::internal("Failed to add documents");

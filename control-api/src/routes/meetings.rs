@@ -6,7 +6,7 @@ use axum::http::HeaderValue;
 use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -35,7 +35,7 @@ pub const MODE_ALWAYS: &str = "always";
 pub const MODE_OBSERVER: &str = "observer";
 pub const MODES: &[&str] = &[MODE_ADDRESSED, MODE_ALWAYS, MODE_OBSERVER];
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ExternalMeetingRequest {
     pub agent_id: String,
     pub meeting_url: String,

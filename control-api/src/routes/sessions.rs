@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -16,7 +16,7 @@ use crate::extract::{ApiJson, parse_id};
 use crate::routes::conversations::{NOT_FOUND, NewConversation, create_record, read_detail, validate_user_fields};
 use crate::store::conversations::{self, ConversationDetail, TYPE_CONVERSATION};
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CreateSessionToken {
     /// Start a new conversation with this agent…
     #[serde(default)]

@@ -22,7 +22,7 @@ use crate::validate;
 const NOT_FOUND: &str = "Tool not found";
 /// The tool types this server runs.
 pub const TOOL_TYPES: &[&str] = &["tool.api"];
-const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
+pub const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ToolFields {
@@ -138,14 +138,12 @@ pub fn to_tool(record: &StoredRecord) -> Result<Tool, sqlx::Error> {
 fn validate_tool(mut fields: ToolFields) -> ApiResult<ToolFields> {
     validate::one_of("type", &fields.tool_type, TOOL_TYPES)?;
     validate::one_of("schema.type", &fields.schema.schema_type, &["function"])?;
-    let name = &fields.schema.name;
-    let name_ok =
-        (1..=64).contains(&name.len()) && name.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
-    if !name_ok {
+    let Some(name) = validate::function_name_text(&fields.schema.name).map(str::to_string) else {
         return Err(ApiError::bad_request(
             "Invalid request body: schema.name must be 1-64 characters of letters, digits, _ or -",
         ));
-    }
+    };
+    fields.schema.name = name;
     validate::max_chars("schema.description", &fields.schema.description, validate::MAX_TEXT_CHARS)?;
     validate::one_of("schema.parameters.type", &fields.schema.parameters.parameters_type, &["object"])?;
     for required in &fields.schema.parameters.required {
