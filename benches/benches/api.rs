@@ -1,5 +1,6 @@
 //! Control-plane throughput, in process (router without a socket) on SQLite: creating an agent, reading
-//! one, and listing a page of 20 out of 200.
+//! one, and listing a page of 20 out of 200, both as a polling client gets it (from the page cache) and
+//! rendered afresh (the cache emptied before each request).
 
 use axum::body::Body;
 use axum::http::Request;
@@ -12,16 +13,16 @@ fn api(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display());
-    let (router, key, agent_id) = runtime.block_on(async {
+    let (router, key, agent_id, state) = runtime.block_on(async {
         let db = Db::connect(&url).await.unwrap();
-        let (router, key) = confab_benches::api_router(&db).await;
+        let (router, key, state) = confab_benches::api_router_with_state(&db).await;
         let mut agent_id = String::new();
         for i in 0..200 {
             let response = router.clone().oneshot(create_request(&key, i)).await.unwrap();
             let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
             agent_id = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()["id"].as_str().unwrap().to_string();
         }
-        (router, key, agent_id)
+        (router, key, agent_id, state)
     });
     let get = |path: String| Request::get(path).header("x-api-key", &key).body(Body::empty()).unwrap();
 
@@ -38,6 +39,12 @@ fn api(c: &mut Criterion) {
     });
     group.bench_function("list_agents_page_of_20", |b| {
         b.iter(|| runtime.block_on(router.clone().oneshot(get("/v1/ext/agent?perpage=20".into()))).unwrap())
+    });
+    group.bench_function("list_agents_page_of_20_uncached", |b| {
+        b.iter(|| {
+            state.pages.forget_all();
+            runtime.block_on(router.clone().oneshot(get("/v1/ext/agent?perpage=20".into()))).unwrap()
+        })
     });
     group.finish();
 }

@@ -121,13 +121,16 @@ impl Collection {
         let search = search.unwrap_or("").trim();
         let order = "ORDER BY created_at DESC, id DESC";
         let (rows, total) = if search.is_empty() {
-            // No filter at all: the count is answered from an index, not by reading every document.
-            let total: i64 = sqlx::query(&format!("SELECT COUNT(*) AS n FROM {}", self.table))
-                .fetch_one(&db.pool)
-                .await?
-                .try_get("n")?;
-            let sql = format!("SELECT {COLUMNS} FROM {} {order} LIMIT $1 OFFSET $2", self.table);
-            let rows = sqlx::query(&sql).bind(page.limit).bind(page.offset).fetch_all(&db.pool).await?;
+            // No filter at all: the count is the one kept by triggers (migration 9), read with the page.
+            let count = "SELECT n FROM row_counts WHERE table_name = $1";
+            let sql = format!("SELECT {COLUMNS}, ({count}) AS total FROM {} {order} LIMIT $2 OFFSET $3", self.table);
+            let rows =
+                sqlx::query(&sql).bind(self.table).bind(page.limit).bind(page.offset).fetch_all(&db.pool).await?;
+            let total: i64 = match rows.first() {
+                Some(row) => row.try_get("total")?,
+                // A page past the end has no row to carry the count.
+                None => sqlx::query(count).bind(self.table).fetch_one(&db.pool).await?.try_get("n")?,
+            };
             (rows, total)
         } else {
             let pattern = like_pattern(search);
