@@ -1,6 +1,7 @@
 //! Control-plane throughput, in process (router without a socket) on SQLite: creating an agent, reading
 //! one, and listing a page of 20 out of 200, both as a polling client gets it (from the page cache) and
-//! rendered afresh (the cache emptied before each request).
+//! rendered afresh (the cache emptied before each request), and a search answered from the trigram index
+//! (three characters or more, SQLite) and by a scan (fewer).
 
 use axum::body::Body;
 use axum::http::Request;
@@ -46,6 +47,15 @@ fn api(c: &mut Criterion) {
             runtime.block_on(router.clone().oneshot(get("/v1/ext/agent?perpage=20".into()))).unwrap()
         })
     });
+    for (name, search) in [("search_uncached_trigram_index", "agent%2019"), ("search_uncached_scan", "t%201")] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                state.pages.forget_all();
+                let path = format!("/v1/ext/agent?perpage=20&search={search}");
+                runtime.block_on(router.clone().oneshot(get(path))).unwrap()
+            })
+        });
+    }
     group.finish();
 }
 

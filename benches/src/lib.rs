@@ -75,9 +75,7 @@ pub async fn api_router(db: &confab_api::store::Db) -> (axum::Router, String) {
 }
 
 /// As `api_router`, with the server state (to reach its caches).
-pub async fn api_router_with_state(
-    db: &confab_api::store::Db,
-) -> (axum::Router, String, confab_api::AppState) {
+pub async fn api_router_with_state(db: &confab_api::store::Db) -> (axum::Router, String, confab_api::AppState) {
     let config = confab_api::AppConfig {
         public_url: "http://bench".into(),
         recordings_dir: "recordings".into(),

@@ -1,6 +1,6 @@
 //! The schema, as numbered migrations applied in order at start. Every statement is valid on both
 //! SQLite and PostgreSQL: TEXT, BIGINT and DOUBLE PRECISION columns only; JSON lives in TEXT. Triggers
-//! (migration 9) are the one thing written per database.
+//! (migration 9) and SQLite's trigram search index (migration 10) are the things written per database.
 
 use sqlx::Row;
 
@@ -239,6 +239,33 @@ fn migration_9(backend: Backend) -> Vec<String> {
     statements
 }
 
+/// On SQLite, a trigram index (FTS5) over each document table's name and id, kept by triggers, so a
+/// `search` of three characters or more is answered from the index instead of reading every row
+/// (`Collection::list`). PostgreSQL keeps scanning (`pg_trgm` is an extension a server may not have).
+fn migration_10(backend: Backend) -> Vec<String> {
+    if backend != Backend::Sqlite {
+        return Vec::new();
+    }
+    let mut statements = Vec::new();
+    for table in DOCUMENT_TABLES {
+        let index = format!("{table}_search");
+        statements.push(format!("CREATE VIRTUAL TABLE {index} USING fts5(name, id, tokenize = 'trigram')"));
+        statements.push(format!("INSERT INTO {index} (name, id) SELECT name, id FROM {table}"));
+        statements.push(format!(
+            "CREATE TRIGGER {index}_insert AFTER INSERT ON {table} \
+             BEGIN INSERT INTO {index} (name, id) VALUES (new.name, new.id); END"
+        ));
+        statements.push(format!(
+            "CREATE TRIGGER {index}_update AFTER UPDATE OF name, id ON {table} \
+             BEGIN DELETE FROM {index} WHERE id = old.id; INSERT INTO {index} (name, id) VALUES (new.name, new.id); END"
+        ));
+        statements.push(format!(
+            "CREATE TRIGGER {index}_delete AFTER DELETE ON {table} BEGIN DELETE FROM {index} WHERE id = old.id; END"
+        ));
+    }
+    statements
+}
+
 /// Applies every migration newer than the recorded version, each in its own transaction.
 pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
     sqlx::query("CREATE TABLE IF NOT EXISTS confab_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
@@ -254,6 +281,7 @@ pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
         (7, migration_7()),
         (8, migration_8()),
         (9, migration_9(db.backend)),
+        (10, migration_10(db.backend)),
     ];
     for (version, statements) in migrations {
         let mut tx = db.begin_write().await?;

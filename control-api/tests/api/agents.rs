@@ -7,6 +7,7 @@ use crate::support::TestApp;
 on_both_databases!(
     create_read_list_delete,
     list_paginates_and_searches_with_total,
+    search_follows_creates_and_deletes,
     delete_answers_exact_not_found,
     short_form_creates_an_agent,
     attachments_are_returned_whole_and_deleted_ones_skipped,
@@ -94,6 +95,21 @@ async fn list_paginates_and_searches_with_total(app: TestApp) {
     let beyond = app.get("/v1/ext/agent?offset=10").await;
     assert_eq!(beyond.json(), json!([]));
     assert_eq!(beyond.total_count(), 5);
+}
+
+/// Issue 10: a search of three characters or more is answered from an index on SQLite (migration 10);
+/// it must follow every write, as the scan does on PostgreSQL.
+async fn search_follows_creates_and_deletes(app: TestApp) {
+    let kept = app.create("/v1/ext/agent", json!({ "agent_name": "Zebra Helpdesk" })).await;
+    let gone = app.create("/v1/ext/agent", json!({ "agent_name": "zebra \"quoted\" desk" })).await;
+    assert_eq!(app.get("/v1/ext/agent?search=ZEBRA").await.total_count(), 2);
+    assert_eq!(app.get("/v1/ext/agent?search=%22quoted%22").await.total_count(), 1);
+    assert_eq!(app.get(&format!("/v1/ext/agent?search={}", &gone[9..23])).await.total_count(), 1, "by id");
+    assert_eq!(app.delete(&format!("/v1/ext/agent/{gone}")).await.status, StatusCode::OK);
+    let after = app.get("/v1/ext/agent?search=zebra").await;
+    assert_eq!(after.total_count(), 1);
+    assert_eq!(after.json()[0]["id"], kept);
+    assert_eq!(app.get("/v1/ext/agent?search=ze").await.total_count(), 1, "two characters: the scan");
 }
 
 async fn delete_answers_exact_not_found(app: TestApp) {
