@@ -32,9 +32,6 @@ pub const HTTP_URL_PATTERN: &str = concat!(
     r"([/?#][!-~]*)?$"
 );
 
-/// An http(s) URL, or nothing.
-pub static OPTIONAL_HTTP_URL_PATTERN: LazyLock<String> = LazyLock::new(|| format!("^$|{HTTP_URL_PATTERN}"));
-
 /// A UUID in its hyphenated form, either case.
 pub const UUID_PATTERN: &str = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$";
 

@@ -132,33 +132,31 @@ impl Collection {
                 None => sqlx::query(count).bind(self.table).fetch_one(&db.pool).await?.try_get("n")?,
             };
             (rows, total)
-        } else if db.backend == Backend::Sqlite && search.chars().count() >= 3 {
-            // The trigram index (migration 10): a phrase of three characters or more matches the rows
-            // whose name or id holds it, case-insensitively, like the scan below.
-            let phrase = format!("\"{}\"", search.replace('"', "\"\""));
-            let filter = format!("id IN (SELECT id FROM {}_search WHERE {}_search MATCH $1)", self.table, self.table);
-            let total: i64 = sqlx::query(&format!("SELECT COUNT(*) AS n FROM {} WHERE {filter}", self.table))
-                .bind(&phrase)
-                .fetch_one(&db.pool)
-                .await?
-                .try_get("n")?;
-            let sql = format!("SELECT {COLUMNS} FROM {} WHERE {filter} {order} LIMIT $2 OFFSET $3", self.table);
-            let rows = sqlx::query(&sql).bind(&phrase).bind(page.limit).bind(page.offset).fetch_all(&db.pool).await?;
-            (rows, total)
         } else {
-            let pattern = like_pattern(search);
-            let filter = "LOWER(name) LIKE $1 ESCAPE '\\' OR LOWER(id) LIKE $1 ESCAPE '\\'";
+            let (filter, value) = self.search_filter(db, search);
             let total: i64 = sqlx::query(&format!("SELECT COUNT(*) AS n FROM {} WHERE {filter}", self.table))
-                .bind(&pattern)
+                .bind(&value)
                 .fetch_one(&db.pool)
                 .await?
                 .try_get("n")?;
             let sql = format!("SELECT {COLUMNS} FROM {} WHERE {filter} {order} LIMIT $2 OFFSET $3", self.table);
-            let rows = sqlx::query(&sql).bind(&pattern).bind(page.limit).bind(page.offset).fetch_all(&db.pool).await?;
+            let rows = sqlx::query(&sql).bind(&value).bind(page.limit).bind(page.offset).fetch_all(&db.pool).await?;
             (rows, total)
         };
         let records = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
         Ok((records, total))
+    }
+
+    /// The `WHERE` clause matching `search` (non-empty) in the name or the id, case-insensitively, and the
+    /// value bound to its `$1`. On SQLite, three characters or more are a phrase looked up in the trigram
+    /// index (migration 10); otherwise a literal `LIKE` scan.
+    fn search_filter(&self, db: &Db, search: &str) -> (String, String) {
+        if db.backend == Backend::Sqlite && search.chars().count() >= 3 {
+            let phrase = format!("\"{}\"", search.replace('"', "\"\""));
+            (format!("id IN (SELECT id FROM {0}_search WHERE {0}_search MATCH $1)", self.table), phrase)
+        } else {
+            ("LOWER(name) LIKE $1 ESCAPE '\\' OR LOWER(id) LIKE $1 ESCAPE '\\'".to_string(), like_pattern(search))
+        }
     }
 
     /// Replaces name and body; returns false when no record has this id.
