@@ -7,8 +7,10 @@
 //!
 //! A frame is due when its audio is sent; it is late when it is not encoded before the next one is due
 //! (40 ms later: the face falls a frame behind its voice until it catches up). A run passes when at most
-//! one frame in a thousand is late (the OS scheduling 20–40 threads on two cores), none by more than
-//! 80 ms, and no media tick missed its 20 ms deadline.
+//! one frame in a thousand is late (the OS scheduling 20–50 threads on two cores), none by more than
+//! 80 ms, and no media tick missed its 20 ms deadline. A frame's lateness is judged less the time the
+//! whole machine stalled meanwhile (`stall_watch`: a real-time watchdog held off means the host did not run
+//! this virtual machine); the raw figures, the stalls and the host's steal time are printed beside it.
 //!
 //! `cargo bench -p confab-benches --bench avatar_density [-- N…]` reports, for each N: late frames, frame
 //! latency (due → encoded) p50/p99/max, CPU per stream-second, then the largest N that passed. Under
@@ -18,8 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use confab_benches::stall_watch::{StallWatch, during_a_stall};
-use confab_benches::{cpu_seconds, espeak, play_users_tick, user_offsets};
+use confab_benches::stall_watch::{StallWatch, stalled_during};
+use confab_benches::{cpu_seconds, espeak, play_users_tick, steal_seconds, user_offsets};
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
 use confab_engine::avatar::FRAME_SAMPLES;
 use confab_engine::avatar::stock::STOCK;
@@ -132,6 +134,7 @@ fn run(streams: usize, seconds: u64, voice: &Arc<Vec<f32>>, user: &[f32]) -> Out
     let watch = StallWatch::start();
     ready.wait();
     let cpu_start = cpu_seconds();
+    let steal_start = steal_seconds();
     let wall_start = Instant::now();
     let per_call: Vec<Vec<(Instant, Duration)>> = calls.into_iter().map(|c| c.join().unwrap()).collect();
     print_late_frames(&per_call, wall_start);
@@ -141,11 +144,14 @@ fn run(streams: usize, seconds: u64, voice: &Arc<Vec<f32>>, user: &[f32]) -> Out
     let (real_time, stalls) = watch.finish();
     stop.store(true, Ordering::Relaxed);
     feeder.join().unwrap();
-    let late_in_stalls = frames
-        .iter()
-        .filter(|(due, latency)| *latency > Duration::from_millis(40) && during_a_stall(&stalls, *due, *latency))
-        .count();
+    // The watchdog outranks every thread here: when it was held off, so was everything, and a frame is
+    // judged by the time it lost to the load, its lateness less the machine's stalls in the meantime.
+    let stalls = if real_time { stalls } else { Vec::new() };
     let longest_stall = stalls.iter().map(|s| s.length).max().unwrap_or_default();
+    let own: Vec<Duration> =
+        frames.iter().map(|(due, latency)| latency.saturating_sub(stalled_during(&stalls, *due, *latency))).collect();
+    let late_own = own.iter().filter(|l| **l > Duration::from_millis(40)).count();
+    let worst_own = own.iter().max().copied().unwrap_or_default().as_secs_f64() * 1_000.0;
     let mut latencies: Vec<Duration> = frames.iter().map(|(_, latency)| *latency).collect();
     latencies.sort();
     let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize].as_secs_f64() * 1_000.0;
@@ -157,7 +163,7 @@ fn run(streams: usize, seconds: u64, voice: &Arc<Vec<f32>>, user: &[f32]) -> Out
     let line = format!(
         "streams {streams:3}: late frames {late:5} of {:6}, frame latency p50 {:5.2} / p99 {:6.2} / max {:6.2} ms, \
          media ticks over 20 ms {missed:3}, VAD refused {refused}, turn verdicts {verdicts} (stale {stale}), CPU {:.2} ms per stream-second ({:.1} streams per core); \
-         machine stalls{} {}, longest {:.1} ms, late frames during them {late_in_stalls}",
+         machine stalls{} {}, longest {:.1} ms, host steal {:.0} ms; less the stalls: late frames {late_own}, max {worst_own:.2} ms",
         latencies.len(),
         at(0.5),
         at(0.99),
@@ -167,8 +173,9 @@ fn run(streams: usize, seconds: u64, voice: &Arc<Vec<f32>>, user: &[f32]) -> Out
         if real_time { "" } else { " (watchdog not real-time)" },
         stalls.len(),
         longest_stall.as_secs_f64() * 1_000.0,
+        (steal_seconds() - steal_start) * 1_000.0,
     );
-    let on_time = late * 1_000 <= latencies.len() && at(1.0) <= 80.0;
+    let on_time = late_own * 1_000 <= latencies.len() && worst_own <= 80.0;
     Outcome { passed: on_time && missed == 0 && refused == 0, line }
 }
 

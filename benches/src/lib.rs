@@ -34,6 +34,14 @@ pub fn cpu_seconds() -> f64 {
     ticks / 100.0
 }
 
+/// CPU time the host took from this virtual machine so far (the `steal` column of /proc/stat), in seconds;
+/// 0 where the kernel does not report it.
+pub fn steal_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let cpu = stat.lines().find(|line| line.starts_with("cpu ")).unwrap_or_default();
+    cpu.split_whitespace().nth(8).and_then(|ticks| ticks.parse::<f64>().ok()).unwrap_or(0.0) / 100.0
+}
+
 /// Where each of `sessions` users starts in a looped `speech` clip of `len` samples (staggered so they
 /// do not all speak at once).
 pub fn user_offsets(sessions: usize, len: usize) -> Vec<usize> {

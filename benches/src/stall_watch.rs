@@ -59,7 +59,32 @@ impl StallWatch {
     }
 }
 
-/// Whether a frame due at `due` and done `latency` later overlapped one of `stalls`.
-pub fn during_a_stall(stalls: &[Stall], due: Instant, latency: Duration) -> bool {
-    stalls.iter().any(|s| s.from < due + latency && due < s.from + s.length)
+/// How much of the time from `due` to `due + latency` the machine was stalled: what a frame lost to the
+/// machine rather than to the load.
+pub fn stalled_during(stalls: &[Stall], due: Instant, latency: Duration) -> Duration {
+    let end = due + latency;
+    stalls
+        .iter()
+        .map(|s| {
+            let from = s.from.max(due);
+            let to = (s.from + s.length).min(end);
+            to.saturating_duration_since(from)
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_overlap_of_a_stall_is_counted() {
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let stalls = [Stall { from: t + ms(10), length: ms(30) }, Stall { from: t + ms(100), length: ms(8) }];
+        assert_eq!(stalled_during(&stalls, t, ms(5)), ms(0));
+        assert_eq!(stalled_during(&stalls, t, ms(20)), ms(10));
+        assert_eq!(stalled_during(&stalls, t + ms(20), ms(200)), ms(28));
+        assert_eq!(stalled_during(&stalls, t + ms(45), ms(50)), ms(0));
+    }
 }
