@@ -36,7 +36,7 @@ const QUESTIONS: &[(&str, &[&str], &[&str])] = &[
     ("What is the capital of Italy?", &["capital", "italy"], &["rome"]),
     ("How many months are in a year?", &["months", "year"], &["twelve", "12"]),
     ("What do bees make?", &["bees", "make"], &["honey"]),
-    ("What is the freezing point of water in Celsius?", &["freezing", "water"], &["zero", " 0", "0 degrees", "0°"]),
+    ("What is the freezing point of water in Celsius?", &["freezing", "water"], &["zero", "0 degrees", "0°", "0 °c"]),
     ("What colour is fresh grass?", &["grass"], &["green"]),
     ("Which animal is called the king of the jungle?", &["king", "jungle"], &["lion"]),
     ("How many hours are in a day?", &["hours", "day"], &["twenty-four", "twenty four", "24"]),
@@ -47,6 +47,33 @@ const QUESTIONS: &[(&str, &[&str], &[&str])] = &[
     ("What is the capital of Spain?", &["capital", "spain"], &["madrid"]),
     ("What is the chemical symbol for water?", &["symbol", "water"], &["h2o", "h 2 o", "h two o"]),
 ];
+
+/// Whether `text` holds `word` as a whole word: "0°" is not in "-10°c", "seven" not in "seventeen", "4"
+/// not in "4.5" (the edges of `word` that are letters or digits must not run on into the text).
+fn holds_word(text: &str, word: &str) -> bool {
+    let starts_in_a_word = word.chars().next().is_some_and(char::is_alphanumeric);
+    let ends_in_a_word = word.chars().next_back().is_some_and(char::is_alphanumeric);
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let mut after = text[at + word.len()..].chars();
+        let (next, then) = (after.next(), after.next());
+        let runs_on_before = starts_in_a_word && before.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '.');
+        let runs_on_after = ends_in_a_word
+            && (next.is_some_and(char::is_alphanumeric)
+                || (next == Some('.') && then.is_some_and(|c| c.is_ascii_digit())));
+        !runs_on_before && !runs_on_after
+    })
+}
+
+/// The judge's own check, run with the smoke case too.
+fn check_the_judge() {
+    assert!(holds_word("the freezing point of water is 0°c.", "0°"));
+    assert!(!holds_word("the freezing point of water is -10°c.", "0°"));
+    assert!(!holds_word("there are seventeen", "seven"));
+    assert!(holds_word("a week is 7 days.", "7"));
+    assert!(!holds_word("about 7.5 days", "7"));
+    assert!(holds_word("it is h2o.", "h2o"));
+}
 
 /// The agent: every provider `local`, the speech-to-text model `stt_model` (empty: the default); or,
 /// `remote`, every provider `custom`.
@@ -129,6 +156,7 @@ fn percentile(values: &mut [f64], q: f64) -> f64 {
 }
 
 fn main() {
+    check_the_judge();
     let benchmarking = std::env::args().any(|a| a == "--bench");
     let asked = std::env::args().skip(1).find_map(|a| a.parse::<usize>().ok()).unwrap_or(QUESTIONS.len());
     let count = if benchmarking { asked.clamp(1, QUESTIONS.len()) } else { 1 };
@@ -173,8 +201,8 @@ fn main() {
         (errors, words) = (errors + wrong, words + of);
         let heard = outcome.heard.to_lowercase();
         let answer = outcome.answer.to_lowercase();
-        let heard_ok = question_words.iter().all(|w| heard.contains(w));
-        let answer_ok = answer_words.iter().any(|w| answer.contains(w));
+        let heard_ok = question_words.iter().all(|w| holds_word(&heard, w));
+        let answer_ok = answer_words.iter().any(|w| holds_word(&answer, w));
         heard_right += usize::from(heard_ok);
         answered_right += usize::from(answer_ok);
         let stages = outcome.metrics.as_ref().map(|m| m["media_time"].clone()).unwrap_or_default();

@@ -113,3 +113,29 @@ fn kept_prompt_state_gives_the_cold_answer() {
     reply(&mut model, &other);
     assert!(model.last_evaluated() < first_prompt, "{} of {first_prompt}", model.last_evaluated());
 }
+
+/// A reply does not loop: the misheard question that once made the model repeat "the opposite of the
+/// opposite of heart" until the token bound (at the responder's temperature) now gets a reply that ends,
+/// with no five-word run said three times.
+#[test]
+fn a_reply_does_not_talk_itself_into_a_loop() {
+    let mut model = SmolLm::load(&confab_models::default_models_dir()).expect("models are fetched");
+    let turns = [
+        Turn { role: "system", content: "You are a helpful assistant. Answer in one short sentence." },
+        Turn { role: "user", content: "What is the opposite on heart?" },
+    ];
+    let mut text = String::new();
+    let mut pieces = 0;
+    model
+        .generate(&turns, 256, 0.6, &[], &mut |piece| {
+            text.push_str(piece);
+            pieces += 1;
+            true
+        })
+        .unwrap();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let runs: Vec<String> = words.windows(5).map(|w| w.join(" ").to_lowercase()).collect();
+    let looping = runs.iter().find(|run| runs.iter().filter(|other| other == run).count() >= 3);
+    assert!(looping.is_none(), "the reply repeats {looping:?}: {text:?}");
+    assert!(pieces < 256, "the reply ran to the token bound: {text:?}");
+}

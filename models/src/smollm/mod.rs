@@ -2,7 +2,8 @@
 //! `requantize`: candle multiplies Q4_1 without SIMD). The tokenizer is built from the
 //! GGUF metadata (byte-level BPE: `tokenizer.ggml.tokens` and `tokenizer.ggml.merges`; no tokenizer.json
 //! ships); prompts use the model's ChatML template; generation streams text and stops at
-//! `<|im_end|>`, the end-of-text token, a stop sequence or the token bound.
+//! `<|im_end|>`, the end-of-text token, a stop sequence or the token bound; tokens the reply already holds
+//! are penalised ([`REPEAT_PENALTY`]) so that it does not loop.
 //!
 //! Prompts are not evaluated from scratch each turn: the model's key/value state is kept after each prompt
 //! and after each reply ([`PREFIX_STATES`] of them, most recent first), and a new prompt that begins with a
@@ -19,6 +20,7 @@ use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::LogitsProcessor;
 use candle_transformers::models::quantized_llama::ModelWeights;
+use candle_transformers::utils::apply_repeat_penalty;
 use tokenizers::models::bpe::{BPE, Vocab};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::{AddedToken, Tokenizer};
@@ -38,6 +40,14 @@ pub struct Turn<'a> {
 
 /// Key/value states kept for prompt reuse.
 pub const PREFIX_STATES: usize = 8;
+
+/// How much less likely a token the reply already holds becomes (llama.cpp's usual 1.1): without it the
+/// 135M model talks itself into loops ("the opposite of the opposite of …" until the token bound).
+pub const REPEAT_PENALTY: f32 = 1.1;
+
+/// The reply's last this many tokens are the ones penalised; the prompt's are not (an answer repeats the
+/// question's words: "The capital of France is …").
+pub const REPEAT_WINDOW: usize = 64;
 
 /// The model after evaluating `tokens`: its key/value cache holds exactly those positions.
 struct PrefixState {
@@ -148,6 +158,12 @@ impl SmolLm {
             } else {
                 evaluated.push(*generated.last().expect("a token was fed"));
             }
+            let recent = &generated[generated.len().saturating_sub(REPEAT_WINDOW)..];
+            let logits = if recent.is_empty() {
+                logits
+            } else {
+                apply_repeat_penalty(&logits, REPEAT_PENALTY, recent).map_err(fail)?
+            };
             let next = sampler.sample(&logits).map_err(fail)?;
             if self.end_tokens.contains(&next) {
                 // The reply's state: the next turn's prompt begins with this prompt and this reply.
