@@ -1,6 +1,8 @@
 //! The stock faces: illustrated portraits drawn here with anti-aliased vector shapes (tiny-skia), so
-//! their rigs are known exactly and no real person's likeness is used. Each is drawn once, at any size
-//! (the drawing is in a 512-unit square, scaled).
+//! their rigs are known exactly and no real person's likeness is used. Each is drawn at any size (the
+//! drawing is in a 512-unit square, scaled), once per size in a process: later calls get a copy.
+
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tiny_skia::{
     Color, FillRule, GradientStop, LineCap, LinearGradient, Paint, PathBuilder, Pixmap, Point as SkPoint,
@@ -88,9 +90,35 @@ pub const STOCK: [(&str, FaceStyle); 5] = [
     ),
 ];
 
+/// A drawn stock face: its id, its size, the portrait and its rig.
+type Drawn = (&'static str, u32, Arc<(RgbImage, FaceRig)>);
+
+/// Stock faces already drawn. Drawing one takes ~2 ms and every call with a stock face asks for one when
+/// it is answered; a copy of a drawn one takes a tenth of that. Few sizes are ever asked for, but the
+/// size is configurable, so at most `DRAWN_KEPT` are kept.
+static DRAWN: Mutex<Vec<Drawn>> = Mutex::new(Vec::new());
+
+const DRAWN_KEPT: usize = 32;
+
 /// The stock face `id` at `size × size` pixels, with its rig; None for an unknown id.
 pub fn stock_face(id: &str, size: u32) -> Option<(RgbImage, FaceRig)> {
-    STOCK.iter().find(|(key, _)| *key == id).map(|(_, style)| draw(style, size))
+    let (key, style) = STOCK.iter().find(|(key, _)| *key == id)?;
+    let kept = |drawn: &[Drawn]| drawn.iter().find(|(k, s, _)| k == key && *s == size).map(|(_, _, face)| face.clone());
+    // Looked up in a statement of its own: the lock is released before a face is drawn and kept.
+    let already = kept(&DRAWN.lock().unwrap_or_else(PoisonError::into_inner));
+    let face = match already {
+        Some(face) => face,
+        None => {
+            // Drawn outside the lock: calls asking for other faces meanwhile do not wait.
+            let face = Arc::new(draw(style, size));
+            let mut drawn = DRAWN.lock().unwrap_or_else(PoisonError::into_inner);
+            if drawn.len() < DRAWN_KEPT && kept(&drawn).is_none() {
+                drawn.push((key, size, face.clone()));
+            }
+            face
+        }
+    };
+    Some(face.as_ref().clone())
 }
 
 fn color([r, g, b]: [u8; 3]) -> Color {
@@ -348,6 +376,19 @@ mod tests {
             );
         }
         assert!(stock_face("stock-nobody", 512).is_none());
+    }
+
+    #[test]
+    fn a_face_asked_for_again_is_the_one_drawn() {
+        let style = &STOCK.iter().find(|(id, _)| *id == "stock-ingrid").unwrap().1;
+        let fresh = draw(style, 320);
+        for _ in 0..2 {
+            let (image, rig) = stock_face("stock-ingrid", 320).unwrap();
+            assert_eq!(image, fresh.0);
+            assert_eq!(rig, fresh.1);
+        }
+        let (other, _) = stock_face("stock-ingrid", 256).unwrap();
+        assert_eq!(other.width, 256, "each size is its own drawing");
     }
 
     #[test]
