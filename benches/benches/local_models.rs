@@ -1,6 +1,6 @@
 //! The embedded providers on this machine: Moonshine Base (one and two threads) and Whisper tiny.en
-//! real-time factor, SmolLM2 time to first token (cold, and with the system prompt's state kept) and tokens
-//! per second, Piper and espeak-ng time to first audio and real-time factor. Medians of a few
+//! real-time factor, each local language model's time to first token (cold, and with the system prompt's state
+//! kept) and tokens per second, Piper and espeak-ng time to first audio and real-time factor. Medians of a few
 //! runs after a warm-up; `cargo bench -p confab-benches --bench local_models`. Under `cargo test` (no
 //! `--bench`) one run each.
 
@@ -11,8 +11,8 @@ use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, Llm
 use confab_engine::providers::local_llm::LocalLlm;
 use confab_engine::providers::piper_tts::PiperTts;
 use confab_engine::providers::tts::EspeakVoice;
+use confab_models::chat_lm::{ChatLm, LocalChatModel, Turn};
 use confab_models::moonshine::MoonshineStt;
-use confab_models::smollm::{SmolLm, Turn};
 use confab_models::whisper::WhisperStt;
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -20,12 +20,12 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// Seconds until SmolLM2's first token for `question` after `system`.
-fn first_token(smollm: &mut SmolLm, system: &str, question: &str) -> f64 {
+/// Seconds until the model's first token for `question` after `system`.
+fn first_token(model: &mut ChatLm, system: &str, question: &str) -> f64 {
     let turns = [Turn { role: "system", content: system }, Turn { role: "user", content: question }];
     let started = Instant::now();
     let mut first = None;
-    smollm
+    model
         .generate(&turns, 1, 0.0, &[], &mut |_| {
             first.get_or_insert(started.elapsed());
             true
@@ -69,64 +69,69 @@ fn main() {
     let stt = timed(&mut || whisper.transcribe(&audio).unwrap());
     println!("whisper tiny.en: {stt:.3} s for {seconds:.2} s of speech (real-time factor {:.2})", stt / seconds);
 
-    // Time to first token of SmolLM2 itself: the whole prompt evaluated, then only the user message after
-    // the kept system-prompt state.
-    let mut smollm = SmolLm::load(&dir).unwrap();
-    let system = "You are a helpful assistant. Answer in one short sentence.";
-    let questions =
-        ["When does the library open tomorrow?", "What is the capital of France?", "How many days are in a week?"];
-    let cold = median(
-        (0..=runs)
-            .map(|i| {
-                smollm.forget_prefixes();
-                first_token(&mut smollm, system, questions[i % questions.len()])
-            })
-            .collect(),
-    );
-    let warm =
-        median((0..=runs).map(|i| first_token(&mut smollm, system, questions[(i + 1) % questions.len()])).collect());
-    println!(
-        "smollm2-135m: time to first token {cold:.3} s with the whole prompt, {warm:.3} s after the kept system prompt"
-    );
-
+    // Time to first token of each model itself: the whole prompt evaluated, then only the user message
+    // after the kept system-prompt state; then through the provider, with tokens per second.
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let llm = LocalLlm::load(&dir).unwrap();
-    let request = ChatRequest {
-        model: "smollm2".into(),
-        messages: vec![
-            ChatMessage::new("system", "You are a helpful assistant. Answer in one short sentence."),
-            ChatMessage::new("user", "When does the library open tomorrow?"),
-        ],
-        tools: vec![],
-        max_tokens: 48,
-        temperature: 0.0,
-        stop: vec![],
-    };
-    let mut first = Vec::new();
-    let mut rates = Vec::new();
-    for run in 0..=runs {
-        let (ttft, pieces, total) = runtime.block_on(async {
-            let started = Instant::now();
-            let mut stream = llm.stream(request.clone());
-            let (mut ttft, mut pieces) = (None, 0usize);
-            while let Some(event) = stream.recv().await {
-                if let Ok(LlmEvent::Text(_)) = event {
-                    ttft.get_or_insert(started.elapsed());
-                    pieces += 1;
+    for which in LocalChatModel::ALL {
+        let mut chat = ChatLm::load(&dir, which).unwrap();
+        let system = "You are a helpful assistant. Answer in one short sentence.";
+        let questions =
+            ["When does the library open tomorrow?", "What is the capital of France?", "How many days are in a week?"];
+        let cold = median(
+            (0..=runs)
+                .map(|i| {
+                    chat.forget_prefixes();
+                    first_token(&mut chat, system, questions[i % questions.len()])
+                })
+                .collect(),
+        );
+        let warm =
+            median((0..=runs).map(|i| first_token(&mut chat, system, questions[(i + 1) % questions.len()])).collect());
+        println!(
+            "{}: time to first token {cold:.3} s with the whole prompt, {warm:.3} s after the kept system prompt",
+            which.name()
+        );
+
+        drop(chat);
+        let llm = LocalLlm::load(&dir, which.name()).unwrap();
+        let request = ChatRequest {
+            model: which.name().into(),
+            messages: vec![
+                ChatMessage::new("system", "You are a helpful assistant. Answer in one short sentence."),
+                ChatMessage::new("user", "When does the library open tomorrow?"),
+            ],
+            tools: vec![],
+            max_tokens: 48,
+            temperature: 0.0,
+            stop: vec![],
+        };
+        let mut first = Vec::new();
+        let mut rates = Vec::new();
+        for run in 0..=runs {
+            let (ttft, pieces, total) = runtime.block_on(async {
+                let started = Instant::now();
+                let mut stream = llm.stream(request.clone());
+                let (mut ttft, mut pieces) = (None, 0usize);
+                while let Some(event) = stream.recv().await {
+                    if let Ok(LlmEvent::Text(_)) = event {
+                        ttft.get_or_insert(started.elapsed());
+                        pieces += 1;
+                    }
                 }
+                (ttft.unwrap_or_default(), pieces, started.elapsed())
+            });
+            if run > 0 {
+                first.push(ttft.as_secs_f64());
+                rates.push(pieces as f64 / (total - ttft).max(Duration::from_millis(1)).as_secs_f64());
             }
-            (ttft.unwrap_or_default(), pieces, started.elapsed())
-        });
-        if run > 0 {
-            first.push(ttft.as_secs_f64());
-            rates.push(pieces as f64 / (total - ttft).max(Duration::from_millis(1)).as_secs_f64());
         }
+        println!(
+            "{}: time to first token {:.3} s, {:.1} tokens per second after it",
+            which.name(),
+            median(first),
+            median(rates)
+        );
     }
-    println!(
-        "smollm2-135m: time to first token {:.3} s, {:.1} tokens per second after it",
-        median(first),
-        median(rates)
-    );
 
     let piper = PiperTts::load(&dir).unwrap();
     piper.render("Warm up.").unwrap();

@@ -4,9 +4,10 @@
 //! judged by keywords (an answer is right when it contains one of its question's keywords), and the
 //! questions heard right (every keyword of the question in the transcript).
 //!
-//! `cargo bench -p confab-benches --bench voice_to_voice [-- N] [--stt=MODEL] [--voice=piper]` (the first N
-//! questions, all by default; `MODEL` a local speech-to-text model, `moonshine-base` by default, or
-//! `whisper-tiny.en`; the questions spoken by espeak-ng, or by the Piper voice). The transcripts' word error
+//! `cargo bench -p confab-benches --bench voice_to_voice [-- N] [--stt=MODEL] [--llm=MODEL] [--voice=piper]`
+//! (the first N questions, all by default; `--stt` a local speech-to-text model, `moonshine-base` by default,
+//! or `whisper-tiny.en`; `--llm` a local language model, `qwen2.5-coder-0.5b-instruct` by default, or
+//! `smollm2-135m-instruct`; the questions spoken by espeak-ng, or by the Piper voice). The transcripts' word error
 //! against the questions is reported too. With `--remote` every provider is `custom`, served by local
 //! servers speaking the providers' wire protocols with fixed delays (`remote.rs`), and each stage is also
 //! reported less the delay the server put in it: what the engine adds. `--no-preemptive` turns preemptive
@@ -170,6 +171,9 @@ fn main() {
         }
     }
     let mut agent: Value = serde_json::from_str(&agent(&stt_model, servers.is_some())).unwrap();
+    if let Some(model) = std::env::args().find_map(|a| a.strip_prefix("--llm=").map(str::to_string)) {
+        agent["avatars"][0]["config"]["llm"]["model"] = Value::String(model);
+    }
     if std::env::args().any(|a| a == "--no-preemptive") {
         agent["avatars"][0]["config"]["llm"]["preemptive_generation"] = Value::Bool(false);
     }

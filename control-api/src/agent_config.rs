@@ -16,7 +16,9 @@ pub const TTS_PROVIDERS: &[&str] = &["local", "elevenlabs", "cartesia", "openai"
 pub const TURN_HANDLING: &[&str] = &["proactive", "balanced", "deliberate"];
 pub const INTERRUPTABILITY: &[&str] = &["low", "medium", "high"];
 
-pub const DEFAULT_LLM_MODEL: &str = "smollm2-135m-instruct";
+/// The language models the `local` provider runs, the default first (`confab models fetch` provides them).
+pub const LOCAL_LLM_MODELS: &[&str] = &confab_engine::providers::local_llm::MODELS;
+pub const DEFAULT_LLM_MODEL: &str = LOCAL_LLM_MODELS[0];
 /// The speech-to-text models the `local` provider runs, the default first (`confab models fetch` provides them).
 pub const LOCAL_STT_MODELS: &[&str] = confab_engine::providers::local_stt::MODELS;
 pub const DEFAULT_STT_MODEL: &str = LOCAL_STT_MODELS[0];
@@ -128,6 +130,10 @@ impl PipelineConfig {
     pub fn normalize(&mut self, prefix: &str) -> ApiResult<()> {
         provider(&format!("{prefix}llm.provider"), &mut self.llm.provider, LLM_PROVIDERS)?;
         default_model(&mut self.llm.model, &self.llm.provider, DEFAULT_LLM_MODEL);
+        if self.llm.provider == "local" {
+            self.llm.model = self.llm.model.trim().to_ascii_lowercase();
+            validate::one_of(&format!("{prefix}llm.model"), &self.llm.model, LOCAL_LLM_MODELS)?;
+        }
         provider(&format!("{prefix}stt.provider"), &mut self.stt.provider, STT_PROVIDERS)?;
         default_model(&mut self.stt.model, &self.stt.provider, DEFAULT_STT_MODEL);
         if self.stt.provider == "local" {

