@@ -112,7 +112,7 @@ impl Responder {
         );
         responder.preemptive_generation = pipeline["llm"]["preemptive_generation"].as_bool().unwrap_or(true);
         responder.moderation = select::moderation_endpoint(&pipeline["llm"]);
-        responder.llm.0.warm(&responder.system_prompt);
+        responder.llm.0.warm(&responder.system_prompt, &[]);
         Ok(responder)
     }
 
@@ -139,6 +139,9 @@ impl Responder {
     pub fn with_actions(mut self, actions: Actions) -> Responder {
         self.tool_specs = actions.specs();
         self.actions = actions;
+        if !self.tool_specs.is_empty() {
+            self.llm.0.warm(&self.system_prompt, &self.tool_specs);
+        }
         self
     }
 

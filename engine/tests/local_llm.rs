@@ -3,7 +3,7 @@
 //! factual questions right; both models reuse kept prompt states without changing the answer; SmolLM2 does
 //! not loop.
 
-use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent};
+use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, ToolSpec};
 use confab_engine::providers::local_llm::LocalLlm;
 use confab_models::chat_lm::{ChatLm, LocalChatModel, Turn};
 
@@ -181,4 +181,59 @@ fn the_default_model_answers_short_factual_questions() {
             .collect();
         assert!(right.iter().any(|w| words.iter().any(|word| word == w)), "{question} → {answer:?}");
     }
+}
+
+/// Qwen calls a tool in its template's format, and answers with the tool's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_model_calls_a_tool_and_answers_with_its_result() {
+    let llm = LocalLlm::load(&confab_models::default_models_dir(), "").expect("models are fetched");
+    let weather = ToolSpec {
+        name: "get_weather".into(),
+        description: "Get the current weather in a city".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": { "city": { "type": "string", "description": "The city" } },
+            "required": ["city"],
+        }),
+    };
+    let mut request = ChatRequest {
+        tools: vec![weather],
+        max_tokens: 128,
+        messages: vec![
+            ChatMessage::new("system", "You are a helpful assistant. Answer in one short sentence."),
+            ChatMessage::new("user", "What is the weather like in Paris right now?"),
+        ],
+        ..request(128)
+    };
+    let collect = |request: ChatRequest| {
+        let llm = llm.clone();
+        async move {
+            let (mut text, mut calls, mut finish) = (String::new(), Vec::new(), String::new());
+            let mut stream = llm.stream(request);
+            while let Some(event) = stream.recv().await {
+                match event.unwrap() {
+                    LlmEvent::Text(piece) => text.push_str(&piece),
+                    LlmEvent::ToolCall(call) => calls.push(call),
+                    LlmEvent::Done { finish_reason, .. } => finish = finish_reason,
+                }
+            }
+            (text, calls, finish)
+        }
+    };
+    let (text, calls, finish) = collect(request.clone()).await;
+    assert_eq!(text, "", "a call is not spoken");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].name, "get_weather");
+    let arguments: serde_json::Value = serde_json::from_str(&calls[0].arguments).unwrap();
+    assert_eq!(arguments["city"], "Paris", "{arguments}");
+    assert_eq!(finish, "tool_calls");
+
+    let id = calls[0].id.clone();
+    request.messages.push(ChatMessage::tool_calls(calls));
+    request.messages.push(ChatMessage::tool_result(&id, &serde_json::json!({ "sky": "sunny", "celsius": 21 })));
+    let (answer, calls, finish) = collect(request).await;
+    assert!(calls.is_empty(), "{calls:?}");
+    assert_eq!(finish, "stop");
+    let answer = answer.to_lowercase();
+    assert!(answer.contains("sunny") || answer.contains("21"), "{answer:?}");
 }

@@ -93,7 +93,7 @@ pub type LlmStream = mpsc::Receiver<Result<LlmEvent, ProviderError>>;
 pub trait LanguageModel: Send + Sync {
     fn stream(&self, request: ChatRequest) -> LlmStream;
 
-    /// Prepares for conversations that begin with `system_prompt`, in the background (an embedded model
-    /// evaluates it now and keeps its state); remote models do nothing.
-    fn warm(&self, _system_prompt: &str) {}
+    /// Prepares for conversations that begin with `system_prompt` and offer `tools`, in the background (an
+    /// embedded model evaluates them now and keeps its state); remote models do nothing.
+    fn warm(&self, _system_prompt: &str, _tools: &[ToolSpec]) {}
 }

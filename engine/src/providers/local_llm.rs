@@ -14,7 +14,8 @@ use std::time::Instant;
 use confab_models::chat_lm::{ChatLm, LocalChatModel, Turn};
 use tokio::sync::mpsc;
 
-use super::llm::{ChatRequest, LanguageModel, LlmEvent, LlmStream};
+use super::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolSpec};
+use super::local_tool_format::{self, CallScanner};
 use super::openai_llm::LLM_STREAM_CAPACITY;
 use super::shared_model::{SharedModels, get_or_load};
 use super::{CallMetrics, ProviderError};
@@ -57,14 +58,16 @@ impl LocalLlm {
 }
 
 impl LanguageModel for LocalLlm {
-    /// Evaluates the system prompt on the blocking pool (or a thread of its own outside a runtime) while
-    /// the call sets up; a request that comes meanwhile waits for it, then starts after the prompt.
-    fn warm(&self, system_prompt: &str) {
-        let (model, system_prompt) = (self.model.clone(), system_prompt.to_string());
+    /// Evaluates the system message (with the tools, for a model that calls them) on the blocking pool, or
+    /// a thread of its own outside a runtime, while the call sets up; a request that comes meanwhile waits
+    /// for it, then starts after the system message.
+    fn warm(&self, system_prompt: &str, tools: &[ToolSpec]) {
+        let (model, system, tools) = (self.model.clone(), ChatMessage::new("system", system_prompt), tools.to_vec());
         let warm = move || {
-            if let Ok(mut model) = model.lock()
-                && let Err(err) = model.warm(&system_prompt)
-            {
+            let Ok(mut model) = model.lock() else { return };
+            let tools = if model.which().calls_tools() { tools.as_slice() } else { &[] };
+            let (_, system) = local_tool_format::turns(std::slice::from_ref(&system), tools).remove(0);
+            if let Err(err) = model.warm(&system) {
                 tracing::warn!(error = %err, "the local language model could not evaluate the system prompt ahead");
             }
         };
@@ -80,21 +83,28 @@ impl LanguageModel for LocalLlm {
         tokio::task::spawn_blocking(move || {
             let started = Instant::now();
             let mut metrics = CallMetrics { attempts: 1, ..CallMetrics::default() };
-            // The local models are given no tool format: the assistant's tool-call messages (empty text) are left out,
-            // tool results stay as `tool` turns.
-            let turns: Vec<Turn> = request
-                .messages
-                .iter()
-                .filter(|m| !m.content.is_empty() || m.tool_calls.is_empty())
-                .map(|m| Turn { role: &m.role, content: &m.content })
-                .collect();
             let Ok(mut model) = model.lock() else {
                 let _ = tx.blocking_send(Err(ProviderError::protocol("local-llm", "the model panicked earlier")));
                 return;
             };
+            // Qwen is given the tools in its template's format; SmolLM2 has none: the assistant's tool-call
+            // messages (empty text) are left out and tool results stay as `tool` turns.
+            let tools = if model.which().calls_tools() { request.tools.as_slice() } else { &[] };
+            let messages: Vec<ChatMessage> = request
+                .messages
+                .iter()
+                .filter(|m| !tools.is_empty() || !m.content.is_empty() || m.tool_calls.is_empty())
+                .cloned()
+                .collect();
+            let written = local_tool_format::turns(&messages, tools);
+            let turns: Vec<Turn> = written.iter().map(|(role, content)| Turn { role, content }).collect();
+            let mut scanner = CallScanner::default();
             let mut on_text = |text: &str| {
                 metrics.time_to_first.get_or_insert_with(|| started.elapsed());
-                tx.blocking_send(Ok(LlmEvent::Text(text.to_string()))).is_ok()
+                match scanner.push(text) {
+                    Some(text) => tx.blocking_send(Ok(LlmEvent::Text(text))).is_ok(),
+                    None => !tx.is_closed(),
+                }
             };
             let result = model.generate(
                 &turns,
@@ -104,8 +114,13 @@ impl LanguageModel for LocalLlm {
                 &mut on_text,
             );
             metrics.duration = started.elapsed();
+            let (text, calls) = scanner.finish();
+            let finish_reason = if calls.is_empty() { "stop" } else { "tool_calls" };
+            let held = text.map(LlmEvent::Text).into_iter().chain(calls.into_iter().map(LlmEvent::ToolCall));
             let _ = match result {
-                Ok(()) => tx.blocking_send(Ok(LlmEvent::Done { finish_reason: "stop".into(), metrics })),
+                Ok(()) => held
+                    .chain([LlmEvent::Done { finish_reason: finish_reason.into(), metrics }])
+                    .try_for_each(|event| tx.blocking_send(Ok(event))),
                 Err(err) => tx.blocking_send(Err(ProviderError::protocol("local-llm", err.to_string()))),
             };
         });

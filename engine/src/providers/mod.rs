@@ -10,6 +10,7 @@ pub mod deepgram;
 pub mod llm;
 pub mod local_llm;
 pub mod local_stt;
+pub mod local_tool_format;
 pub mod openai_audio;
 pub mod openai_llm;
 pub mod piper_tts;

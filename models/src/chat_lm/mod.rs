@@ -53,6 +53,11 @@ impl LocalChatModel {
         }
     }
 
+    /// Whether the model was trained to call tools (Qwen's template has a tool format; SmolLM2's has none).
+    pub const fn calls_tools(self) -> bool {
+        matches!(self, LocalChatModel::QwenCoder05b)
+    }
+
     /// The model an agent names (case-insensitive); None for a name no embedded model has.
     pub fn from_name(name: &str) -> Option<LocalChatModel> {
         LocalChatModel::ALL.into_iter().find(|model| model.name().eq_ignore_ascii_case(name.trim()))

@@ -4,11 +4,16 @@
 //! built for each prompt chunk that starts after a kept state.
 //!
 //! Qwen2 is a llama with biases on the query, key and value projections, grouped-query attention and
-//! RoPE at base 1e6.
+//! RoPE at base 1e6. Its token embeddings (151,936 × 896) stay quantized and a row is dequantized when its
+//! token is looked up ([`QuantizedEmbedding`]): dequantizing the whole table at load, as candle does, takes
+//! ~1 s and 545 MB per process.
 
-use candle_core::quantized::{QMatMul, gguf_file};
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor, gguf_file};
 use candle_core::{D, DType, Device, IndexOp, Result, Tensor};
-use candle_nn::{Embedding, Module};
+use candle_nn::Module;
 use candle_transformers::quantized_nn::RmsNorm;
 use candle_transformers::utils::{build_causal_mask, repeat_kv};
 
@@ -30,9 +35,46 @@ struct Layer {
     cache: Option<(Tensor, Tensor)>,
 }
 
+/// An embedding table kept in its quantized blocks, shared by every clone.
+#[derive(Debug, Clone)]
+struct QuantizedEmbedding {
+    rows: Arc<[u8]>,
+    row_bytes: usize,
+    dtype: GgmlDType,
+    width: usize,
+}
+
+impl QuantizedEmbedding {
+    fn new(table: QTensor) -> Result<QuantizedEmbedding> {
+        let (count, width) = table.shape().dims2()?;
+        let rows: Arc<[u8]> = Arc::from(table.data()?.as_ref());
+        if !rows.len().is_multiple_of(count) || !width.is_multiple_of(table.dtype().block_size()) {
+            candle_core::bail!("the embedding table's rows are not whole {:?} blocks", table.dtype());
+        }
+        Ok(QuantizedEmbedding { row_bytes: rows.len() / count, rows, dtype: table.dtype(), width })
+    }
+
+    /// `[1, n]` token ids → `[1, n, width]`.
+    fn forward(&self, tokens: &Tensor) -> Result<Tensor> {
+        let ids = tokens.squeeze(0)?.to_vec1::<u32>()?;
+        let rows = ids
+            .iter()
+            .map(|&id| {
+                let start = id as usize * self.row_bytes;
+                let Some(row) = self.rows.get(start..start + self.row_bytes) else {
+                    candle_core::bail!("token {id} is outside the embedding table");
+                };
+                let storage = QStorage::from_data(Cow::Borrowed(row), &Device::Cpu, self.dtype)?;
+                QTensor::new(storage, (1, self.width))?.dequantize(&Device::Cpu)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Tensor::cat(&rows, 0)?.unsqueeze(0)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Qwen2 {
-    embeddings: Embedding,
+    embeddings: QuantizedEmbedding,
     layers: Vec<Layer>,
     norm: RmsNorm,
     output: QMatMul,
@@ -114,7 +156,7 @@ impl Qwen2 {
         let rope_base = meta("rope.freq_base").and_then(|v| v.to_f32()).unwrap_or(10_000.0);
         let head_dim = width / heads;
         let mut tensor = |name: &str| content.tensor(reader, name, device);
-        let embeddings = Embedding::new(tensor("token_embd.weight")?.dequantize(device)?, width);
+        let embeddings = QuantizedEmbedding::new(tensor("token_embd.weight")?)?;
         let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, eps)?;
         let output = match tensor("output.weight") {
             Ok(weights) => QMatMul::from_qtensor(weights)?,
