@@ -87,8 +87,8 @@ impl LanguageModel for LocalLlm {
                 let _ = tx.blocking_send(Err(ProviderError::protocol("local-llm", "the model panicked earlier")));
                 return;
             };
-            // Qwen is given the tools in its template's format; SmolLM2 has none: the assistant's tool-call
-            // messages (empty text) are left out and tool results stay as `tool` turns.
+            // Qwen is given the tools in its template's format; SmolLM2 has none and is offered none: an
+            // assistant's tool-call message with no text is left out of its prompt.
             let tools = if model.which().calls_tools() { request.tools.as_slice() } else { &[] };
             let messages: Vec<ChatMessage> = request
                 .messages
