@@ -112,7 +112,6 @@ impl Responder {
         );
         responder.preemptive_generation = pipeline["llm"]["preemptive_generation"].as_bool().unwrap_or(true);
         responder.moderation = select::moderation_endpoint(&pipeline["llm"]);
-        responder.llm.0.warm(&responder.system_prompt, &[]);
         Ok(responder)
     }
 
@@ -129,19 +128,18 @@ impl Responder {
         self
     }
 
-    /// Offers the agent's tools and guardrails to the model.
     /// Answers only the turns `rule` lets through (the others enter the history unanswered).
     pub fn with_reply_rule(mut self, rule: ReplyRule) -> Responder {
         self.reply_rule = rule;
         self
     }
 
+    /// Offers the agent's tools and guardrails to the model, and has the model prepare for the system
+    /// message it will be given with them (`LanguageModel::warm`, in the background).
     pub fn with_actions(mut self, actions: Actions) -> Responder {
         self.tool_specs = actions.specs();
         self.actions = actions;
-        if !self.tool_specs.is_empty() {
-            self.llm.0.warm(&self.system_prompt, &self.tool_specs);
-        }
+        self.llm.0.warm(&self.system_prompt, &self.tool_specs);
         self
     }
 

@@ -26,6 +26,8 @@ pub const MODELS: [&str; 2] = [LocalChatModel::ALL[0].name(), LocalChatModel::AL
 #[derive(Clone)]
 pub struct LocalLlm {
     model: Arc<Mutex<ChatLm>>,
+    /// Which model it is, known without waiting for the model's lock (a generation may hold it for seconds).
+    which: LocalChatModel,
 }
 
 impl LocalLlm {
@@ -48,12 +50,17 @@ impl LocalLlm {
                 .map(Mutex::new)
                 .map_err(|e| ProviderError::protocol("local-llm", e.to_string()))
         })?;
-        Ok(LocalLlm { model })
+        Ok(LocalLlm { model, which })
     }
 
     /// The model's name.
     pub fn name(&self) -> &'static str {
-        self.model.lock().map(|model| model.which().name()).unwrap_or(LocalChatModel::DEFAULT.name())
+        self.which.name()
+    }
+
+    /// The tools the model is given: all of `offered` for a model that calls tools, none for the others.
+    fn given<'a, T>(&self, offered: &'a [T]) -> &'a [T] {
+        if self.which.calls_tools() { offered } else { &[] }
     }
 }
 
@@ -62,11 +69,11 @@ impl LanguageModel for LocalLlm {
     /// a thread of its own outside a runtime, while the call sets up; a request that comes meanwhile waits
     /// for it, then starts after the system message.
     fn warm(&self, system_prompt: &str, tools: &[ToolSpec]) {
-        let (model, system, tools) = (self.model.clone(), ChatMessage::new("system", system_prompt), tools.to_vec());
+        let system = ChatMessage::new("system", system_prompt);
+        let (_, system) = local_tool_format::turns([&system], self.given(tools)).remove(0);
+        let model = self.model.clone();
         let warm = move || {
             let Ok(mut model) = model.lock() else { return };
-            let tools = if model.which().calls_tools() { tools.as_slice() } else { &[] };
-            let (_, system) = local_tool_format::turns(std::slice::from_ref(&system), tools).remove(0);
             if let Err(err) = model.warm(&system) {
                 tracing::warn!(error = %err, "the local language model could not evaluate the system prompt ahead");
             }
@@ -80,6 +87,7 @@ impl LanguageModel for LocalLlm {
     fn stream(&self, request: ChatRequest) -> LlmStream {
         let (tx, rx) = mpsc::channel(LLM_STREAM_CAPACITY);
         let model = self.model.clone();
+        let calls_tools = self.which.calls_tools();
         tokio::task::spawn_blocking(move || {
             let started = Instant::now();
             let mut metrics = CallMetrics { attempts: 1, ..CallMetrics::default() };
@@ -89,14 +97,12 @@ impl LanguageModel for LocalLlm {
             };
             // Qwen is given the tools in its template's format; SmolLM2 has none and is offered none: an
             // assistant's tool-call message with no text is left out of its prompt.
-            let tools = if model.which().calls_tools() { request.tools.as_slice() } else { &[] };
-            let messages: Vec<ChatMessage> = request
+            let tools = if calls_tools { request.tools.as_slice() } else { &[] };
+            let messages = request
                 .messages
                 .iter()
-                .filter(|m| !tools.is_empty() || !m.content.is_empty() || m.tool_calls.is_empty())
-                .cloned()
-                .collect();
-            let written = local_tool_format::turns(&messages, tools);
+                .filter(|m| !tools.is_empty() || !m.content.is_empty() || m.tool_calls.is_empty());
+            let written = local_tool_format::turns(messages, tools);
             let turns: Vec<Turn> = written.iter().map(|(role, content)| Turn { role, content }).collect();
             let mut scanner = CallScanner::default();
             let mut on_text = |text: &str| {

@@ -43,10 +43,10 @@ fn written_call(call: &ToolCall) -> String {
 
 /// The conversation as (role, content) turns of the template: tools in the first system message, the
 /// assistant's calls written out, consecutive tool results in one user turn.
-pub fn turns(messages: &[ChatMessage], tools: &[ToolSpec]) -> Vec<(String, String)> {
-    let mut turns: Vec<(String, String)> = Vec::with_capacity(messages.len());
+pub fn turns<'a>(messages: impl IntoIterator<Item = &'a ChatMessage>, tools: &[ToolSpec]) -> Vec<(String, String)> {
+    let mut turns: Vec<(String, String)> = Vec::new();
     let mut previous_was_tool = false;
-    for (index, message) in messages.iter().enumerate() {
+    for (index, message) in messages.into_iter().enumerate() {
         let is_tool = message.role == "tool";
         if is_tool {
             let response = format!("<tool_response>\n{}\n</tool_response>", message.content);

@@ -85,6 +85,12 @@ impl Weights {
             Weights::Qwen2(model) => model.forward(tokens, position),
         }
     }
+
+    /// Evaluates `tokens` after the `position` already cached; the logits after the last of them.
+    fn evaluate(&mut self, tokens: &[u32], position: usize) -> Result<Tensor, ModelError> {
+        let input = Tensor::new(tokens, &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(fail)?;
+        self.forward(&input, position).and_then(|logits| logits.squeeze(0)).map_err(fail)
+    }
 }
 
 /// One chat message for the template.
@@ -180,17 +186,15 @@ impl ChatLm {
         self.last_evaluated = prompt_tokens.len() - position;
         // The system message's state is kept on its own, for the next call with the same system prompt.
         if let Some(end) = self.system_prompt_end(turns)?.filter(|&end| position < end && end < prompt_tokens.len()) {
-            let system = Tensor::new(&prompt_tokens[position..end], &Device::Cpu).and_then(|t| t.unsqueeze(0));
-            model.forward(&system.map_err(fail)?, position).map_err(fail)?;
+            model.evaluate(&prompt_tokens[position..end], position)?;
             position = end;
             self.keep_prefix(prompt_tokens[..end].to_vec(), &model);
         }
-        let mut input =
-            Tensor::new(&prompt_tokens[position..], &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(fail)?;
+        let mut input = prompt_tokens[position..].to_vec();
         let mut evaluated = prompt_tokens.clone();
         for step in 0..max_tokens {
-            let logits = model.forward(&input, position).and_then(|l| l.squeeze(0)).map_err(fail)?;
-            position += input.dim(1).map_err(fail)?;
+            let logits = model.evaluate(&input, position)?;
+            position += input.len();
             if step == 0 {
                 self.keep_prefix(evaluated.clone(), &model);
             } else {
@@ -223,7 +227,7 @@ impl ChatLm {
                 }
                 emitted = text;
             }
-            input = Tensor::new(&[next], &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(fail)?;
+            input = vec![next];
         }
         Ok(())
     }
@@ -238,8 +242,7 @@ impl ChatLm {
             return Ok(());
         }
         let (mut model, position) = self.start_from_longest_prefix(&tokens);
-        let rest = Tensor::new(&tokens[position..], &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(fail)?;
-        model.forward(&rest, position).map_err(fail)?;
+        model.evaluate(&tokens[position..], position)?;
         self.keep_prefix(tokens, &model);
         Ok(())
     }
