@@ -1,10 +1,11 @@
 //! The embedded chat language models, from their GGUF files with candle: SmolLM2-135M-Instruct (llama
 //! architecture, candle's quantized llama) and Qwen2.5-Coder-0.5B-Instruct ([`qwen2`]), each run from the
 //! copy `requantize` makes at fetch time (candle multiplies Q4_1 and Q5_0 without SIMD, Q8_0 and the
-//! K-quants with it). The tokenizer is built from the GGUF metadata ([`tokenizer`]); prompts use the
-//! models' ChatML template; generation streams text and stops at `<|im_end|>`, the end-of-text token, a
+//! K-quants with it); Qwen's Q8_0 matrices are widened at load so that candle multiplies them with its
+//! VNNI kernels (`projection`). The tokenizer is built from the GGUF metadata ([`tokenizer`]); prompts use
+//! the models' ChatML template; generation streams text and stops at `<|im_end|>`, the end-of-text token, a
 //! stop sequence or the token bound; tokens the reply already holds are penalised ([`REPEAT_PENALTY`]) so
-//! that it does not loop.
+//! that it does not loop, and each token is sampled from the nucleus ([`TOP_P`]) by `sampler`.
 //!
 //! Prompts are not evaluated from scratch each turn: the model's key/value state is kept after each prompt
 //! and after each reply ([`PREFIX_STATES`] of them, most recent first), and a new prompt that begins with a
@@ -13,19 +14,20 @@
 //! with the same system prompt starts from the system prompt's state. A kept state costs only its
 //! key/value tensors (the weights are shared).
 
+mod projection;
 pub mod qwen2;
 pub mod requantize;
+mod sampler;
 mod tokenizer;
 
 use std::path::Path;
 
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
-use candle_transformers::generation::LogitsProcessor;
 use candle_transformers::models::quantized_llama;
-use candle_transformers::utils::apply_repeat_penalty;
 use tokenizers::Tokenizer;
 
+use self::sampler::Sampler;
 use crate::registry::{QWEN_CODER_Q8, SMOLLM2_Q8};
 use crate::{ModelError, require};
 
@@ -106,6 +108,9 @@ pub const PREFIX_STATES: usize = 8;
 /// 135M model talks itself into loops ("the opposite of the opposite of …" until the token bound).
 pub const REPEAT_PENALTY: f32 = 1.1;
 
+/// Nucleus sampling keeps the most probable tokens up to this much of the probability.
+pub const TOP_P: f32 = 0.9;
+
 /// The reply's last this many tokens are the ones penalised; the prompt's are not (an answer repeats the
 /// question's words: "The capital of France is …").
 pub const REPEAT_WINDOW: usize = 64;
@@ -134,7 +139,8 @@ impl ChatLm {
         let mut file = std::fs::File::open(&path).map_err(fail)?;
         let content = gguf_file::Content::read(&mut file).map_err(fail)?;
         let tokenizer = tokenizer::from_gguf(&content)?;
-        let end_tokens = ["<|im_end|>", "<|endoftext|>"].iter().filter_map(|t| tokenizer.token_to_id(t)).collect();
+        let end_tokens: Vec<u32> =
+            ["<|im_end|>", "<|endoftext|>"].iter().filter_map(|t| tokenizer.token_to_id(t)).collect();
         let model = match which {
             LocalChatModel::SmolLm2 => Weights::Llama(
                 quantized_llama::ModelWeights::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?,
@@ -143,6 +149,11 @@ impl ChatLm {
                 Weights::Qwen2(qwen2::Qwen2::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?)
             }
         };
+        // candle tiles each matrix for its VNNI kernels at its first product (~0.4 s for Qwen): at load,
+        // with the model, rather than in the first call's first turn.
+        if let Some(&token) = end_tokens.first() {
+            model.clone().evaluate(&[token], 0)?;
+        }
         Ok(ChatLm { which, model, tokenizer, end_tokens, prefixes: Default::default(), last_evaluated: 0 })
     }
 
@@ -179,7 +190,7 @@ impl ChatLm {
         let prompt = ChatLm::prompt(turns);
         let encoding = self.tokenizer.encode(prompt, false).map_err(fail)?;
         let prompt_tokens = encoding.get_ids().to_vec();
-        let mut sampler = LogitsProcessor::new(299_792_458, (temperature > 0.0).then_some(temperature), Some(0.9));
+        let mut sampler = Sampler::new(299_792_458, temperature, TOP_P);
         let mut generated: Vec<u32> = Vec::with_capacity(max_tokens);
         let mut emitted = String::new();
         let (mut model, mut position) = self.start_from_longest_prefix(&prompt_tokens);
@@ -201,12 +212,8 @@ impl ChatLm {
                 evaluated.push(*generated.last().expect("a token was fed"));
             }
             let recent = &generated[generated.len().saturating_sub(REPEAT_WINDOW)..];
-            let logits = if recent.is_empty() {
-                logits
-            } else {
-                apply_repeat_penalty(&logits, REPEAT_PENALTY, recent).map_err(fail)?
-            };
-            let next = sampler.sample(&logits).map_err(fail)?;
+            let mut logits = logits.to_vec1::<f32>().map_err(fail)?;
+            let next = sampler.sample(&mut logits, recent, REPEAT_PENALTY);
             if self.end_tokens.contains(&next) {
                 // The reply's state: the next turn's prompt begins with this prompt and this reply.
                 self.keep_prefix(evaluated, &model);

@@ -6,30 +6,33 @@
 //! Qwen2 is a llama with biases on the query, key and value projections, grouped-query attention and
 //! RoPE at base 1e6. Its token embeddings (151,936 × 896) stay quantized and a row is dequantized when its
 //! token is looked up ([`QuantizedEmbedding`]): dequantizing the whole table at load, as candle does, takes
-//! ~1 s and 545 MB per process.
+//! ~1 s and 545 MB per process. Its weight matrices are [`Projection`]s: the Q8_0 ones widened where that
+//! gets candle's VNNI kernels (4–10× faster products here).
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor, gguf_file};
+use candle_core::quantized::{GgmlDType, QStorage, QTensor, gguf_file};
 use candle_core::{D, DType, Device, IndexOp, Result, Tensor};
 use candle_nn::Module;
 use candle_transformers::quantized_nn::RmsNorm;
 use candle_transformers::utils::{build_causal_mask, repeat_kv};
 
+use super::projection::Projection;
+
 #[derive(Debug, Clone)]
 struct Layer {
-    q: QMatMul,
-    k: QMatMul,
-    v: QMatMul,
+    q: Projection,
+    k: Projection,
+    v: Projection,
     q_bias: Tensor,
     k_bias: Tensor,
     v_bias: Tensor,
-    out: QMatMul,
+    out: Projection,
     attention_norm: RmsNorm,
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
+    gate: Projection,
+    up: Projection,
+    down: Projection,
     ffn_norm: RmsNorm,
     /// Keys and values of the positions evaluated so far: `[1, kv_heads, positions, head_dim]`.
     cache: Option<(Tensor, Tensor)>,
@@ -77,7 +80,7 @@ pub struct Qwen2 {
     embeddings: QuantizedEmbedding,
     layers: Vec<Layer>,
     norm: RmsNorm,
-    output: QMatMul,
+    output: Projection,
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
@@ -159,24 +162,24 @@ impl Qwen2 {
         let embeddings = QuantizedEmbedding::new(tensor("token_embd.weight")?)?;
         let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, eps)?;
         let output = match tensor("output.weight") {
-            Ok(weights) => QMatMul::from_qtensor(weights)?,
-            Err(_) => QMatMul::from_qtensor(tensor("token_embd.weight")?)?,
+            Ok(weights) => Projection::new(weights)?,
+            Err(_) => Projection::new(tensor("token_embd.weight")?)?,
         };
         let mut layers = Vec::with_capacity(blocks);
         for index in 0..blocks {
             let mut weights = |name: &str| tensor(&format!("blk.{index}.{name}"));
             layers.push(Layer {
-                q: QMatMul::from_qtensor(weights("attn_q.weight")?)?,
-                k: QMatMul::from_qtensor(weights("attn_k.weight")?)?,
-                v: QMatMul::from_qtensor(weights("attn_v.weight")?)?,
+                q: Projection::new(weights("attn_q.weight")?)?,
+                k: Projection::new(weights("attn_k.weight")?)?,
+                v: Projection::new(weights("attn_v.weight")?)?,
                 q_bias: weights("attn_q.bias")?.dequantize(device)?,
                 k_bias: weights("attn_k.bias")?.dequantize(device)?,
                 v_bias: weights("attn_v.bias")?.dequantize(device)?,
-                out: QMatMul::from_qtensor(weights("attn_output.weight")?)?,
+                out: Projection::new(weights("attn_output.weight")?)?,
                 attention_norm: RmsNorm::from_qtensor(weights("attn_norm.weight")?, eps)?,
-                gate: QMatMul::from_qtensor(weights("ffn_gate.weight")?)?,
-                up: QMatMul::from_qtensor(weights("ffn_up.weight")?)?,
-                down: QMatMul::from_qtensor(weights("ffn_down.weight")?)?,
+                gate: Projection::new(weights("ffn_gate.weight")?)?,
+                up: Projection::new(weights("ffn_up.weight")?)?,
+                down: Projection::new(weights("ffn_down.weight")?)?,
                 ffn_norm: RmsNorm::from_qtensor(weights("ffn_norm.weight")?, eps)?,
                 cache: None,
             });
