@@ -43,3 +43,14 @@ pub fn require(dir: &Path, stored_as: &str) -> Result<PathBuf, ModelError> {
     let path = dir.join(stored_as);
     if path.is_file() { Ok(path) } else { Err(ModelError::Missing { path: path.display().to_string() }) }
 }
+
+/// The index of the largest of `values` (the first of equals; 0 when empty).
+pub(crate) fn argmax(values: &[f32]) -> usize {
+    let mut best = 0;
+    for (index, &value) in values.iter().enumerate() {
+        if value > values[best] {
+            best = index;
+        }
+    }
+    best
+}

@@ -4,7 +4,7 @@
 //! candle multiplies Q8_0 weights with AVX-512 VNNI (or AVX-VNNI) `vpdpbusd` tiles only when the inner
 //! dimension is a multiple of 256 (its activations are quantized in 256-value Q8_K blocks); otherwise it
 //! falls back to an AVX2 dot product per output, ~18 GMAC/s on a core here, which made Qwen2.5-0.5B
-//! (inner dimension 896 in every Q8_0 matrix) compute-bound: 34 ms a token, 260 ms for a 15-token prompt.
+//! (inner dimension 896 in every Q8_0 matrix) compute-bound: ~30 ms a token, 260 ms for a 15-token prompt.
 //! Widened to 1024 with zero blocks (and the activations with zeros), the same products take the VNNI
 //! tiles: a gate projection (4864 × 896) 0.246 → 0.055 ms for one token and 3.5 → 0.33 ms for fifteen
 //! (`docs/performance.md`). The zeros add nothing to any sum; the activations' coarser Q8_K quantization

@@ -39,7 +39,7 @@ impl Sampler {
     pub fn sample(&mut self, logits: &mut [f32], penalised: &[u32], penalty: f32) -> u32 {
         penalise(logits, penalised, penalty);
         match self.temperature {
-            None => argmax(logits),
+            None => crate::argmax(logits) as u32,
             Some(temperature) => self.sample_nucleus(logits, temperature as f32),
         }
     }
@@ -103,16 +103,6 @@ fn penalise(logits: &mut [f32], tokens: &[u32], penalty: f32) {
             *logit = if *logit >= 0.0 { *logit / penalty } else { *logit * penalty };
         }
     }
-}
-
-fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
-    for (index, &logit) in logits.iter().enumerate() {
-        if logit > logits[best] {
-            best = index;
-        }
-    }
-    best as u32
 }
 
 #[cfg(test)]

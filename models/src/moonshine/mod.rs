@@ -118,7 +118,7 @@ impl MoonshineStt {
         let mut previous = START_TOKEN;
         for step in 0..max_tokens {
             let mut next = END_TOKEN;
-            self.step(&hidden, &mut cache, previous, step, &mut |logits| next = argmax(logits))?;
+            self.step(&hidden, &mut cache, previous, step, &mut |logits| next = crate::argmax(logits) as i64)?;
             if next == END_TOKEN {
                 break;
             }
@@ -190,14 +190,4 @@ impl MoonshineStt {
         }
         Ok(())
     }
-}
-
-fn argmax(values: &[f32]) -> i64 {
-    let mut best = 0;
-    for (i, &v) in values.iter().enumerate() {
-        if v > values[best] {
-            best = i;
-        }
-    }
-    best as i64
 }
