@@ -14,7 +14,7 @@
 //! with the same system prompt starts from the system prompt's state. A kept state costs only its
 //! key/value tensors (the weights are shared).
 
-mod projection;
+pub mod projection;
 pub mod qwen2;
 pub mod requantize;
 mod sampler;
