@@ -1,7 +1,7 @@
 //! The embedded providers on this machine: Moonshine Base (one and two threads) and Whisper tiny.en
-//! real-time factor, each local language model's time to first token (cold, and with the system prompt's state
-//! kept) and tokens per second, Piper and espeak-ng time to first audio and real-time factor. Medians of a few
-//! runs after a warm-up; `cargo bench -p confab-benches --bench local_models`. Under `cargo test` (no
+//! real-time factor, each local language model's time to first token (cold, and with the system prompt's
+//! state kept) and tokens per second, a burst of requests on the default model's queue, Piper and
+//! espeak-ng time to first audio and real-time factor. Medians of a few runs after a warm-up; `cargo bench -p confab-benches --bench local_models`. Under `cargo test` (no
 //! `--bench`) one run each.
 
 use std::time::{Duration, Instant};
@@ -32,6 +32,63 @@ fn first_token(model: &mut ChatLm, system: &str, question: &str) -> f64 {
         })
         .unwrap();
     first.unwrap_or_else(|| started.elapsed()).as_secs_f64()
+}
+
+/// Twelve calls ask the default model at once, then twelve again with every other reply discarded as soon
+/// as it is asked for (as preemptive generation discards one when the user speaks on): the queue's
+/// answered, refused and abandoned requests, the answered ones' time to first token, the burst's length.
+fn burst(runtime: &tokio::runtime::Runtime, llm: &LocalLlm) {
+    use confab_engine::providers::local_llm::queue_counters;
+    use std::sync::atomic::Ordering;
+    const CALLS: usize = 12;
+    let questions = ["What is the capital of France?", "How many days are in a week?", "What do bees make?"];
+    for discard_half in [false, true] {
+        let abandoned_before = queue_counters().abandoned.load(Ordering::SeqCst);
+        let started = Instant::now();
+        let streams: Vec<_> = (0..CALLS)
+            .map(|call| {
+                let request = ChatRequest {
+                    model: llm.name().into(),
+                    messages: vec![
+                        ChatMessage::new("system", "You are a helpful assistant. Answer in one short sentence."),
+                        ChatMessage::new("user", questions[call % questions.len()]),
+                    ],
+                    tools: vec![],
+                    max_tokens: 48,
+                    temperature: 0.0,
+                    stop: vec![],
+                };
+                let stream = llm.stream(request);
+                (!(discard_half && call % 2 == 1)).then_some(stream)
+            })
+            .collect();
+        let (mut first_tokens, mut refused) = (Vec::new(), 0);
+        runtime.block_on(async {
+            for mut stream in streams.into_iter().flatten() {
+                let mut first = None;
+                while let Some(event) = stream.recv().await {
+                    match event {
+                        Ok(LlmEvent::Text(_)) => {
+                            first.get_or_insert(started.elapsed());
+                        }
+                        Ok(_) => {}
+                        Err(_) => refused += 1,
+                    }
+                }
+                first_tokens.extend(first.map(|t| t.as_secs_f64()));
+            }
+        });
+        let total = started.elapsed().as_secs_f64();
+        let answered = first_tokens.len();
+        let longest = first_tokens.iter().copied().fold(0.0, f64::max);
+        println!(
+            "burst of {CALLS} requests{}: {answered} answered (first token p50 {:.3} s, longest {longest:.3} s), {refused} \
+             refused at once, {} abandoned unstarted; all done in {total:.2} s",
+            if discard_half { ", every other one discarded at once" } else { "" },
+            median(first_tokens),
+            queue_counters().abandoned.load(Ordering::SeqCst) - abandoned_before,
+        );
+    }
 }
 
 fn speech(text: &str) -> Vec<f32> {
@@ -132,6 +189,8 @@ fn main() {
             median(rates)
         );
     }
+
+    burst(&runtime, &LocalLlm::load(&dir, "").unwrap());
 
     let piper = PiperTts::load(&dir).unwrap();
     piper.render("Warm up.").unwrap();

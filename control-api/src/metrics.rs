@@ -1,7 +1,8 @@
 //! Prometheus metrics at `GET /metrics` (text exposition format 0.0.4): HTTP requests by route and
-//! status, each live turn's stage latencies by provider, live sessions, the engine's media counters and
-//! webhook deliveries. One registry per process (`metrics()`); the engine's counters and the session
-//! gauges are read when the page is scraped. Every series is listed in docs/api.md ("Metrics").
+//! status, each live turn's stage latencies by provider, live sessions, the engine's media counters, the
+//! embedded language models' queues and webhook deliveries. One registry per process (`metrics()`); the
+//! engine's and queues' counters and the session gauges are read when the page is scraped. Every series
+//! is listed in docs/api.md ("Metrics").
 
 use std::sync::LazyLock;
 use std::sync::atomic::AtomicU64;
@@ -62,6 +63,14 @@ pub struct Metrics {
     sessions_max: IntGauge,
     fleet: FleetGauges,
     engine: Vec<(IntCounter, CounterField)>,
+    llm_queue: LlmQueueSeries,
+}
+
+/// The embedded language models' queues (`confab_engine::providers::model_queue`), process-wide.
+struct LlmQueueSeries {
+    refused: IntCounter,
+    abandoned: IntCounter,
+    waiting: IntGauge,
 }
 
 /// What a replica shows of the fleet (zero outside a fleet).
@@ -163,6 +172,29 @@ impl Metrics {
                 (register(&registry, IntCounter::new(*name, *help).expect("valid metric")), *field)
             })
             .collect();
+        let llm_queue = LlmQueueSeries {
+            refused: register(
+                &registry,
+                IntCounter::new(
+                    "confab_llm_requests_refused_total",
+                    "Requests to an embedded language model refused at once because its queue was full.",
+                )
+                .expect("valid metric"),
+            ),
+            abandoned: register(
+                &registry,
+                IntCounter::new(
+                    "confab_llm_requests_abandoned_total",
+                    "Requests to an embedded language model dropped unstarted: their reply was discarded while they waited.",
+                )
+                .expect("valid metric"),
+            ),
+            waiting: register(
+                &registry,
+                IntGauge::new("confab_llm_requests_waiting", "Requests waiting now for an embedded language model.")
+                    .expect("valid metric"),
+            ),
+        };
         Metrics {
             registry,
             http_requests,
@@ -173,6 +205,7 @@ impl Metrics {
             sessions_max,
             fleet,
             engine,
+            llm_queue,
         }
     }
 
@@ -227,6 +260,13 @@ impl Metrics {
                 self.sessions_max.set(0);
             }
         }
+        let queues = confab_engine::providers::local_llm::queue_counters();
+        let read = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
+        let refused = read(&queues.refused);
+        self.llm_queue.refused.inc_by(refused.saturating_sub(self.llm_queue.refused.get()));
+        let abandoned = read(&queues.abandoned);
+        self.llm_queue.abandoned.inc_by(abandoned.saturating_sub(self.llm_queue.abandoned.get()));
+        self.llm_queue.waiting.set(read(&queues.waiting) as i64);
         let mut text = Vec::new();
         TextEncoder::new().encode(&self.registry.gather(), &mut text).expect("text encoding never fails");
         String::from_utf8(text).expect("the text format is UTF-8")

@@ -1,10 +1,11 @@
 //! The embedded language models from their GGUF files: the default (Qwen2.5-Coder-0.5B-Instruct) streams a
-//! right answer to a short question and stops, stops early when the stream is dropped, and answers short
+//! right answer to a short question and stops, stops early when the stream is dropped, never starts a
+//! request dropped while it waited, and answers short
 //! factual questions right; both models reuse kept prompt states without changing the answer; SmolLM2 does
 //! not loop.
 
 use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, ToolSpec};
-use confab_engine::providers::local_llm::LocalLlm;
+use confab_engine::providers::local_llm::{self, LocalLlm};
 use confab_models::chat_lm::{ChatLm, LocalChatModel, Turn};
 
 fn request(max_tokens: u32) -> ChatRequest {
@@ -55,6 +56,34 @@ async fn streams_an_answer_and_stops() {
         finished |= matches!(event, Ok(LlmEvent::Done { .. }));
     }
     assert!(finished, "the next request is answered");
+}
+
+/// A request whose stream is dropped while it waits for the model never starts: the next one is answered
+/// right after the running one stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_dropped_while_it_waits_never_starts() {
+    let llm = LocalLlm::load(&confab_models::default_models_dir(), "").expect("models are fetched");
+    let abandoned = || local_llm::queue_counters().abandoned.load(std::sync::atomic::Ordering::SeqCst);
+    let before = abandoned();
+    // A long answer, not read: the model holds it (its stream full) until it is dropped.
+    let counting = ChatRequest {
+        messages: vec![ChatMessage::new("user", "Count from one to two hundred in words, separated by commas.")],
+        ..request(400)
+    };
+    let mut running = llm.stream(counting);
+    assert!(matches!(running.recv().await, Some(Ok(LlmEvent::Text(_)))), "the first request runs");
+    let waiting = llm.stream(request(64));
+    drop(waiting);
+    drop(running);
+    let mut next = llm.stream(request(64));
+    let mut text = String::new();
+    while let Some(event) = next.recv().await {
+        if let LlmEvent::Text(piece) = event.unwrap() {
+            text.push_str(&piece);
+        }
+    }
+    assert!(text.contains("Paris"), "{text:?}");
+    assert!(abandoned() > before, "the dropped request was abandoned unstarted");
 }
 
 #[test]

@@ -46,6 +46,7 @@ async fn metrics_are_served_with_the_key_or_on_their_own_listener() {
     assert!(text.contains(r#"confab_http_request_duration_seconds_count{method="GET",route="/v1/ext/agent"} 2"#));
     assert_eq!(sample(&text, "confab_sessions_active"), Some(0.0));
     assert_eq!(sample(&text, "confab_sessions_max"), Some(2.0), "the media worker runs with --max-calls 2");
+    assert_eq!(sample(&text, "confab_llm_requests_waiting"), Some(0.0));
     for series in [
         "confab_media_ticks_total",
         "confab_media_tick_overruns_total",
@@ -55,6 +56,8 @@ async fn metrics_are_served_with_the_key_or_on_their_own_listener() {
         "confab_turn_verdicts_total",
         "confab_agent_jobs_dropped_total",
         "confab_engine_panics_total",
+        "confab_llm_requests_refused_total",
+        "confab_llm_requests_abandoned_total",
     ] {
         assert!(sample(&text, series).is_some(), "{series} missing: {text}");
         assert!(text.contains(&format!("# TYPE {series} counter")), "{series}");

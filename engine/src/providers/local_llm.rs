@@ -1,14 +1,15 @@
 //! The embedded language models (Qwen2.5-Coder-0.5B-Instruct by default, or SmolLM2-135M-Instruct; candle)
-//! as a streaming `LanguageModel`. Generation
-//! runs on the blocking pool; each piece of text is sent as it is decoded, and a dropped receiver stops
+//! as a streaming `LanguageModel`. Each piece of text is sent as it is decoded, and a dropped receiver stops
 //! generation at the next token.
 //!
-//! One model per process, models directory and model, shared by every call: requests queue on it (one
-//! generation at a time; on two cores a second would only halve both), and its kept prompt states (`ChatLm`) let a
-//! conversation's next turn, and a new call with a known system prompt, skip the prompt already evaluated.
+//! One model per process, models directory and model, shared by every call behind a bounded queue
+//! (`model_queue`: one generation at a time, since on two cores a second would only halve both; at most
+//! [`QUEUE_CAPACITY`] waiting; a request that finds it full gets a [`busy`] error at once; one whose stream
+//! was dropped while it waited never starts). Its kept prompt states (`ChatLm`) let a conversation's next
+//! turn, and a new call with a known system prompt, skip the prompt already evaluated.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use confab_models::chat_lm::{ChatLm, LocalChatModel, Turn};
@@ -16,6 +17,7 @@ use tokio::sync::mpsc;
 
 use super::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolSpec};
 use super::local_tool_format::{self, CallScanner};
+use super::model_queue::{Job, ModelQueue, QUEUE_CAPACITY, QueueCounters, Refused};
 use super::openai_llm::LLM_STREAM_CAPACITY;
 use super::shared_model::{SharedModels, get_or_load};
 use super::{CallMetrics, ProviderError};
@@ -23,10 +25,23 @@ use super::{CallMetrics, ProviderError};
 /// The local models by name, the default first.
 pub const MODELS: [&str; 2] = [LocalChatModel::ALL[0].name(), LocalChatModel::ALL[1].name()];
 
+/// What the queues of the process's local language models have done (for `/metrics`).
+pub fn queue_counters() -> &'static QueueCounters {
+    static COUNTERS: OnceLock<QueueCounters> = OnceLock::new();
+    COUNTERS.get_or_init(QueueCounters::default)
+}
+
+/// The error of a request that found the model's queue full (retryable: the queue empties as replies end).
+pub fn busy(which: LocalChatModel) -> ProviderError {
+    ProviderError {
+        message: format!("{} is busy: {QUEUE_CAPACITY} requests are already waiting for it", which.name()),
+        ..ProviderError::network("local-llm", "")
+    }
+}
+
 #[derive(Clone)]
 pub struct LocalLlm {
-    model: Arc<Mutex<ChatLm>>,
-    /// Which model it is, known without waiting for the model's lock (a generation may hold it for seconds).
+    queue: Arc<ModelQueue<ChatLm>>,
     which: LocalChatModel,
 }
 
@@ -34,7 +49,7 @@ impl LocalLlm {
     /// The process's copy of the model `name` names (the default when empty) for `models_dir`, loaded on
     /// first use.
     pub fn load(models_dir: &Path, name: &str) -> Result<LocalLlm, ProviderError> {
-        static LOADED: OnceLock<SharedModels<(PathBuf, LocalChatModel), Mutex<ChatLm>>> = OnceLock::new();
+        static LOADED: OnceLock<SharedModels<(PathBuf, LocalChatModel), ModelQueue<ChatLm>>> = OnceLock::new();
         let which = if name.trim().is_empty() {
             LocalChatModel::DEFAULT
         } else {
@@ -45,12 +60,13 @@ impl LocalLlm {
                 )
             })?
         };
-        let model = get_or_load(LOADED.get_or_init(Default::default), (models_dir.to_path_buf(), which), || {
-            ChatLm::load(models_dir, which)
-                .map(Mutex::new)
-                .map_err(|e| ProviderError::protocol("local-llm", e.to_string()))
+        let queue = get_or_load(LOADED.get_or_init(Default::default), (models_dir.to_path_buf(), which), || {
+            let model =
+                ChatLm::load(models_dir, which).map_err(|e| ProviderError::protocol("local-llm", e.to_string()))?;
+            ModelQueue::start(model, &format!("confab-llm-{}", which.name()), queue_counters())
+                .map_err(|e| ProviderError::protocol("local-llm", format!("cannot start the model's thread: {e}")))
         })?;
-        Ok(LocalLlm { model, which })
+        Ok(LocalLlm { queue, which })
     }
 
     /// The model's name.
@@ -62,39 +78,40 @@ impl LocalLlm {
     fn given<'a, T>(&self, offered: &'a [T]) -> &'a [T] {
         if self.which.calls_tools() { offered } else { &[] }
     }
+
+    /// Why a job was refused, as the error its caller gets.
+    fn refusal(&self, refused: Refused) -> ProviderError {
+        match refused {
+            Refused::Full => busy(self.which),
+            Refused::Stopped => ProviderError::protocol("local-llm", "the model stopped after a panic"),
+        }
+    }
 }
 
 impl LanguageModel for LocalLlm {
-    /// Evaluates the system message (with the tools, for a model that calls them) on the blocking pool, or
-    /// a thread of its own outside a runtime, while the call sets up; a request that comes meanwhile waits
-    /// for it, then starts after the system message.
+    /// Queues the system message's evaluation (with the tools, for a model that calls them) while the call
+    /// sets up; a request that comes meanwhile waits for it, then starts after the system message. Skipped
+    /// when the queue is full: it only saves time.
     fn warm(&self, system_prompt: &str, tools: &[ToolSpec]) {
         let system = ChatMessage::new("system", system_prompt);
         let (_, system) = local_tool_format::turns([&system], self.given(tools)).remove(0);
-        let model = self.model.clone();
-        let warm = move || {
-            let Ok(mut model) = model.lock() else { return };
+        let warm = move |model: &mut ChatLm| {
             if let Err(err) = model.warm(&system) {
                 tracing::warn!(error = %err, "the local language model could not evaluate the system prompt ahead");
             }
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(warm)),
-            Err(_) => drop(std::thread::spawn(warm)),
+        if let Err(refused) = self.queue.push(Job::new(warm, || true)) {
+            tracing::debug!(error = %self.refusal(refused), "the system prompt is not evaluated ahead");
         }
     }
 
     fn stream(&self, request: ChatRequest) -> LlmStream {
         let (tx, rx) = mpsc::channel(LLM_STREAM_CAPACITY);
-        let model = self.model.clone();
         let calls_tools = self.which.calls_tools();
-        tokio::task::spawn_blocking(move || {
-            let started = Instant::now();
+        let queued = Instant::now();
+        let (refused_tx, read_tx) = (tx.clone(), tx.clone());
+        let generate = move |model: &mut ChatLm| {
             let mut metrics = CallMetrics { attempts: 1, ..CallMetrics::default() };
-            let Ok(mut model) = model.lock() else {
-                let _ = tx.blocking_send(Err(ProviderError::protocol("local-llm", "the model panicked earlier")));
-                return;
-            };
             // Qwen is given the tools in its template's format; SmolLM2 has none and is offered none: an
             // assistant's tool-call message with no text is left out of its prompt.
             let tools = if calls_tools { request.tools.as_slice() } else { &[] };
@@ -106,7 +123,7 @@ impl LanguageModel for LocalLlm {
             let turns: Vec<Turn> = written.iter().map(|(role, content)| Turn { role, content }).collect();
             let mut scanner = CallScanner::default();
             let mut on_text = |text: &str| {
-                metrics.time_to_first.get_or_insert_with(|| started.elapsed());
+                metrics.time_to_first.get_or_insert_with(|| queued.elapsed());
                 match scanner.push(text) {
                     Some(text) => tx.blocking_send(Ok(LlmEvent::Text(text))).is_ok(),
                     None => !tx.is_closed(),
@@ -119,7 +136,7 @@ impl LanguageModel for LocalLlm {
                 &request.stop,
                 &mut on_text,
             );
-            metrics.duration = started.elapsed();
+            metrics.duration = queued.elapsed();
             let (text, calls) = scanner.finish();
             let finish_reason = if calls.is_empty() { "stop" } else { "tool_calls" };
             let held = text.map(LlmEvent::Text).into_iter().chain(calls.into_iter().map(LlmEvent::ToolCall));
@@ -129,7 +146,11 @@ impl LanguageModel for LocalLlm {
                     .try_for_each(|event| tx.blocking_send(Ok(event))),
                 Err(err) => tx.blocking_send(Err(ProviderError::protocol("local-llm", err.to_string()))),
             };
-        });
+        };
+        // A request whose stream was dropped while it waited (a discarded reply) never starts.
+        if let Err(refused) = self.queue.push(Job::new(generate, move || !read_tx.is_closed())) {
+            let _ = refused_tx.try_send(Err(self.refusal(refused)));
+        }
         rx
     }
 }

@@ -11,6 +11,7 @@ pub mod llm;
 pub mod local_llm;
 pub mod local_stt;
 pub mod local_tool_format;
+pub mod model_queue;
 pub mod openai_audio;
 pub mod openai_llm;
 pub mod piper_tts;
