@@ -1,8 +1,8 @@
 //! The embedded providers on this machine: Moonshine Base (one and two threads) and Whisper tiny.en
 //! real-time factor, each local language model's time to first token (cold, and with the system prompt's
 //! state kept) and tokens per second, a burst of requests on the default model's queue, Piper and
-//! espeak-ng time to first audio and real-time factor. Medians of a few runs after a warm-up; `cargo bench -p confab-benches --bench local_models`. Under `cargo test` (no
-//! `--bench`) one run each.
+//! espeak-ng time to first audio and real-time factor. Medians of a few runs after a warm-up;
+//! `cargo bench -p confab-benches --bench local_models`. Under `cargo test` (no `--bench`) one run each.
 
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,21 @@ fn first_token(model: &mut ChatLm, system: &str, question: &str) -> f64 {
     first.unwrap_or_else(|| started.elapsed()).as_secs_f64()
 }
 
+/// The system prompt every question here is asked under.
+const SYSTEM: &str = "You are a helpful assistant. Answer in one short sentence.";
+
+/// `question` for `model`, under [`SYSTEM`], answered greedily in at most 48 tokens.
+fn short_answer(model: &str, question: &str) -> ChatRequest {
+    ChatRequest {
+        model: model.into(),
+        messages: vec![ChatMessage::new("system", SYSTEM), ChatMessage::new("user", question)],
+        tools: vec![],
+        max_tokens: 48,
+        temperature: 0.0,
+        stop: vec![],
+    }
+}
+
 /// Twelve calls ask the default model at once, then twelve again with every other reply discarded as soon
 /// as it is asked for (as preemptive generation discards one when the user speaks on): the queue's
 /// answered, refused and abandoned requests, the answered ones' time to first token, the burst's length.
@@ -47,18 +62,7 @@ fn burst(runtime: &tokio::runtime::Runtime, llm: &LocalLlm) {
         let started = Instant::now();
         let streams: Vec<_> = (0..CALLS)
             .map(|call| {
-                let request = ChatRequest {
-                    model: llm.name().into(),
-                    messages: vec![
-                        ChatMessage::new("system", "You are a helpful assistant. Answer in one short sentence."),
-                        ChatMessage::new("user", questions[call % questions.len()]),
-                    ],
-                    tools: vec![],
-                    max_tokens: 48,
-                    temperature: 0.0,
-                    stop: vec![],
-                };
-                let stream = llm.stream(request);
+                let stream = llm.stream(short_answer(llm.name(), questions[call % questions.len()]));
                 (!(discard_half && call % 2 == 1)).then_some(stream)
             })
             .collect();
@@ -131,7 +135,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     for which in LocalChatModel::ALL {
         let mut chat = ChatLm::load(&dir, which).unwrap();
-        let system = "You are a helpful assistant. Answer in one short sentence.";
+        let system = SYSTEM;
         let questions =
             ["When does the library open tomorrow?", "What is the capital of France?", "How many days are in a week?"];
         let cold = median(
@@ -151,17 +155,7 @@ fn main() {
 
         drop(chat);
         let llm = LocalLlm::load(&dir, which.name()).unwrap();
-        let request = ChatRequest {
-            model: which.name().into(),
-            messages: vec![
-                ChatMessage::new("system", "You are a helpful assistant. Answer in one short sentence."),
-                ChatMessage::new("user", "When does the library open tomorrow?"),
-            ],
-            tools: vec![],
-            max_tokens: 48,
-            temperature: 0.0,
-            stop: vec![],
-        };
+        let request = short_answer(which.name(), "When does the library open tomorrow?");
         let mut first = Vec::new();
         let mut rates = Vec::new();
         for run in 0..=runs {

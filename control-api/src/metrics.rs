@@ -5,13 +5,15 @@
 //! is listed in docs/api.md ("Metrics").
 
 use std::sync::LazyLock;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use confab_engine::providers::local_llm::queue_counters;
+use confab_engine::providers::model_queue::QueueCounters;
 use confab_engine::runtime::RuntimeCounters;
 use confab_engine::turn_metrics::TurnMetrics;
 use prometheus::{
@@ -24,11 +26,12 @@ use crate::AppState;
 const STAGE_BUCKETS: &[f64] = &[0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0];
 const HTTP_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
-/// One of the engine's counters.
-type CounterField = fn(&RuntimeCounters) -> &AtomicU64;
-/// The engine's counters mirrored as Prometheus counters: (name, help, field).
-type EngineCounter = (&'static str, &'static str, CounterField);
-const ENGINE_COUNTERS: &[EngineCounter] = &[
+/// A counter kept by the engine as an atomic, mirrored as a Prometheus counter: (name, help, field of `T`).
+type MirroredCounter<T> = (&'static str, &'static str, fn(&T) -> &AtomicU64);
+/// The registered Prometheus counters of a table of mirrored ones, each with its field.
+type Mirrors<T> = Vec<(IntCounter, fn(&T) -> &AtomicU64)>;
+
+const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
     ("confab_media_ticks_total", "Media ticks (20 ms of every call) run by the engine.", |c| &c.ticks),
     ("confab_media_tick_overruns_total", "Media ticks whose work took longer than 20 ms.", |c| &c.missed_deadlines),
     ("confab_vad_windows_refused_total", "VAD windows dropped because the VAD queue was full.", |c| &c.vad_queue_full),
@@ -53,6 +56,20 @@ const ENGINE_COUNTERS: &[EngineCounter] = &[
     }),
 ];
 
+/// The embedded language models' queues (`confab_engine::providers::model_queue`), process-wide.
+const LLM_QUEUE_COUNTERS: &[MirroredCounter<QueueCounters>] = &[
+    (
+        "confab_llm_requests_refused_total",
+        "Requests to an embedded language model refused at once because its queue was full.",
+        |c| &c.refused,
+    ),
+    (
+        "confab_llm_requests_abandoned_total",
+        "Requests to an embedded language model dropped unstarted: their reply was discarded while they waited.",
+        |c| &c.abandoned,
+    ),
+];
+
 pub struct Metrics {
     registry: Registry,
     http_requests: IntCounterVec,
@@ -62,15 +79,9 @@ pub struct Metrics {
     sessions_active: IntGauge,
     sessions_max: IntGauge,
     fleet: FleetGauges,
-    engine: Vec<(IntCounter, CounterField)>,
-    llm_queue: LlmQueueSeries,
-}
-
-/// The embedded language models' queues (`confab_engine::providers::model_queue`), process-wide.
-struct LlmQueueSeries {
-    refused: IntCounter,
-    abandoned: IntCounter,
-    waiting: IntGauge,
+    engine: Mirrors<RuntimeCounters>,
+    llm_queue: Mirrors<QueueCounters>,
+    llm_waiting: IntGauge,
 }
 
 /// What a replica shows of the fleet (zero outside a fleet).
@@ -100,6 +111,22 @@ impl Providers {
 fn register<C: prometheus::core::Collector + Clone + 'static>(registry: &Registry, collector: C) -> C {
     registry.register(Box::new(collector.clone())).expect("each metric is registered once");
     collector
+}
+
+/// Registers a Prometheus counter for each of `table`'s.
+fn register_mirrors<T>(registry: &Registry, table: &[MirroredCounter<T>]) -> Mirrors<T> {
+    table
+        .iter()
+        .map(|(name, help, field)| (register(registry, IntCounter::new(*name, *help).expect("valid metric")), *field))
+        .collect()
+}
+
+/// Brings each mirror up to its atomic's total in `source` (the atomics only grow).
+fn mirror<T>(mirrors: &Mirrors<T>, source: &T) {
+    for (counter, field) in mirrors {
+        let total = field(source).load(Ordering::Relaxed);
+        counter.inc_by(total.saturating_sub(counter.get()));
+    }
 }
 
 impl Metrics {
@@ -166,35 +193,13 @@ impl Metrics {
                 "Calls the fleet's workers can hold (sum of --max-calls).",
             ),
         };
-        let engine = ENGINE_COUNTERS
-            .iter()
-            .map(|(name, help, field)| {
-                (register(&registry, IntCounter::new(*name, *help).expect("valid metric")), *field)
-            })
-            .collect();
-        let llm_queue = LlmQueueSeries {
-            refused: register(
-                &registry,
-                IntCounter::new(
-                    "confab_llm_requests_refused_total",
-                    "Requests to an embedded language model refused at once because its queue was full.",
-                )
+        let engine = register_mirrors(&registry, ENGINE_COUNTERS);
+        let llm_queue = register_mirrors(&registry, LLM_QUEUE_COUNTERS);
+        let llm_waiting = register(
+            &registry,
+            IntGauge::new("confab_llm_requests_waiting", "Requests waiting now for an embedded language model.")
                 .expect("valid metric"),
-            ),
-            abandoned: register(
-                &registry,
-                IntCounter::new(
-                    "confab_llm_requests_abandoned_total",
-                    "Requests to an embedded language model dropped unstarted: their reply was discarded while they waited.",
-                )
-                .expect("valid metric"),
-            ),
-            waiting: register(
-                &registry,
-                IntGauge::new("confab_llm_requests_waiting", "Requests waiting now for an embedded language model.")
-                    .expect("valid metric"),
-            ),
-        };
+        );
         Metrics {
             registry,
             http_requests,
@@ -206,6 +211,7 @@ impl Metrics {
             fleet,
             engine,
             llm_queue,
+            llm_waiting,
         }
     }
 
@@ -249,24 +255,16 @@ impl Metrics {
             Some(media) => {
                 self.sessions_active.set(media.active_calls() as i64);
                 self.sessions_max.set(media.config().max_calls as i64);
-                let counters = media.engine_counters();
-                for (counter, field) in &self.engine {
-                    let now = RuntimeCounters::get(field(&counters));
-                    counter.inc_by(now.saturating_sub(counter.get()));
-                }
+                mirror(&self.engine, &media.engine_counters());
             }
             None => {
                 self.sessions_active.set(0);
                 self.sessions_max.set(0);
             }
         }
-        let queues = confab_engine::providers::local_llm::queue_counters();
-        let read = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
-        let refused = read(&queues.refused);
-        self.llm_queue.refused.inc_by(refused.saturating_sub(self.llm_queue.refused.get()));
-        let abandoned = read(&queues.abandoned);
-        self.llm_queue.abandoned.inc_by(abandoned.saturating_sub(self.llm_queue.abandoned.get()));
-        self.llm_queue.waiting.set(read(&queues.waiting) as i64);
+        let queues = queue_counters();
+        mirror(&self.llm_queue, queues);
+        self.llm_waiting.set(queues.waiting.load(Ordering::Relaxed) as i64);
         let mut text = Vec::new();
         TextEncoder::new().encode(&self.registry.gather(), &mut text).expect("text encoding never fails");
         String::from_utf8(text).expect("the text format is UTF-8")

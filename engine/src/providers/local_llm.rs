@@ -32,11 +32,11 @@ pub fn queue_counters() -> &'static QueueCounters {
 }
 
 /// The error of a request that found the model's queue full (retryable: the queue empties as replies end).
-pub fn busy(which: LocalChatModel) -> ProviderError {
-    ProviderError {
-        message: format!("{} is busy: {QUEUE_CAPACITY} requests are already waiting for it", which.name()),
-        ..ProviderError::network("local-llm", "")
-    }
+fn busy(which: LocalChatModel) -> ProviderError {
+    ProviderError::network(
+        "local-llm",
+        format!("{} is busy: {QUEUE_CAPACITY} requests are already waiting for it", which.name()),
+    )
 }
 
 #[derive(Clone)]
