@@ -6,6 +6,7 @@ use std::process::Command;
 
 use confab_engine::audio::opus_egress::FRAME_16K;
 use confab_engine::audio::wav;
+use confab_engine::events::ConversationEvent;
 use confab_engine::runtime::SessionHandle;
 pub use confab_engine::word_error::word_errors;
 
@@ -52,8 +53,19 @@ pub fn user_offsets(sessions: usize, len: usize) -> Vec<usize> {
 /// `speech` (looped, from its offset in `offsets`) through its input ring, and the agent's output and
 /// events are drained.
 pub fn play_users_tick(handles: &mut [SessionHandle], speech: &[f32], offsets: &[usize], tick: usize) {
+    play_users_tick_observed(handles, speech, offsets, tick, |_, _| {});
+}
+
+/// `play_users_tick`, handing each session's events (by index in `handles`) to `observe`.
+pub fn play_users_tick_observed(
+    handles: &mut [SessionHandle],
+    speech: &[f32],
+    offsets: &[usize],
+    tick: usize,
+    mut observe: impl FnMut(usize, ConversationEvent),
+) {
     let mut drain = [0.0f32; FRAME_16K];
-    for (handle, offset) in handles.iter_mut().zip(offsets) {
+    for (index, (handle, offset)) in handles.iter_mut().zip(offsets).enumerate() {
         let at = (offset + tick * FRAME_16K) % speech.len();
         if let Ok(mut chunk) = handle.input.write_chunk_uninit(FRAME_16K) {
             let (a, b) = chunk.as_mut_slices();
@@ -71,7 +83,9 @@ pub fn play_users_tick(handles: &mut [SessionHandle], speech: &[f32], offsets: &
             drain[..a.len()].copy_from_slice(a);
             chunk.commit_all();
         }
-        while handle.events.try_recv().is_ok() {}
+        while let Ok(event) = handle.events.try_recv() {
+            observe(index, event);
+        }
     }
     std::hint::black_box(&drain);
 }

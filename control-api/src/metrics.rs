@@ -45,6 +45,11 @@ const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
         "End-of-turn questions dropped unanswered because they waited past their turn's max endpointing delay.",
         |c| &c.turn_stale,
     ),
+    (
+        "confab_turn_requests_superseded_total",
+        "End-of-turn questions replaced unanswered by the same call's newer question (the user spoke again).",
+        |c| &c.turn_superseded,
+    ),
     ("confab_turn_verdicts_total", "End-of-turn verdicts given by the turn model.", |c| &c.turn_verdicts),
     (
         "confab_agent_jobs_dropped_total",

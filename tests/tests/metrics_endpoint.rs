@@ -53,6 +53,7 @@ async fn metrics_are_served_with_the_key_or_on_their_own_listener() {
         "confab_vad_windows_refused_total",
         "confab_turn_requests_dropped_total",
         "confab_turn_requests_stale_total",
+        "confab_turn_requests_superseded_total",
         "confab_turn_verdicts_total",
         "confab_agent_jobs_dropped_total",
         "confab_engine_panics_total",

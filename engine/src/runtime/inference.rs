@@ -1,6 +1,6 @@
 //! Inference threads: the VAD thread runs windows from every media thread in batches; a pool of
 //! turn-model threads (one per core by default, each with its own model) answers end-of-turn questions
-//! from one shared queue. They are separate so a slow turn-model call (tens of milliseconds) never delays
+//! from one shared queue, newest first (`turn_backlog`). They are separate so a slow turn-model call (tens of milliseconds) never delays
 //! the VAD windows every session needs every 32 ms, and the turn threads run at a lower priority than
 //! the media threads, so a busy turn model never makes a 20 ms tick late.
 //!
@@ -19,7 +19,8 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError, select};
 
 use super::contain::contain;
 use super::slots::SessionId;
-use super::{MAX_VAD_BATCH, RuntimeConfig, RuntimeCounters};
+use super::turn_backlog::SharedBacklog;
+use super::{MAX_VAD_BATCH, RuntimeConfig, RuntimeCounters, TURN_QUEUE};
 use crate::priority::{TURN_NICENESS, lower_priority};
 use crate::time::MediaTime;
 
@@ -43,8 +44,10 @@ pub struct TurnJob {
     pub session: SessionId,
     pub last_speech: MediaTime,
     pub audio: Vec<f32>,
+    /// When the media thread asked.
+    pub asked_at: Instant,
     /// After this the turn has ended at its max endpointing delay: the question is dropped unanswered
-    /// (counted in `turn_stale`) rather than spend 50 ms on a verdict nobody reads.
+    /// (counted in `turn_stale`) rather than spend 50 ms on a verdict nobody reads (`turn_backlog`).
     pub answer_by: Instant,
 }
 
@@ -100,9 +103,10 @@ pub fn spawn(
         .spawn(move || worker.run(vad_jobs, vad_shutdown))
         .expect("spawning the VAD thread");
     let mut threads = vec![vad_thread];
+    let backlog = Arc::new(SharedBacklog::new(TURN_QUEUE));
     for (index, mut turn) in turn_models.into_iter().enumerate() {
-        let (jobs, results, counters, shutdown) =
-            (turn_jobs.clone(), results.clone(), counters.clone(), shutdown.clone());
+        let (jobs, results, counters, shutdown, backlog) =
+            (turn_jobs.clone(), results.clone(), counters.clone(), shutdown.clone(), backlog.clone());
         let thread = std::thread::Builder::new()
             .name(format!("confab-turn-{index}"))
             .spawn(move || {
@@ -110,12 +114,16 @@ pub fn spawn(
                     tracing::warn!(error = %err, "could not lower the turn-model thread's priority");
                 }
                 loop {
-                    select! {
-                        recv(jobs) -> job => match job {
-                            Ok(job) => run_turn(&mut turn, &results, &counters, job),
-                            Err(_) => return,
+                    match backlog.next(&jobs, &counters) {
+                        Some(job) => run_turn(&mut turn, &results, &counters, job),
+                        None => select! {
+                            recv(jobs) -> job => match job {
+                                Ok(job) => backlog.admit(job, &counters),
+                                Err(_) => return,
+                            },
+                            recv(backlog.woken()) -> _ => {}
+                            recv(shutdown) -> _ => return,
                         },
-                        recv(shutdown) -> _ => return,
                     }
                 }
             })
@@ -126,10 +134,6 @@ pub fn spawn(
 }
 
 fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], counters: &RuntimeCounters, job: TurnJob) {
-    if Instant::now() >= job.answer_by {
-        counters.turn_stale.fetch_add(1, Ordering::Relaxed);
-        return;
-    }
     let session = job.session;
     let result = match contain(counters, "the turn model", || turn.predict(&job.audio)) {
         Some(prediction) => {
@@ -145,6 +149,7 @@ fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], counters:
         None => InferenceResult::Failed { session },
     };
     counters.turn_verdicts.fetch_add(1, Ordering::Relaxed);
+    counters.turn_wait.record(job.asked_at.elapsed());
     let _ = results[job.thread].send(result);
 }
 

@@ -441,8 +441,9 @@ impl MediaThread {
                     // Live, media time runs with the wall clock: the verdict is useful until the max delay.
                     let since_speech = s.now.samples().saturating_sub(last_speech.samples());
                     let useful = s.max_endpointing_delay.samples().saturating_sub(since_speech);
-                    let answer_by = Instant::now() + MediaTime::from_samples(useful).as_duration();
-                    let job = TurnJob { thread: self.index, session: s.id, last_speech, audio, answer_by };
+                    let asked_at = Instant::now();
+                    let answer_by = asked_at + MediaTime::from_samples(useful).as_duration();
+                    let job = TurnJob { thread: self.index, session: s.id, last_speech, audio, asked_at, answer_by };
                     if self.turn_jobs.try_send(job).is_err() {
                         self.counters.turn_queue_full.fetch_add(1, Ordering::Relaxed);
                     }

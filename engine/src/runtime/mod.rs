@@ -14,8 +14,11 @@ mod contain;
 mod inference;
 mod media;
 mod slots;
+mod turn_backlog;
+mod wait_histogram;
 
 pub use slots::SessionId;
+pub use wait_histogram::WaitHistogram;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,7 +42,8 @@ pub const EVENT_QUEUE: usize = 256;
 pub const TURN_METRICS_QUEUE: usize = 64;
 /// VAD windows waiting for inference, across all sessions. Full: the window counts as silence, counted.
 pub const VAD_QUEUE: usize = 8_192;
-/// Turn-model requests waiting. Full: no verdict, so the conservative max delay stands; counted.
+/// Turn-model requests waiting (in the queue from the media threads, and again in the turn threads'
+/// backlog). Full: the oldest question gets no verdict, so its conservative max delay stands; counted.
 pub const TURN_QUEUE: usize = 256;
 /// Commands to a media thread (open or close a session). Full: the caller waits.
 pub const COMMAND_QUEUE: usize = 64;
@@ -91,10 +95,15 @@ pub struct RuntimeCounters {
     pub vad_queue_full: AtomicU64,
     pub vad_batches: AtomicU64,
     pub turn_queue_full: AtomicU64,
+    /// Turn-model questions replaced, unanswered, by the same session's newer question (the user spoke
+    /// again, so the earlier verdict would have been ignored).
+    pub turn_superseded: AtomicU64,
     /// End-of-turn verdicts given by the turn model.
     pub turn_verdicts: AtomicU64,
     /// Turn-model questions dropped because they waited past their turn's max endpointing delay.
     pub turn_stale: AtomicU64,
+    /// From asking the turn model to its verdict (queueing included), for every verdict given.
+    pub turn_wait: WaitHistogram,
     /// Jobs for an agent task refused because its queue was full.
     pub agent_jobs_dropped: AtomicU64,
     /// Longest tick, in microseconds.
