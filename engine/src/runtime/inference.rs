@@ -1,8 +1,8 @@
 //! Inference threads: the VAD thread runs windows from every media thread in batches; a pool of
 //! turn-model threads (one per core by default, each with its own model) answers end-of-turn questions
-//! from one shared queue, newest first (`turn_backlog`). They are separate so a slow turn-model call (tens of milliseconds) never delays
-//! the VAD windows every session needs every 32 ms, and the turn threads run at a lower priority than
-//! the media threads, so a busy turn model never makes a 20 ms tick late.
+//! from one shared queue, newest first (`turn_backlog`). They are separate so a slow turn-model call (tens
+//! of milliseconds) never delays the VAD windows every session needs every 32 ms, and the turn threads run
+//! at a lower priority than the media threads, so a busy turn model never makes a 20 ms tick late.
 //!
 //! Per-session model state lives in arrays indexed by session slot; a window from a new tenant of a
 //! slot (a newer generation) starts from a fresh state. A panic during inference is contained: the
