@@ -34,7 +34,6 @@ fn rss_bytes() -> u64 {
 
 /// Each turn's pause: from the end of the user's speech to the commit of their turn (0.5 s when the turn
 /// model said "done" in time, up to the 3 s max endpointing delay when it said "not done" or never answered).
-#[derive(Default)]
 struct Pauses {
     speech_ended: Vec<Option<Duration>>,
     /// (end of speech, pause), both on the session's media clock.
