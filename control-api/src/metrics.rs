@@ -34,6 +34,11 @@ type Mirrors<T> = Vec<(IntCounter, fn(&T) -> &AtomicU64)>;
 const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
     ("confab_media_ticks_total", "Media ticks (20 ms of every call) run by the engine.", |c| &c.ticks),
     ("confab_media_tick_overruns_total", "Media ticks whose work took longer than 20 ms.", |c| &c.missed_deadlines),
+    (
+        "confab_media_input_underruns_total",
+        "Times a call's incoming audio ran short mid-stream (came late); the engine then waits for 60 ms of it.",
+        |c| &c.input_underruns,
+    ),
     ("confab_vad_windows_refused_total", "VAD windows dropped because the VAD queue was full.", |c| &c.vad_queue_full),
     (
         "confab_turn_requests_dropped_total",

@@ -188,6 +188,7 @@ impl Responder {
         match self.transcribe(audio).await {
             Ok(text) => {
                 let took = started.elapsed();
+                tracing::debug!(%text, took_ms = took.as_millis() as u64, "transcribed ahead");
                 let snippets = self.retrieve(&text).await;
                 self.prepared_text((from, to), text, took, snippets)
             }

@@ -310,7 +310,11 @@ async fn wait_for_the_answer(receiver: &Receiver, secret: &str, id: &str, word: 
             }
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "no answered question within {timeout:?}; heard {commits:?}");
+        if std::time::Instant::now() >= deadline {
+            let events: Vec<String> =
+                got.iter().map(|e| format!("{} {}", e["event"]["name"], e["event"]["payload"])).collect();
+            panic!("no answered question within {timeout:?}; heard {commits:?}; events: {events:#?}");
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -90,7 +90,11 @@ pub async fn start(
     }
     let settings = ActionSettings::for_conversation(&agent, conversation_id, allow_private_urls);
     let actions = Actions::connected(&agent, settings).await;
-    let mut responder = Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)
+    // Loading the models takes seconds (longer while the startup preload holds them): not on an I/O thread.
+    let (pipeline, dir) = (agent["avatars"][0]["config"].clone(), models_dir.to_path_buf());
+    let mut responder = tokio::task::spawn_blocking(move || Responder::from_config(&pipeline, prompt, &dir))
+        .await
+        .map_err(|e| LiveError::Agent(format!("loading the agent's models failed: {e}")))?
         .map_err(|e| LiveError::Agent(e.to_string()))?
         .with_actions(actions)
         .with_reply_rule(reply_rule(&conversation, &agent));

@@ -91,6 +91,11 @@ async fn deliver(results: &Sender<AgentResult>, mut result: AgentResult) -> bool
     }
 }
 
+/// The largest magnitude in `audio` (diagnostics).
+fn peak(audio: &[f32]) -> f32 {
+    audio.iter().fold(0.0, |max, sample| max.max(sample.abs()))
+}
+
 fn agent_result(output: ReplyOutput) -> AgentResult {
     match output {
         ReplyOutput::Audio(piece) => AgentResult::Segment(piece),
@@ -109,13 +114,18 @@ async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, resul
             },
         };
         match job {
-            AgentJob::Prepare { from, to, audio } => responder.prepare_transcript(from, to, &audio).await,
+            AgentJob::Prepare { from, to, audio } => {
+                tracing::debug!(from = ?from, to = ?to, samples = audio.len(), peak = peak(&audio), "transcribing ahead");
+                responder.prepare_transcript(from, to, &audio).await
+            }
             AgentJob::Transcribe { turn, from, to, audio } => {
                 let text = responder.transcript_for(from, to, &audio).await.unwrap_or_else(|err| {
                     tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
                     String::new()
                 });
                 let timing = responder.last_transcript();
+                tracing::debug!(?turn, from = ?from, to = ?to, samples = audio.len(), peak = peak(&audio),
+                    prepared = timing.is_some_and(|t| t.prepared_ahead), %text, "committed turn transcribed");
                 if !deliver(&results, AgentResult::Transcript { turn, text, timing }).await {
                     return;
                 }

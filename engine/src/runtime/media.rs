@@ -31,6 +31,11 @@ pub const FRAME: usize = 320;
 const TICK: Duration = Duration::from_millis(20);
 /// User audio kept for the turn model and speech-to-text (20 s).
 const HISTORY: usize = 16_000 * 20;
+/// The user's audio is taken once this much of it is waiting (60 ms), and again after it ran short: a
+/// packet a little late then finds the media thread still busy with earlier audio, rather than leaving
+/// a hole of silence in the middle of a word (which speech-to-text and the turn model then hear).
+/// WebRTC's own receivers keep 40–100 ms for the same reason. It delays what the engine hears by that much.
+pub const INPUT_JITTER_BUFFER: usize = 3 * FRAME;
 
 pub enum Command {
     Open(Box<MediaSession>),
@@ -56,6 +61,8 @@ pub struct MediaSession {
     window: [f32; WINDOW],
     filled: usize,
     gate: SilenceGate,
+    /// `INPUT_JITTER_BUFFER` has been filled since the input last ran short: frames are being taken.
+    input_flowing: bool,
     /// The last `HISTORY` samples of user audio, as 16-bit to halve the memory.
     history: VecDeque<i16>,
     /// The agent's providers, when the session has them.
@@ -90,11 +97,24 @@ impl MediaSession {
             window: [0.0; WINDOW],
             filled: 0,
             gate: SilenceGate::default(),
+            input_flowing: false,
             history: VecDeque::with_capacity(HISTORY),
             agent,
             _slot: slot,
         }
     }
+}
+
+/// How many of the `waiting` input samples a tick takes: a whole frame while the input flows, none
+/// while it refills (`INPUT_JITTER_BUFFER`) after running short. `flowing` carries the state between ticks.
+fn take_input(waiting: usize, flowing: &mut bool) -> usize {
+    if !*flowing && waiting >= INPUT_JITTER_BUFFER {
+        *flowing = true;
+    }
+    if *flowing && waiting < FRAME {
+        *flowing = false;
+    }
+    if *flowing { FRAME } else { 0 }
 }
 
 pub struct MediaThread {
@@ -298,9 +318,10 @@ impl MediaThread {
     fn tick_session(&mut self, index: usize, frame: &mut [f32; FRAME]) {
         let s = &mut self.sessions[index];
         let now = s.now;
-        // The user's audio for this tick.
-        let available = s.input.slots().min(FRAME);
-        if available < FRAME {
+        // The user's audio for this tick: a whole frame or silence, never a frame cut short.
+        let was_flowing = s.input_flowing;
+        let available = take_input(s.input.slots(), &mut s.input_flowing);
+        if was_flowing && !s.input_flowing {
             self.counters.input_underruns.fetch_add(1, Ordering::Relaxed);
         }
         let mut taken = 0;
@@ -480,5 +501,22 @@ impl MediaThread {
                 ConversationOutput::EndCall { .. } => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_is_taken_in_whole_frames_once_its_jitter_buffer_is_full() {
+        // Samples waiting at each tick (before it takes any), as a late-arriving stream leaves them.
+        let waiting = [320, 640, 960, 960, 640, 320, 100, 700, 960, 1280, 0];
+        let mut flowing = false;
+        let taken: Vec<usize> = waiting.iter().map(|&w| take_input(w, &mut flowing)).collect();
+        // Nothing until 60 ms wait; then 20 ms a tick until the input runs short (100 left is kept
+        // for later, not padded with silence); then nothing until 60 ms wait again.
+        assert_eq!(taken, [0, 0, 320, 320, 320, 320, 0, 0, 320, 320, 0]);
+        assert!(!flowing);
     }
 }

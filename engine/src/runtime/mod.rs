@@ -87,6 +87,8 @@ pub struct RuntimeCounters {
     pub ticks: AtomicU64,
     /// Ticks whose work took longer than the 20 ms period.
     pub missed_deadlines: AtomicU64,
+    /// Times a session's input ran short mid-stream (the user's audio came late): it then refills its
+    /// jitter buffer (`media::INPUT_JITTER_BUFFER`) before frames are taken again.
     pub input_underruns: AtomicU64,
     pub input_overflows: AtomicU64,
     pub output_overflows: AtomicU64,

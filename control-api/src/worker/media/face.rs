@@ -7,8 +7,10 @@
 //! at a lower priority than the audio path (`confab_engine::video::priority`).
 //!
 //! Queues: audio to the face thread, 16 frames (320 ms); full means the thread is behind: the audio frame
-//! is dropped for the face (not for the voice) and counted (`FaceFeed::dropped`), and the face runs 20 ms
-//! ahead of its voice from then on. Encoded frames to the writer, 8; full: the face thread waits.
+//! is dropped for the face (not for the voice) and counted (`FaceFeed::dropped`), and the thread, when it
+//! catches up, codes the frames that audio would have drawn as still pictures (`FaceEncoder::encode_still`,
+//! a fraction of a drawn frame's cost), so the face stays on its voice's timeline: a frame every 40 ms,
+//! live and in the recording. Encoded frames to the writer, 8; full: the face thread waits.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,6 +46,8 @@ enum FaceInput {
 pub struct FaceFeed {
     input: Sender<FaceInput>,
     dropped: Arc<AtomicU64>,
+    /// Dropped audio frames the face thread has not yet made up for.
+    lost: Arc<AtomicU64>,
     keyframe_requests: Arc<AtomicU64>,
 }
 
@@ -54,6 +58,7 @@ impl FaceFeed {
         audio.copy_from_slice(&frame[..FRAME_16K]);
         if let Err(TrySendError::Full(_)) = self.input.try_send(FaceInput::Audio(audio)) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
+            self.lost.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -103,16 +108,18 @@ pub fn start(
     };
     let (input, audio) = bounded(AUDIO_QUEUE);
     let (encoded_tx, encoded) = mpsc::channel(ENCODED_QUEUE);
+    let lost = Arc::new(AtomicU64::new(0));
+    let thread_lost = lost.clone();
     std::thread::Builder::new()
         .name("confab-face".into())
         .spawn(move || {
             if let Err(err) = confab_engine::priority::lower_for_video() {
                 tracing::debug!(error = %err, "the face thread keeps the process's priority");
             }
-            run(face, audio, encoded_tx, recording)
+            run(face, audio, &thread_lost, encoded_tx, recording)
         })
         .ok()?;
-    let feed = FaceFeed { input, dropped: Arc::default(), keyframe_requests: Arc::default() };
+    let feed = FaceFeed { input, dropped: Arc::default(), lost, keyframe_requests: Arc::default() };
     tokio::spawn(forward_keyframe_requests(video.track.clone(), feed.clone()));
     tokio::spawn(write_frames(encoded, video));
     Some(feed)
@@ -130,37 +137,101 @@ async fn forward_keyframe_requests(track: Arc<TrackLocalStaticSample>, feed: Fac
     }
 }
 
+/// The face thread: a frame for every 40 ms of the voice, drawn from its audio, or held still where
+/// that audio was dropped (`lost`: dropped audio frames, which came before the frame now received).
 fn run(
     mut face: FaceEncoder,
     input: Receiver<FaceInput>,
+    lost: &AtomicU64,
     encoded: mpsc::Sender<(Bytes, bool)>,
     recording: RecordingSlot,
 ) {
-    let frame = FRAME_SAMPLES as usize;
-    let mut audio = vec![0.0f32; frame];
-    let mut filled = 0usize;
+    let mut frames = FrameAssembler::default();
     for message in input.iter() {
-        match message {
-            FaceInput::Keyframe => face.request_keyframe(),
-            FaceInput::Audio(samples) => {
-                audio[filled..filled + FRAME_16K].copy_from_slice(&samples);
-                filled += FRAME_16K;
-                if filled < frame {
-                    continue;
-                }
-                filled = 0;
-                let index = face.frames();
-                match face.encode(&audio) {
-                    Ok((frame, _)) => {
-                        recording.push_video(index, frame.data, frame.keyframe);
-                        if encoded.blocking_send((Bytes::copy_from_slice(frame.data), frame.keyframe)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(err) => tracing::warn!(error = %err, "a video frame failed to encode"),
-                }
+        let samples = match message {
+            FaceInput::Keyframe => {
+                face.request_keyframe();
+                continue;
+            }
+            FaceInput::Audio(samples) => samples,
+        };
+        for _ in 0..lost.swap(0, Ordering::Relaxed) {
+            if let Some(ready) = frames.push(None)
+                && !send_frame(&mut face, ready, &frames.audio, &encoded, &recording)
+            {
+                return;
             }
         }
+        if let Some(ready) = frames.push(Some(&samples))
+            && !send_frame(&mut face, ready, &frames.audio, &encoded, &recording)
+        {
+            return;
+        }
+    }
+}
+
+/// Encodes the next frame (drawn from `audio`, or still) for the recording and the writer; false when
+/// the writer is gone.
+fn send_frame(
+    face: &mut FaceEncoder,
+    ready: Ready,
+    audio: &[f32],
+    encoded: &mpsc::Sender<(Bytes, bool)>,
+    recording: &RecordingSlot,
+) -> bool {
+    let index = face.frames();
+    let frame = match ready {
+        Ready::Drawn => face.encode(audio).map(|(frame, _)| frame),
+        Ready::Still => face.encode_still(),
+    };
+    match frame {
+        Ok(frame) => {
+            recording.push_video(index, frame.data, frame.keyframe);
+            encoded.blocking_send((Bytes::copy_from_slice(frame.data), frame.keyframe)).is_ok()
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "a video frame failed to encode");
+            true
+        }
+    }
+}
+
+/// A video frame's worth of the voice is complete: draw it, or (none of its audio arrived) hold still.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ready {
+    Drawn,
+    Still,
+}
+
+/// Gathers the voice's 20 ms frames into the 40 ms a video frame is drawn from; a dropped audio frame
+/// counts as silence in its place.
+struct FrameAssembler {
+    audio: Vec<f32>,
+    filled: usize,
+    heard: bool,
+}
+
+impl Default for FrameAssembler {
+    fn default() -> Self {
+        FrameAssembler { audio: vec![0.0; FRAME_SAMPLES as usize], filled: 0, heard: false }
+    }
+}
+
+impl FrameAssembler {
+    /// Adds the next 20 ms (`None`: dropped); `Some` when a video frame's audio is complete (in `audio`).
+    fn push(&mut self, samples: Option<&[f32; FRAME_16K]>) -> Option<Ready> {
+        let slot = &mut self.audio[self.filled..self.filled + FRAME_16K];
+        match samples {
+            Some(samples) => slot.copy_from_slice(samples),
+            None => slot.fill(0.0),
+        }
+        self.heard |= samples.is_some();
+        self.filled += FRAME_16K;
+        if self.filled < self.audio.len() {
+            return None;
+        }
+        self.filled = 0;
+        Some(if std::mem::take(&mut self.heard) { Ready::Drawn } else { Ready::Still })
     }
 }
 
@@ -169,5 +240,23 @@ async fn write_frames(mut encoded: mpsc::Receiver<(Bytes, bool)>, video: VideoTr
         let sample = Sample { data, duration: FRAME_DURATION, ..Sample::new(Instant::now()) };
         // Before the connection is up, writes fail: the keyframe sent on connection makes up for it.
         let _ = video.track.sample_writer(video.ssrc, video.payload_type).write_sample(&sample).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropped_audio_becomes_still_frames_on_the_voices_timeline() {
+        let voice = [0.5; FRAME_16K];
+        let mut frames = FrameAssembler::default();
+        let pushed: Vec<Option<Ready>> = [Some(&voice), None, None, None, Some(&voice), Some(&voice)]
+            .into_iter()
+            .map(|samples| frames.push(samples))
+            .collect();
+        // 40 ms half heard is drawn (its missing half silent), 40 ms unheard is still, then drawn again.
+        assert_eq!(pushed, [None, Some(Ready::Drawn), None, Some(Ready::Still), None, Some(Ready::Drawn)]);
+        assert!(frames.audio.iter().all(|&s| s == 0.5));
     }
 }
