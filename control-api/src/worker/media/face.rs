@@ -7,10 +7,11 @@
 //! at a lower priority than the audio path (`confab_engine::video::priority`).
 //!
 //! Queues: audio to the face thread, 16 frames (320 ms); full means the thread is behind: the audio frame
-//! is dropped for the face (not for the voice) and counted (`FaceFeed::dropped`), and the thread, when it
-//! catches up, codes the frames that audio would have drawn as still pictures (`FaceEncoder::encode_still`,
-//! a fraction of a drawn frame's cost), so the face stays on its voice's timeline: a frame every 40 ms,
-//! live and in the recording. Encoded frames to the writer, 8; full: the face thread waits.
+//! is dropped for the face (not for the voice) and counted (`FaceFeed::dropped`). The frames are numbered,
+//! so the thread sees the gap where audio was dropped and codes the frames it would have drawn as still
+//! pictures in their place (`FaceEncoder::encode_still`, a fraction of a drawn frame's cost): the face
+//! stays on its voice's timeline, a frame every 40 ms, live and in the recording. Encoded frames to the
+//! writer, 8; full: the face thread waits.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,7 +38,8 @@ const FRAME_DURATION: Duration = Duration::from_millis(40);
 
 #[allow(clippy::large_enum_variant)] // inline on purpose: the queue's slots are allocated once, no box per frame
 enum FaceInput {
-    Audio([f32; FRAME_16K]),
+    /// The voice's 20 ms frame number `n` (counted from 0 by the feed, dropped ones included).
+    Audio(u64, [f32; FRAME_16K]),
     Keyframe,
 }
 
@@ -46,8 +48,8 @@ enum FaceInput {
 pub struct FaceFeed {
     input: Sender<FaceInput>,
     dropped: Arc<AtomicU64>,
-    /// Dropped audio frames the face thread has not yet made up for.
-    lost: Arc<AtomicU64>,
+    /// Audio frames offered so far: the next one's number.
+    offered: Arc<AtomicU64>,
     keyframe_requests: Arc<AtomicU64>,
 }
 
@@ -56,9 +58,9 @@ impl FaceFeed {
     pub fn offer(&self, frame: &[f32]) {
         let mut audio = [0.0; FRAME_16K];
         audio.copy_from_slice(&frame[..FRAME_16K]);
-        if let Err(TrySendError::Full(_)) = self.input.try_send(FaceInput::Audio(audio)) {
+        let number = self.offered.fetch_add(1, Ordering::Relaxed);
+        if let Err(TrySendError::Full(_)) = self.input.try_send(FaceInput::Audio(number, audio)) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
-            self.lost.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -108,18 +110,16 @@ pub fn start(
     };
     let (input, audio) = bounded(AUDIO_QUEUE);
     let (encoded_tx, encoded) = mpsc::channel(ENCODED_QUEUE);
-    let lost = Arc::new(AtomicU64::new(0));
-    let thread_lost = lost.clone();
     std::thread::Builder::new()
         .name("confab-face".into())
         .spawn(move || {
             if let Err(err) = confab_engine::priority::lower_for_video() {
                 tracing::debug!(error = %err, "the face thread keeps the process's priority");
             }
-            run(face, audio, &thread_lost, encoded_tx, recording)
+            run(face, audio, encoded_tx, recording)
         })
         .ok()?;
-    let feed = FaceFeed { input, dropped: Arc::default(), lost, keyframe_requests: Arc::default() };
+    let feed = FaceFeed { input, dropped: Arc::default(), offered: Arc::default(), keyframe_requests: Arc::default() };
     tokio::spawn(forward_keyframe_requests(video.track.clone(), feed.clone()));
     tokio::spawn(write_frames(encoded, video));
     Some(feed)
@@ -138,30 +138,31 @@ async fn forward_keyframe_requests(track: Arc<TrackLocalStaticSample>, feed: Fac
 }
 
 /// The face thread: a frame for every 40 ms of the voice, drawn from its audio, or held still where
-/// that audio was dropped (`lost`: dropped audio frames, which came before the frame now received).
+/// that audio was dropped (the frames missing from the numbers received, in their place).
 fn run(
     mut face: FaceEncoder,
     input: Receiver<FaceInput>,
-    lost: &AtomicU64,
     encoded: mpsc::Sender<(Bytes, bool)>,
     recording: RecordingSlot,
 ) {
     let mut frames = FrameAssembler::default();
+    let mut expected = 0u64;
     for message in input.iter() {
-        let samples = match message {
+        let (number, samples) = match message {
             FaceInput::Keyframe => {
                 face.request_keyframe();
                 continue;
             }
-            FaceInput::Audio(samples) => samples,
+            FaceInput::Audio(number, samples) => (number, samples),
         };
-        for _ in 0..lost.swap(0, Ordering::Relaxed) {
+        for _ in expected..number {
             if let Some(ready) = frames.push(None)
                 && !send_frame(&mut face, ready, &frames.audio, &encoded, &recording)
             {
                 return;
             }
         }
+        expected = number + 1;
         if let Some(ready) = frames.push(Some(&samples))
             && !send_frame(&mut face, ready, &frames.audio, &encoded, &recording)
         {
