@@ -155,18 +155,14 @@ fn run(
             }
             FaceInput::Audio(number, samples) => (number, samples),
         };
-        for _ in expected..number {
-            if let Some(ready) = frames.push(None)
+        let missed = (expected..number).map(|_| None);
+        expected = number + 1;
+        for audio in missed.chain(std::iter::once(Some(&samples))) {
+            if let Some(ready) = frames.push(audio)
                 && !send_frame(&mut face, ready, &frames.audio, &encoded, &recording)
             {
                 return;
             }
-        }
-        expected = number + 1;
-        if let Some(ready) = frames.push(Some(&samples))
-            && !send_frame(&mut face, ready, &frames.audio, &encoded, &recording)
-        {
-            return;
         }
     }
 }
