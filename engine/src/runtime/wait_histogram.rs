@@ -1,5 +1,6 @@
 //! A lock-free histogram of waits (10 ms buckets up to 5 s, then one bucket for anything longer) that
-//! the engine's threads record into without allocating, and that a reader turns into percentiles.
+//! the engine's threads record into without allocating, and that a reader turns into percentiles or
+//! into cumulative counts at chosen edges (a Prometheus histogram).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -12,11 +13,13 @@ const BUCKETS: usize = 500;
 pub struct WaitHistogram {
     /// `counts[i]` holds waits in `[i × BUCKET, (i + 1) × BUCKET)`; the last one everything longer.
     counts: [AtomicU64; BUCKETS + 1],
+    /// The sum of every recorded wait, in nanoseconds.
+    sum_nanos: AtomicU64,
 }
 
 impl Default for WaitHistogram {
     fn default() -> Self {
-        WaitHistogram { counts: std::array::from_fn(|_| AtomicU64::new(0)) }
+        WaitHistogram { counts: std::array::from_fn(|_| AtomicU64::new(0)), sum_nanos: AtomicU64::new(0) }
     }
 }
 
@@ -34,6 +37,19 @@ impl WaitHistogram {
     pub fn record(&self, wait: Duration) {
         let bucket = (wait.as_nanos() / BUCKET.as_nanos()).min(BUCKETS as u128) as usize;
         self.counts[bucket].fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos.fetch_add(wait.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    }
+
+    /// The sum of every recorded wait.
+    pub fn sum(&self) -> Duration {
+        Duration::from_nanos(self.sum_nanos.load(Ordering::Relaxed))
+    }
+
+    /// How many recorded waits were shorter than `edge`, which is a multiple of `BUCKET` (rounded down
+    /// to one otherwise) up to 5 s; at 5 s or more, every wait up to 5 s.
+    pub fn count_below(&self, edge: Duration) -> u64 {
+        let buckets = ((edge.as_nanos() / BUCKET.as_nanos()) as usize).min(BUCKETS);
+        self.counts[..buckets].iter().map(|c| c.load(Ordering::Relaxed)).sum()
     }
 
     pub fn count(&self) -> u64 {
@@ -80,5 +96,11 @@ mod tests {
         assert_eq!(histogram.quantile(0.8), Some(Duration::from_millis(130))); // 120 ms
         assert_eq!(histogram.quantile(0.9), Some(Duration::from_millis(5_000))); // 4,999 ms
         assert_eq!(histogram.quantile(1.0), Some(Duration::MAX)); // 7 s: past the last bucket
+        assert_eq!(histogram.sum(), Duration::from_millis(12_327));
+        assert_eq!(histogram.count_below(Duration::from_millis(10)), 2);
+        assert_eq!(histogram.count_below(Duration::from_millis(30)), 5);
+        assert_eq!(histogram.count_below(Duration::from_millis(100)), 7);
+        assert_eq!(histogram.count_below(Duration::from_secs(5)), 9);
+        assert_eq!(histogram.count_below(Duration::from_secs(60)), 9);
     }
 }

@@ -16,12 +16,8 @@ use ort::session::builder::GraphOptimizationLevel;
 
 use super::MoonshineStt;
 use crate::onnx::environment;
-use crate::python_tools::{run, venv_with};
+use crate::python_tools::{ONNX_TOOLS, run, venv_with};
 use crate::registry::{MOONSHINE_DECODER, MOONSHINE_DECODER_ONNX, MOONSHINE_ENCODER, MOONSHINE_ENCODER_ONNX};
-
-/// `onnx` and its dependencies, at the versions the conversion was checked with.
-const NAMER: &[&str] =
-    &["onnx==1.23.2", "numpy==2.4.6", "protobuf==7.36.2", "ml_dtypes==0.6.0", "typing_extensions==4.16.0"];
 
 const NAME_SUBGRAPHS: &str = r#"import sys, onnx
 model = onnx.load(sys.argv[1])
@@ -47,7 +43,7 @@ pub fn convert(dir: &Path) -> Result<(), String> {
 }
 
 fn convert_with(dir: &Path, tools: &Path) -> Result<(), String> {
-    let python = venv_with(&tools.join("onnx"), NAMER, "onnx")?;
+    let python = venv_with(&tools.join("onnx"), ONNX_TOOLS, "onnx")?;
     let converted = [(MOONSHINE_ENCODER, MOONSHINE_ENCODER_ONNX), (MOONSHINE_DECODER, MOONSHINE_DECODER_ONNX)];
     let partial = |onnx_file: &str| format!("{onnx_file}.partial");
     for (ort_file, onnx_file) in converted {

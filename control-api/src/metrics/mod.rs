@@ -4,6 +4,8 @@
 //! engine's and queues' counters and the session gauges are read when the page is scraped. Every series
 //! is listed in docs/api.md ("Metrics").
 
+mod turn_wait;
+
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -261,22 +263,27 @@ impl Metrics {
 
     /// The exposition text, with the session gauges and engine counters read now.
     pub fn render(&self, state: &AppState) -> String {
+        let engine_counters = state.media.as_ref().map(|media| media.engine_counters());
         match &state.media {
             Some(media) => {
                 self.sessions_active.set(media.active_calls() as i64);
                 self.sessions_max.set(media.config().max_calls as i64);
-                mirror(&self.engine, &media.engine_counters());
             }
             None => {
                 self.sessions_active.set(0);
                 self.sessions_max.set(0);
             }
         }
+        if let Some(counters) = &engine_counters {
+            mirror(&self.engine, counters);
+        }
         let queues = queue_counters();
         mirror(&self.llm_queue, queues);
         self.llm_waiting.set(queues.waiting.load(Ordering::Relaxed) as i64);
+        let mut families = self.registry.gather();
+        families.push(turn_wait::family(engine_counters.as_ref().map(|counters| &counters.turn_wait)));
         let mut text = Vec::new();
-        TextEncoder::new().encode(&self.registry.gather(), &mut text).expect("text encoding never fails");
+        TextEncoder::new().encode(&families, &mut text).expect("text encoding never fails");
         String::from_utf8(text).expect("the text format is UTF-8")
     }
 }

@@ -1,5 +1,8 @@
 //! Smart Turn v3.2: the end-of-turn model. Given the user's audio up to the end of their speech (the last
 //! 8 s, zero-padded at the front when shorter), it gives the probability that the user has finished.
+//! It runs the copy `prepare` makes at fetch time (each GELU one operator: ~12% cheaper, same results).
+
+pub mod prepare;
 
 use std::path::Path;
 
@@ -7,7 +10,7 @@ use ort::session::Session;
 use ort::value::TensorRef;
 
 use crate::mel::{FRAMES, LogMel, N_MELS, SAMPLES};
-use crate::registry::SMART_TURN;
+use crate::registry::SMART_TURN_PREPARED;
 use crate::{ModelError, onnx};
 
 /// Probability above which the user is taken to be done.
@@ -22,8 +25,13 @@ pub struct SmartTurn {
 
 impl SmartTurn {
     pub fn load(models_dir: &Path, intra_threads: usize) -> Result<SmartTurn, ModelError> {
+        SmartTurn::load_file(models_dir, SMART_TURN_PREPARED, intra_threads)
+    }
+
+    /// Loads the model stored as `stored_as` under the models directory (the package's own file, to compare).
+    pub fn load_file(models_dir: &Path, stored_as: &str, intra_threads: usize) -> Result<SmartTurn, ModelError> {
         Ok(SmartTurn {
-            session: onnx::load_session(models_dir, SMART_TURN, intra_threads)?,
+            session: onnx::load_session(models_dir, stored_as, intra_threads)?,
             mel: LogMel::new(),
             window: vec![0.0; SAMPLES],
             features: vec![0.0; N_MELS * FRAMES],
