@@ -9,8 +9,23 @@ use std::process::{Command, Stdio};
 pub const ONNX_TOOLS: &[&str] =
     &["onnx==1.23.2", "numpy==2.4.6", "protobuf==7.36.2", "ml_dtypes==0.6.0", "typing_extensions==4.16.0"];
 
+/// Runs a fetch step that needs `packages`: `step` gets the Python of a fresh virtual environment named
+/// `name` and a scratch directory (both under the models directory's `.tools`, removed afterwards,
+/// whatever the outcome).
+pub fn with_python(
+    dir: &Path,
+    name: &str,
+    packages: &[&str],
+    step: impl FnOnce(&Path, &Path) -> Result<(), String>,
+) -> Result<(), String> {
+    let tools = dir.join(".tools");
+    let result = venv_with(&tools.join(name), packages, name).and_then(|python| step(&python, &tools));
+    let _ = std::fs::remove_dir_all(&tools);
+    result
+}
+
 /// A fresh virtual environment at `venv` with `packages` installed; its Python.
-pub fn venv_with(venv: &Path, packages: &[&str], what: &str) -> Result<PathBuf, String> {
+fn venv_with(venv: &Path, packages: &[&str], what: &str) -> Result<PathBuf, String> {
     run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(venv), "python3 -m venv")?;
     let python = venv.join("bin").join("python");
     run(

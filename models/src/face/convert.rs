@@ -10,7 +10,7 @@ use std::process::Command;
 use ort::value::TensorRef;
 
 use crate::onnx::load_session;
-use crate::python_tools::{run, venv_with};
+use crate::python_tools::{run, with_python};
 use crate::registry::{FACE_DETECTOR, FACE_DETECTOR_TFLITE, FACE_LANDMARKS, FACE_LANDMARKS_TFLITE};
 
 /// The converter and the versions it was checked with.
@@ -45,20 +45,16 @@ const LANDMARKS_REFERENCE: Reference = Reference {
 
 /// The fetch step: converts both models and stores them once checked.
 pub fn convert(dir: &Path) -> Result<(), String> {
-    let venv = dir.join(".tools").join("tflite2onnx");
-    let result = convert_with(dir, &venv);
-    let _ = std::fs::remove_dir_all(dir.join(".tools"));
-    result
+    with_python(dir, "tflite2onnx", CONVERTER, |python, _| convert_with(dir, python))
 }
 
-fn convert_with(dir: &Path, venv: &Path) -> Result<(), String> {
-    let python = venv_with(venv, CONVERTER, "tflite2onnx")?;
+fn convert_with(dir: &Path, python: &Path) -> Result<(), String> {
     for (tflite, onnx, reference) in [
         (FACE_DETECTOR_TFLITE, FACE_DETECTOR, DETECTOR_REFERENCE),
         (FACE_LANDMARKS_TFLITE, FACE_LANDMARKS, LANDMARKS_REFERENCE),
     ] {
         let partial = format!("{onnx}.partial");
-        run(Command::new(&python).arg("-c").arg(SCRIPT).arg(dir.join(tflite)).arg(dir.join(&partial)), "tflite2onnx")?;
+        run(Command::new(python).arg("-c").arg(SCRIPT).arg(dir.join(tflite)).arg(dir.join(&partial)), "tflite2onnx")?;
         if let Err(message) = check(dir, &partial, &reference) {
             let _ = std::fs::remove_file(dir.join(&partial));
             return Err(format!("{onnx}: the converted model does not match the TFLite model: {message}"));

@@ -16,7 +16,7 @@ use ort::session::builder::GraphOptimizationLevel;
 
 use super::MoonshineStt;
 use crate::onnx::environment;
-use crate::python_tools::{ONNX_TOOLS, run, venv_with};
+use crate::python_tools::{ONNX_TOOLS, run, with_python};
 use crate::registry::{MOONSHINE_DECODER, MOONSHINE_DECODER_ONNX, MOONSHINE_ENCODER, MOONSHINE_ENCODER_ONNX};
 
 const NAME_SUBGRAPHS: &str = r#"import sys, onnx
@@ -36,21 +36,17 @@ onnx.save(model, sys.argv[2])
 
 /// The fetch step: converts the encoder and the decoder and stores them once checked.
 pub fn convert(dir: &Path) -> Result<(), String> {
-    let tools = dir.join(".tools");
-    let result = convert_with(dir, &tools);
-    let _ = std::fs::remove_dir_all(&tools);
-    result
+    with_python(dir, "onnx", ONNX_TOOLS, |python, tools| convert_with(dir, python, tools))
 }
 
-fn convert_with(dir: &Path, tools: &Path) -> Result<(), String> {
-    let python = venv_with(&tools.join("onnx"), ONNX_TOOLS, "onnx")?;
+fn convert_with(dir: &Path, python: &Path, tools: &Path) -> Result<(), String> {
     let converted = [(MOONSHINE_ENCODER, MOONSHINE_ENCODER_ONNX), (MOONSHINE_DECODER, MOONSHINE_DECODER_ONNX)];
     let partial = |onnx_file: &str| format!("{onnx_file}.partial");
     for (ort_file, onnx_file) in converted {
         let unnamed = tools.join("unnamed.onnx");
         save_as_onnx(dir, ort_file, &unnamed)?;
         let named = dir.join(partial(onnx_file));
-        run(Command::new(&python).arg("-c").arg(NAME_SUBGRAPHS).arg(&unnamed).arg(&named), "onnx")?;
+        run(Command::new(python).arg("-c").arg(NAME_SUBGRAPHS).arg(&unnamed).arg(&named), "onnx")?;
     }
     let checked = check(dir, &partial(MOONSHINE_ENCODER_ONNX), &partial(MOONSHINE_DECODER_ONNX));
     for (_, onnx_file) in converted {

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::SmartTurn;
-use crate::python_tools::{ONNX_TOOLS, run, venv_with};
+use crate::python_tools::{ONNX_TOOLS, run, with_python};
 use crate::registry::{SMART_TURN, SMART_TURN_PREPARED};
 
 /// GELUs in Smart Turn v3.2: two convolutions, four encoder layers, the classifier's two.
@@ -78,17 +78,13 @@ onnx.save(model, sys.argv[2])
 
 /// The fetch step: edits the graph, checks the copy against the original, stores it.
 pub fn prepare(dir: &Path) -> Result<(), String> {
-    let tools = dir.join(".tools");
-    let result = prepare_with(dir, &tools);
-    let _ = std::fs::remove_dir_all(&tools);
-    result
+    with_python(dir, "onnx", ONNX_TOOLS, |python, _| prepare_with(dir, python))
 }
 
-fn prepare_with(dir: &Path, tools: &Path) -> Result<(), String> {
-    let python = venv_with(&tools.join("onnx"), ONNX_TOOLS, "onnx")?;
+fn prepare_with(dir: &Path, python: &Path) -> Result<(), String> {
     let partial = format!("{SMART_TURN_PREPARED}.partial");
     run(
-        Command::new(&python)
+        Command::new(python)
             .arg("-c")
             .arg(EDIT_GRAPH)
             .arg(dir.join(SMART_TURN))
