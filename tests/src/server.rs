@@ -72,6 +72,21 @@ impl Drop for Server {
     }
 }
 
+/// Waits until the server logging to `<data>/serve.log` has preloaded the default local models (it loads
+/// them in the background at start, and a call arriving meanwhile waits for them before it is answered);
+/// the log line, which says how many failed. Tests that time a call's setup start after it.
+pub async fn wait_for_preload(data: &Path) -> String {
+    let log = data.join("serve.log");
+    for _ in 0..1_200 {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(line) = text.lines().find(|line| line.contains("local models preloaded")) {
+            return line.to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no \"local models preloaded\" line within 120 s in {}", log.display());
+}
+
 /// SIGTERM to `child`, then wait for it to exit.
 pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();

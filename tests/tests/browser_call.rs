@@ -11,7 +11,7 @@ use std::time::Duration;
 use confab_tests::browser::Browser;
 use confab_tests::netns::enter_loopback_only;
 use confab_tests::receiver::Receiver;
-use confab_tests::server::{Server, api, create_key, geographer};
+use confab_tests::server::{Server, api, create_key, geographer, wait_for_preload};
 use confab_tests::{ffprobe_streams, peak_of_audio, silent_wav, spoken_wav};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -39,6 +39,8 @@ impl Setup {
     async fn start(data: &std::path::Path, receiver: &Receiver, record: bool) -> Setup {
         let key = create_key(data);
         let server = Server::start(data, &["--allow-private-webhooks", "--no-media-timeout", "4"]).await;
+        // The call's setup is timed from here: not the server's start-up loading of the models.
+        wait_for_preload(data).await;
         let client = reqwest::Client::new();
         let (agent_id, secret) = geographer(&client, &key, &server.base, &receiver.hook_url, &EVENTS, record).await;
         Setup { server, client, key, agent_id, secret }

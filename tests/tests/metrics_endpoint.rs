@@ -2,7 +2,7 @@
 //! key on the main listener, without it on `--metrics-addr`; requests are counted by route template. Also:
 //! the default local models are preloaded at start.
 
-use confab_tests::server::{Server, create_key};
+use confab_tests::server::{Server, create_key, wait_for_preload};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -75,18 +75,9 @@ async fn metrics_are_served_with_the_key_or_on_their_own_listener() {
     let elsewhere = client.get(format!("http://{metrics_addr}/v1/ext/agent")).send().await.unwrap();
     assert_eq!(elsewhere.status(), 404, "the metrics listener serves nothing else");
 
-    // The default local models load in the background at start (the first call does not wait for them).
-    let log = data.join("serve.log");
-    let mut preloaded = String::new();
-    for _ in 0..600 {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if let Some(line) = text.lines().find(|line| line.contains("local models preloaded")) {
-            preloaded = line.to_string();
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(preloaded.contains("failed=0"), "no clean preload line in {}: {preloaded:?}", log.display());
+    // The default local models load in the background at start (a call need not load them itself).
+    let preloaded = wait_for_preload(&data).await;
+    assert!(preloaded.contains("failed=0"), "the preload failed: {preloaded:?}");
     drop(server);
     let _ = std::fs::remove_dir_all(&data);
 }
