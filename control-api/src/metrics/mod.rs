@@ -1,8 +1,8 @@
 //! Prometheus metrics at `GET /metrics` (text exposition format 0.0.4): HTTP requests by route and
 //! status, each live turn's stage latencies by provider, live sessions, the engine's media counters and
-//! its turn model's waits (`turn_wait`), the embedded language models' queues and webhook deliveries. One registry per process (`metrics()`); the
-//! engine's and queues' counters and the session gauges are read when the page is scraped. Every series
-//! is listed in docs/api.md ("Metrics").
+//! its turn model's waits (`turn_wait`), the embedded language models' queues and webhook deliveries.
+//! One registry per process (`metrics()`); the engine's and queues' counters and the session gauges are
+//! read when the page is scraped. Every series is listed in docs/api.md ("Metrics").
 
 mod turn_wait;
 
@@ -263,20 +263,20 @@ impl Metrics {
 
     /// The exposition text, with the session gauges and engine counters read now.
     pub fn render(&self, state: &AppState) -> String {
-        let engine_counters = state.media.as_ref().map(|media| media.engine_counters());
-        match &state.media {
+        let engine_counters = match &state.media {
             Some(media) => {
                 self.sessions_active.set(media.active_calls() as i64);
                 self.sessions_max.set(media.config().max_calls as i64);
+                let counters = media.engine_counters();
+                mirror(&self.engine, &counters);
+                Some(counters)
             }
             None => {
                 self.sessions_active.set(0);
                 self.sessions_max.set(0);
+                None
             }
-        }
-        if let Some(counters) = &engine_counters {
-            mirror(&self.engine, counters);
-        }
+        };
         let queues = queue_counters();
         mirror(&self.llm_queue, queues);
         self.llm_waiting.set(queues.waiting.load(Ordering::Relaxed) as i64);

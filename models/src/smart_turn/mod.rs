@@ -1,6 +1,6 @@
 //! Smart Turn v3.2: the end-of-turn model. Given the user's audio up to the end of their speech (the last
 //! 8 s, zero-padded at the front when shorter), it gives the probability that the user has finished.
-//! It runs the copy `prepare` makes at fetch time (each GELU one operator: ~12% cheaper, same results).
+//! It runs the copy `prepare` makes at fetch time (each GELU one operator: ~10% cheaper, same results).
 
 pub mod prepare;
 
