@@ -254,6 +254,14 @@ impl ChatLm {
         Ok(())
     }
 
+    /// The logits of the reply's first token, the prompt evaluated whole from an empty cache (for checking
+    /// this implementation against another one on the same weights).
+    pub fn first_reply_logits(&self, turns: &[Turn]) -> Result<Vec<f32>, ModelError> {
+        let tokens = self.tokenizer.encode(ChatLm::prompt(turns), false).map_err(fail)?;
+        let logits = self.model.clone().evaluate(tokens.get_ids(), 0)?;
+        logits.to_vec1::<f32>().map_err(fail)
+    }
+
     /// How many of the prompt's tokens are the leading system message, if there is one.
     fn system_prompt_end(&self, turns: &[Turn]) -> Result<Option<usize>, ModelError> {
         match turns.first() {
