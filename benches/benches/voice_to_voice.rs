@@ -4,18 +4,23 @@
 //! judged by keywords (an answer is right when it contains one of its question's keywords), and the
 //! questions heard right (every keyword of the question in the transcript).
 //!
-//! `cargo bench -p confab-benches --bench voice_to_voice [-- N] [--stt=MODEL] [--llm=MODEL] [--voice=piper]`
+//! `cargo bench -p confab-benches --bench voice_to_voice [-- N] [--stt=MODEL] [--llm=MODEL] [--voice=piper]
+//! [--remote] [--remote-stt=deepgram] [--remote-tts=elevenlabs|cartesia] [--no-preemptive]`
 //! (the first N questions, all by default; `--stt` a local speech-to-text model, `moonshine-base` by default,
 //! or `whisper-tiny.en`; `--llm` a local language model, `qwen2.5-coder-0.5b-instruct` by default, or
 //! `smollm2-135m-instruct`; the questions spoken by espeak-ng, or by the Piper voice). The transcripts' word error
 //! against the questions is reported too. With `--remote` every provider is `custom`, served by local
 //! servers speaking the providers' wire protocols with fixed delays (`remote.rs`), and each stage is also
-//! reported less the delay the server put in it: what the engine adds. `--no-preemptive` turns preemptive
+//! reported less the delay the server put in it: what the engine adds; `--remote-stt=deepgram` and
+//! `--remote-tts=elevenlabs|cartesia` (each implies `--remote`) put the WebSocket providers in place of the
+//! OpenAI-compatible ones for that kind (`remote_ws.rs`, same delays). `--no-preemptive` turns preemptive
 //! generation off (the reply is asked for only at the commit).
 //! Under `cargo test` (no `--bench`) one question, offline, to check the harness.
 
 #[path = "voice_to_voice/remote.rs"]
 mod remote;
+#[path = "voice_to_voice/remote_ws.rs"]
+mod remote_ws;
 
 use std::path::Path;
 
@@ -76,10 +81,52 @@ fn check_the_judge() {
     assert!(holds_word("it is h2o.", "h2o"));
 }
 
-/// The agent: every provider `local`, the speech-to-text model `stt_model` (empty: the default); or,
-/// `remote`, every provider `custom`.
-fn agent(stt_model: &str, remote: bool) -> String {
-    if remote {
+/// Which remote provider speaks for each kind, with `--remote`: `custom` (the OpenAI-compatible protocols)
+/// unless `--remote-stt=deepgram` or `--remote-tts=elevenlabs|cartesia` (the WebSocket ones) says otherwise.
+struct RemoteProviders {
+    stt: String,
+    tts: String,
+}
+
+impl RemoteProviders {
+    /// From the command line; None without `--remote` (which either of the other two implies).
+    fn from_args() -> Option<RemoteProviders> {
+        let value = |flag: &str| std::env::args().find_map(|a| a.strip_prefix(flag).map(str::to_string));
+        let (stt, tts) = (value("--remote-stt="), value("--remote-tts="));
+        if !std::env::args().any(|a| a == "--remote") && stt.is_none() && tts.is_none() {
+            return None;
+        }
+        let stt = stt.unwrap_or_else(|| "custom".into());
+        let tts = tts.unwrap_or_else(|| "custom".into());
+        assert!(["custom", "deepgram"].contains(&stt.as_str()), "--remote-stt is deepgram (or custom)");
+        assert!(["custom", "elevenlabs", "cartesia"].contains(&tts.as_str()), "--remote-tts is elevenlabs or cartesia");
+        Some(RemoteProviders { stt, tts })
+    }
+
+    /// Points the adapters at `servers` (base URLs and keys from the environment, as in production).
+    fn point_at(&self, servers: &remote::ProtocolServers) {
+        let settings = [
+            ("CONFAB_STT_BASE_URL", servers.base_url.clone()),
+            ("CONFAB_LLM_BASE_URL", servers.base_url.clone()),
+            ("CONFAB_TTS_BASE_URL", servers.base_url.clone()),
+            ("CONFAB_DEEPGRAM_URL", format!("{}/v1/listen", servers.ws_url)),
+            ("CONFAB_ELEVENLABS_URL", servers.ws_url.clone()),
+            ("CONFAB_CARTESIA_URL", servers.ws_url.clone()),
+            ("DEEPGRAM_API_KEY", "bench".into()),
+            ("ELEVENLABS_API_KEY", "bench".into()),
+            ("CARTESIA_API_KEY", "bench".into()),
+        ];
+        for (name, value) in settings {
+            // SAFETY: set before any simulated conversation starts; no other thread reads the environment.
+            unsafe { std::env::set_var(name, value) };
+        }
+    }
+}
+
+/// The agent: every provider `local`, the speech-to-text model `stt_model` (empty: the default); or, with
+/// `remote`, the language model `custom` and speech as `remote` says.
+fn agent(stt_model: &str, remote: Option<&RemoteProviders>) -> String {
+    if let Some(remote) = remote {
         return serde_json::json!({
             "agent_name": "Remote",
             "agent_system_prompt": "You are a helpful assistant. Answer in one short sentence.",
@@ -87,8 +134,8 @@ fn agent(stt_model: &str, remote: bool) -> String {
                 "avatar_key_id": "stock-amara",
                 "config": {
                     "llm": { "provider": "custom", "model": "bench" },
-                    "stt": { "provider": "custom", "model": "bench", "max_endpointing_delay": 1.0 },
-                    "tts": { "provider": "custom", "model_id": "bench", "voice_id": "bench" }
+                    "stt": { "provider": remote.stt, "model": "bench", "max_endpointing_delay": 1.0 },
+                    "tts": { "provider": remote.tts, "model_id": "bench", "voice_id": "bench" }
                 }
             }]
         })
@@ -163,14 +210,13 @@ fn main() {
     let count = if benchmarking { asked.clamp(1, QUESTIONS.len()) } else { 1 };
     let dir = tempfile::tempdir().unwrap();
     let stt_model = std::env::args().find_map(|a| a.strip_prefix("--stt=").map(str::to_string)).unwrap_or_default();
-    let servers = std::env::args().any(|a| a == "--remote").then(remote::ProtocolServers::start);
-    if let Some(servers) = &servers {
-        for kind in ["STT", "LLM", "TTS"] {
-            // SAFETY: set before any simulated conversation starts; no other thread reads the environment.
-            unsafe { std::env::set_var(format!("CONFAB_{kind}_BASE_URL"), &servers.base_url) };
-        }
-    }
-    let mut agent: Value = serde_json::from_str(&agent(&stt_model, servers.is_some())).unwrap();
+    let remote_providers = RemoteProviders::from_args();
+    let servers = remote_providers.as_ref().map(|providers| {
+        let servers = remote::ProtocolServers::start();
+        providers.point_at(&servers);
+        servers
+    });
+    let mut agent: Value = serde_json::from_str(&agent(&stt_model, remote_providers.as_ref())).unwrap();
     if let Some(model) = std::env::args().find_map(|a| a.strip_prefix("--llm=").map(str::to_string)) {
         agent["avatars"][0]["config"]["llm"]["model"] = Value::String(model);
     }

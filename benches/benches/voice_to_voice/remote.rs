@@ -1,6 +1,7 @@
 //! Local servers speaking the remote providers' wire protocols (OpenAI-compatible transcription, chat
-//! completions over SSE, streamed PCM speech) with fixed, realistic delays, so that what the engine adds
-//! between stages shows: every stage's media-time span minus the delay the server put in it.
+//! completions over SSE, streamed PCM speech; the WebSocket ones in `remote_ws.rs`) with fixed, realistic
+//! delays, so that what the engine adds between stages shows: every stage's media-time span minus the delay
+//! the server put in it.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,19 +20,24 @@ pub const LLM_FIRST_TOKEN: Duration = Duration::from_millis(250);
 pub const LLM_WORD: Duration = Duration::from_millis(20);
 /// Speech: the first 100 ms of audio after this long, the rest in 100 ms pieces at twice real time.
 pub const TTS_FIRST_AUDIO: Duration = Duration::from_millis(120);
+pub const TTS_PIECE_EVERY: Duration = Duration::from_millis(50);
+/// The OpenAI-compatible speech's PCM rate.
 const TTS_RATE: usize = 24_000;
 
 /// What the servers answer: the question as its transcript, and a reply naming `answer`.
 #[derive(Default)]
-struct Script {
-    question: String,
+pub struct Script {
+    pub question: String,
     answer: String,
 }
 
-type Shared = Arc<Mutex<Script>>;
+pub type Shared = Arc<Mutex<Script>>;
 
 pub struct ProtocolServers {
+    /// The HTTP servers' base URL (`http://…/v1`).
     pub base_url: String,
+    /// The WebSocket servers' base URL (`ws://…`).
+    pub ws_url: String,
     script: Shared,
 }
 
@@ -44,17 +50,21 @@ impl ProtocolServers {
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             runtime.block_on(async move {
+                let websockets = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let ws_url = format!("ws://{}", websockets.local_addr().unwrap());
+                tokio::spawn(crate::remote_ws::serve(websockets, state.clone()));
                 let app = Router::new()
                     .route("/v1/audio/transcriptions", post(transcribe))
                     .route("/v1/chat/completions", post(chat))
                     .route("/v1/audio/speech", post(speech))
                     .with_state(state);
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(format!("http://{}/v1", listener.local_addr().unwrap())).unwrap();
+                tx.send((format!("http://{}/v1", listener.local_addr().unwrap()), ws_url)).unwrap();
                 axum::serve(listener, app).await.unwrap();
             });
         });
-        ProtocolServers { base_url: rx.recv().unwrap(), script }
+        let (base_url, ws_url) = rx.recv().unwrap();
+        ProtocolServers { base_url, ws_url, script }
     }
 
     /// The next conversation's question and the word its answer names.
@@ -92,22 +102,21 @@ async fn chat(State(script): State<Shared>) -> Response {
     Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
 }
 
-/// 24 kHz 16-bit PCM: a voiced tone about as long as the text would take to say.
+/// 16-bit PCM at `rate`, in 100 ms pieces: a voiced tone about as long as `text` would take to say.
+pub fn tone_pieces(text: &str, rate: usize) -> Vec<Vec<u8>> {
+    let samples = (text.len() as f64 * 0.065 * rate as f64) as usize;
+    let tone: Vec<i16> = (0..samples)
+        .map(|n| ((n as f64 / rate as f64 * 180.0 * std::f64::consts::TAU).sin() * 8_000.0) as i16)
+        .collect();
+    tone.chunks(rate / 10).map(|chunk| chunk.iter().flat_map(|s| s.to_le_bytes()).collect()).collect()
+}
+
+/// 24 kHz 16-bit PCM, streamed: the first piece after [`TTS_FIRST_AUDIO`], then one every [`TTS_PIECE_EVERY`].
 async fn speech(body: String) -> Response {
     let text = serde_json::from_str::<serde_json::Value>(&body).unwrap()["input"].as_str().unwrap_or("").to_string();
-    let samples = (text.len() as f64 * 0.065 * TTS_RATE as f64) as usize;
-    let piece = TTS_RATE / 10;
-    let pieces: Vec<Vec<u8>> = (0..samples)
-        .map(|n| {
-            let t = n as f64 / TTS_RATE as f64;
-            ((t * 180.0 * std::f64::consts::TAU).sin() * 8_000.0) as i16
-        })
-        .collect::<Vec<i16>>()
-        .chunks(piece)
-        .map(|chunk| chunk.iter().flat_map(|s| s.to_le_bytes()).collect())
-        .collect();
+    let pieces = tone_pieces(&text, TTS_RATE);
     let stream = futures_util::stream::unfold((0usize, pieces), |(index, pieces)| async move {
-        let delay = if index == 0 { TTS_FIRST_AUDIO } else { Duration::from_millis(50) };
+        let delay = if index == 0 { TTS_FIRST_AUDIO } else { TTS_PIECE_EVERY };
         let piece = pieces.get(index)?.clone();
         tokio::time::sleep(delay).await;
         Some((Ok::<_, std::io::Error>(piece), (index + 1, pieces)))
