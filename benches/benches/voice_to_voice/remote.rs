@@ -20,7 +20,7 @@ pub const LLM_FIRST_TOKEN: Duration = Duration::from_millis(250);
 pub const LLM_WORD: Duration = Duration::from_millis(20);
 /// Speech: the first 100 ms of audio after this long, the rest in 100 ms pieces at twice real time.
 pub const TTS_FIRST_AUDIO: Duration = Duration::from_millis(120);
-pub const TTS_PIECE_EVERY: Duration = Duration::from_millis(50);
+const TTS_PIECE_EVERY: Duration = Duration::from_millis(50);
 /// The OpenAI-compatible speech's PCM rate.
 const TTS_RATE: usize = 24_000;
 
@@ -111,14 +111,18 @@ pub fn tone_pieces(text: &str, rate: usize) -> Vec<Vec<u8>> {
     tone.chunks(rate / 10).map(|chunk| chunk.iter().flat_map(|s| s.to_le_bytes()).collect()).collect()
 }
 
-/// 24 kHz 16-bit PCM, streamed: the first piece after [`TTS_FIRST_AUDIO`], then one every [`TTS_PIECE_EVERY`].
+/// How long before speech piece `index` is sent: [`TTS_FIRST_AUDIO`] for the first, [`TTS_PIECE_EVERY`] after.
+pub fn piece_delay(index: usize) -> Duration {
+    if index == 0 { TTS_FIRST_AUDIO } else { TTS_PIECE_EVERY }
+}
+
+/// 24 kHz 16-bit PCM, streamed, each piece after its [`piece_delay`].
 async fn speech(body: String) -> Response {
     let text = serde_json::from_str::<serde_json::Value>(&body).unwrap()["input"].as_str().unwrap_or("").to_string();
     let pieces = tone_pieces(&text, TTS_RATE);
     let stream = futures_util::stream::unfold((0usize, pieces), |(index, pieces)| async move {
-        let delay = if index == 0 { TTS_FIRST_AUDIO } else { TTS_PIECE_EVERY };
         let piece = pieces.get(index)?.clone();
-        tokio::time::sleep(delay).await;
+        tokio::time::sleep(piece_delay(index)).await;
         Some((Ok::<_, std::io::Error>(piece), (index + 1, pieces)))
     });
     Response::builder().header("content-type", "audio/pcm").body(Body::from_stream(stream)).unwrap()

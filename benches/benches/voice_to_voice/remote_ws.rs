@@ -14,7 +14,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 
-use crate::remote::{STT_DELAY, Shared, TTS_FIRST_AUDIO, TTS_PIECE_EVERY, tone_pieces};
+use crate::remote::{STT_DELAY, Shared, piece_delay, tone_pieces};
 
 /// The voices' PCM rate (`output_format` pcm_16000 / `sample_rate` 16000).
 const RATE: usize = 16_000;
@@ -90,11 +90,10 @@ async fn cartesia(mut socket: Socket) {
     speak(&mut socket, &text, chunk, done).await;
 }
 
-/// The tone for `text` in base64 pieces, each wrapped by `audio`: the first after [`TTS_FIRST_AUDIO`], the
-/// others every [`TTS_PIECE_EVERY`]; then `end`.
+/// The tone for `text` in base64 pieces, each wrapped by `audio` and sent after its `piece_delay`; then `end`.
 async fn speak(socket: &mut Socket, text: &str, audio: impl Fn(String) -> Value, end: Value) {
     for (index, piece) in tone_pieces(text, RATE).into_iter().enumerate() {
-        tokio::time::sleep(if index == 0 { TTS_FIRST_AUDIO } else { TTS_PIECE_EVERY }).await;
+        tokio::time::sleep(piece_delay(index)).await;
         let data = base64::engine::general_purpose::STANDARD.encode(piece);
         if socket.send(Message::text(audio(data).to_string())).await.is_err() {
             return;
