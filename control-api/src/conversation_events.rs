@@ -13,7 +13,7 @@ pub use confab_engine::events::{ROLE_ASSISTANT, ROLE_TOOL, ROLE_USER};
 
 /// Records what one event means for the conversation, and queues its webhook.
 pub async fn apply(db: &Db, conversation_id: &str, event: &ConversationEvent) -> Result<(), sqlx::Error> {
-    crate::webhooks::enqueue(db, conversation_id, event).await?;
+    crate::store::outbox::enqueue(db, conversation_id, event).await?;
     let media_seconds = event.media_time.as_secs_f64();
     match &event.kind {
         EventKind::UserStartedSpeaking

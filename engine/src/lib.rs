@@ -12,6 +12,7 @@ pub mod conversation;
 pub mod core;
 pub mod events;
 pub mod knowledge;
+pub mod lock;
 pub mod outbound;
 pub mod priority;
 pub mod providers;

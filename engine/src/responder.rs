@@ -44,7 +44,12 @@ pub const MAX_TOOL_ROUNDS: usize = 4;
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReplyOutput {
     Audio(PlayoutPiece),
-    Event(EventKind),
+    /// An event stamped with the epoch of the reply that began what it reports (a tool call's): when
+    /// that reply was interrupted, the conversation drops the event, as playout drops its audio.
+    Event {
+        epoch: Epoch,
+        kind: EventKind,
+    },
 }
 
 pub struct Responder {

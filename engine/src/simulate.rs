@@ -19,8 +19,8 @@ use crate::agent_spec::{AgentSpec, AgentSpecError};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::audio::{AudioError, wav};
 use crate::conversation::{Conversation, ConversationConfig, ConversationOutput, transcription_start};
-use crate::core::TurnId;
 use crate::core::playout::PlayoutPiece;
+use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
 use crate::knowledge::Retrieval;
 use crate::responder::{ReplyOutput, Responder};
@@ -133,7 +133,7 @@ struct Simulation<'a> {
 
 enum ReplyPart {
     Segment(PlayoutPiece),
-    Event(EventKind),
+    Event(Epoch, EventKind),
     End(TurnId),
 }
 
@@ -151,7 +151,7 @@ impl Simulation<'_> {
         while self.pending.front().is_some_and(|(ready, _)| *ready <= now) {
             match self.pending.pop_front().map(|(_, part)| part) {
                 Some(ReplyPart::Segment(segment)) => self.conversation.agent_segment(segment),
-                Some(ReplyPart::Event(kind)) => self.conversation.agent_event(now, kind),
+                Some(ReplyPart::Event(epoch, kind)) => self.conversation.agent_event(now, epoch, kind),
                 Some(ReplyPart::End(turn)) => self.conversation.agent_reply_end(turn, now),
                 None => {}
             }
@@ -232,7 +232,7 @@ impl Simulation<'_> {
                         let mut collect = |output| {
                             let part = match output {
                                 ReplyOutput::Audio(piece) => ReplyPart::Segment(piece),
-                                ReplyOutput::Event(kind) => ReplyPart::Event(kind),
+                                ReplyOutput::Event { epoch, kind } => ReplyPart::Event(epoch, kind),
                             };
                             pending.push_back((pace.observed(now), part));
                         };

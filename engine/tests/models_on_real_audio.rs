@@ -6,7 +6,7 @@ mod common;
 
 use common::speak;
 
-use confab_models::registry::SMART_TURN;
+use confab_models::paths::SMART_TURN;
 use confab_models::silero::{SileroState, SileroVad, WINDOW};
 use confab_models::smart_turn::{SmartTurn, prepare};
 

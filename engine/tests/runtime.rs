@@ -105,3 +105,42 @@ fn every_session_hears_its_user_after_the_slots_have_been_reused() {
     assert_eq!(RuntimeCounters::get(&runtime.counters.panics), 0);
     assert!(runtime.is_healthy());
 }
+
+/// One session's event consumer stalls (its queue holds one event and nobody reads it) while its call
+/// ends (a 200 ms limit: warning, timeout, `call_ended`). Another session on the same media thread keeps
+/// getting its 20 ms frames (the media thread once waited on the full queue, and every call on it went
+/// silent), and the stalled session's events all arrive, in order, once its consumer reads them.
+#[test]
+fn a_stalled_event_consumer_does_not_hold_up_another_session() {
+    let mut config = RuntimeConfig::new(confab_models::default_models_dir(), 4);
+    config.media_threads = 1;
+    config.event_queue = 1;
+    let mut runtime = Runtime::start(config).expect("models are fetched");
+    let short_call =
+        ConversationConfig { max_call_duration: Some(MediaTime::from_millis(200)), ..ConversationConfig::default() };
+    let stalled = runtime.open_session(short_call, None).unwrap();
+    let mut other = runtime.open_session(ConversationConfig::default(), None).unwrap();
+    // A liveness bound, not a timing: a thread that waits on the stalled queue never gets there.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !stalled.events.is_full() {
+        assert!(Instant::now() < deadline, "the short call never spoke");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut heard = 0;
+    while heard < 16_000 * 2 {
+        assert!(Instant::now() < deadline, "the other session's frames stopped after {heard} samples");
+        if let Ok(chunk) = other.output.read_chunk(other.output.slots()) {
+            heard += chunk.len();
+            chunk.commit_all();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut names = Vec::new();
+    while names.last() != Some(&"call_ended") {
+        let event = stalled.events.recv_timeout(Duration::from_secs(30)).expect("the held events arrive");
+        names.push(event.kind.name());
+    }
+    assert_eq!(names, ["max_call_duration_warning", "max_call_duration_timeout", "call_ended"]);
+    assert_eq!(RuntimeCounters::get(&runtime.counters.events_dropped), 0);
+    assert!(other.events.try_recv().is_err(), "the other call is still on, silent");
+}

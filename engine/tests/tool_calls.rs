@@ -205,19 +205,29 @@ fn responder(servers: &Servers, tools: Vec<ApiTool>, guardrails: Vec<Guardrail>,
 struct Said {
     texts: Vec<String>,
     events: Vec<EventKind>,
+    /// Each event's epoch (the reply that began the call it reports).
+    epochs: Vec<Epoch>,
 }
 
 fn collect(said: &mut Said) -> impl FnMut(ReplyOutput) + Send + '_ {
     move |output| match output {
         ReplyOutput::Audio(PlayoutPiece::Segment(segment)) => said.texts.push(segment.text),
         ReplyOutput::Audio(_) => {}
-        ReplyOutput::Event(kind) => said.events.push(kind),
+        ReplyOutput::Event { epoch, kind } => {
+            said.events.push(kind);
+            said.epochs.push(epoch);
+        }
     }
 }
 
 async fn answer(responder: &mut Responder, text: &str) -> Said {
+    answer_in(responder, Epoch(1), text).await
+}
+
+/// A reply of `epoch` (a barge-in makes the next reply's epoch newer).
+async fn answer_in(responder: &mut Responder, epoch: Epoch, text: &str) -> Said {
     let mut said = Said::default();
-    responder.respond(TurnId(1), Epoch(1), text, &mut collect(&mut said)).await.unwrap();
+    responder.respond(TurnId(1), epoch, text, &mut collect(&mut said)).await.unwrap();
     said
 }
 
@@ -353,8 +363,11 @@ async fn a_barge_in_during_a_tool_call_neither_repeats_it_nor_loses_its_result()
     responder.heard("Let me look");
     servers.tools.release.notify_one();
 
-    // Turn 2: the result enters the history before the new question; the call is not made again.
-    let said = answer(&mut responder, "And tomorrow?").await;
+    // Turn 2: the result enters the history before the new question; the call is not made again. Its
+    // event carries the interrupted reply's epoch: the conversation drops it (`agent.interrupted` was
+    // that turn's last event).
+    let said = answer_in(&mut responder, Epoch(2), "And tomorrow?").await;
+    assert_eq!(said.epochs, [Epoch(1)]);
     assert_eq!(servers.tools.received.lock().unwrap().len(), 1, "the tool was called once");
     assert_eq!(
         said.events,

@@ -65,6 +65,18 @@ pub fn is_present(dir: &Path, file: &ModelFile) -> bool {
     path.exists() && sha256_file(&path).map(|sum| sum == file.sha256).unwrap_or(false)
 }
 
+/// True when every file of `package` is present and verified, and what it prepares from them is made.
+fn is_ready(dir: &Path, package: &ModelPackage) -> bool {
+    let prepared =
+        package.prepare.is_none_or(|prepare| prepare.outputs.iter().all(|output| dir.join(output).is_file()));
+    prepared && package.files.iter().all(|file| is_present(dir, file))
+}
+
+/// The packages not (wholly) in `dir`: empty when a fetch would download nothing.
+pub fn missing_packages(dir: &Path) -> Vec<&'static ModelPackage> {
+    PACKAGES.iter().filter(|package| !is_ready(dir, package)).collect()
+}
+
 /// The lock file that makes concurrent fetches into one directory take turns.
 pub const LOCK_FILE: &str = ".fetch.lock";
 
@@ -88,9 +100,7 @@ pub fn fetch_all(dir: &Path, progress: &mut dyn Write) -> Result<FetchReport, Fe
     for (index, package) in PACKAGES.iter().enumerate() {
         let label =
             format!("[{}/{}] {} ({}=={})", index + 1, PACKAGES.len(), package.purpose, package.name, package.version);
-        let prepared =
-            package.prepare.is_none_or(|prepare| prepare.outputs.iter().all(|output| dir.join(output).is_file()));
-        if prepared && package.files.iter().all(|file| is_present(dir, file)) {
+        if is_ready(dir, package) {
             let _ = writeln!(progress, "{label}: already present");
             report.already_present.push(package.name.to_string());
             continue;

@@ -10,6 +10,7 @@ pub mod mel;
 pub mod minilm;
 pub mod moonshine;
 pub mod onnx;
+pub mod paths;
 pub mod piper;
 pub mod python_tools;
 pub mod registry;

@@ -11,7 +11,7 @@ use ort::session::Session;
 use ort::value::TensorRef;
 use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 
-use crate::registry::{MINILM_MODEL, MINILM_TOKENIZER};
+use crate::paths::{MINILM_MODEL, MINILM_TOKENIZER};
 use crate::{ModelError, onnx, require};
 
 /// Length of an embedding.

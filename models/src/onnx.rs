@@ -8,7 +8,7 @@ use ort::environment::Environment;
 use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
 
-use crate::registry::ONNXRUNTIME_LIBRARY;
+use crate::paths::ONNXRUNTIME_LIBRARY;
 use crate::{ModelError, require};
 
 static ENVIRONMENT: OnceLock<Result<Environment, String>> = OnceLock::new();

@@ -13,7 +13,7 @@ use ort::session::Session;
 use ort::value::TensorRef;
 use serde_json::Value;
 
-use crate::registry::{PIPER_JOE, PIPER_JOE_CONFIG};
+use crate::paths::{PIPER_JOE, PIPER_JOE_CONFIG};
 use crate::{ModelError, onnx, require};
 
 const CLAUSE_PUNCTUATION: &[char] = &[',', '.', ';', ':', '!', '?'];

@@ -7,7 +7,7 @@ use std::path::Path;
 use ort::session::Session;
 use ort::value::TensorRef;
 
-use crate::registry::SILERO_VAD;
+use crate::paths::SILERO_VAD;
 use crate::{ModelError, onnx};
 
 /// Samples per VAD window at 16 kHz (32 ms).

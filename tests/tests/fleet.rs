@@ -283,7 +283,7 @@ async fn a_replica_killed_mid_delivery_leaves_the_rest_to_another() {
     let event = ConversationEvent { media_time: Duration::ZERO, kind: EventKind::UserStartedSpeaking };
     for _ in 0..5 {
         for id in &conversations {
-            assert!(confab_api::webhooks::enqueue(&fleet.db, id, &event).await.unwrap());
+            assert!(confab_api::store::outbox::enqueue(&fleet.db, id, &event).await.unwrap());
         }
     }
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -381,7 +381,7 @@ async fn a_job_is_admitted_once_when_redelivered_or_published_twice() {
     let (agent_id, secret) = fleet.agent(&replica.base, &receiver, &["call_ended"], false).await;
 
     // w1 admits a call, then dies before acknowledging its job (fault injection = kill -9 at that point).
-    let crashing = fleet.worker("w1", &[], &[("CONFAB_FAULT", "crash_before_job_ack")]).await;
+    let crashing = fleet.worker("w1", &["--fault", "crash-before-job-ack"], &[]).await;
     let conversation = fleet.conversation(&replica.base, &agent_id, "user-1").await;
     let id = id_of(&conversation);
     let offerer = Offerer::new(&client_config()).await.unwrap();

@@ -48,7 +48,7 @@ async fn a_server_killed_mid_delivery_loses_no_event() {
     // The engine's side stores each event before anything is sent.
     for i in 0..EVENTS {
         let event = ConversationEvent { media_time: Duration::from_millis(i), kind: EventKind::UserStartedSpeaking };
-        webhooks::enqueue(&db, &id, &event).await.unwrap();
+        confab_api::store::outbox::enqueue(&db, &id, &event).await.unwrap();
     }
     // The running deliverer finds them on its next poll of the outbox.
     wait_until("the first deliveries", || receiver.deliveries().len() >= 100).await;

@@ -7,10 +7,12 @@
 pub mod bot;
 pub mod browser;
 pub mod cdp;
+pub mod mode;
 pub mod platform;
 pub mod platforms;
 pub mod speakers;
 
+use confab_engine::lock::lock;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -107,7 +109,7 @@ impl MeetingBots {
     pub fn send(&self, state: AppState, job: MeetingJob) {
         let bot = bot::Bot::new(state, self.settings.clone(), job, self.stop.subscribe());
         let active = self.active.clone();
-        let mut running = self.running.lock().expect("bots lock");
+        let mut running = lock(&self.running);
         // Bots that have left are forgotten here: a server up for days keeps only the ones in meetings.
         while running.try_join_next().is_some() {}
         running.spawn(async move {
@@ -119,7 +121,7 @@ impl MeetingBots {
     /// Every bot leaves its meeting (its call ends cleanly); waits for them, at most `grace`.
     pub async fn shutdown(&self, grace: Duration) {
         self.stop.send_replace(true);
-        let mut running = std::mem::take(&mut *self.running.lock().expect("bots lock"));
+        let mut running = std::mem::take(&mut *lock(&self.running));
         if running.is_empty() {
             return;
         }

@@ -263,13 +263,12 @@ impl Metrics {
 
     /// The exposition text, with the session gauges and engine counters read now.
     pub fn render(&self, state: &AppState) -> String {
-        let engine_counters = match &state.media {
-            Some(media) => {
-                self.sessions_active.set(media.active_calls() as i64);
-                self.sessions_max.set(media.config().max_calls as i64);
-                let counters = media.engine_counters();
-                mirror(&self.engine, &counters);
-                Some(counters)
+        let engine_counters = match state.calls.as_ref().and_then(|calls| calls.local_calls()) {
+            Some(local) => {
+                self.sessions_active.set(local.active as i64);
+                self.sessions_max.set(local.max as i64);
+                mirror(&self.engine, &local.engine);
+                Some(local.engine)
             }
             None => {
                 self.sessions_active.set(0);
@@ -296,7 +295,7 @@ pub fn metrics() -> &'static Metrics {
 
 /// `GET /metrics`.
 pub async fn serve_metrics(State(state): State<AppState>) -> Response {
-    if state.fleet.is_some() {
+    if state.calls.as_ref().is_some_and(|calls| calls.is_fleet()) {
         match crate::store::workers::list(&state.db).await {
             Ok(workers) => metrics().fleet(&workers.into_iter().map(|(beat, _)| beat).collect::<Vec<_>>()),
             Err(err) => tracing::warn!(error = %err, "cannot read the fleet's workers for /metrics"),

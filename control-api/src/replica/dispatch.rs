@@ -10,11 +10,11 @@ use std::time::Duration;
 use async_nats::jetstream;
 use futures_util::StreamExt;
 
+use crate::calls::{IceServers, JoinError};
 use crate::fleet_protocol::{self as protocol, CallJob, Refusal, Rpc, RpcReply, Taken};
 use crate::store::Db;
 use crate::store::conversations::STATUS_ENDED;
 use crate::store::workers;
-use crate::worker::media::JoinError;
 
 /// Default for `--dispatch-timeout`: how long a call waits for a worker with a free slot.
 pub const DEFAULT_TAKE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -22,14 +22,6 @@ pub const DEFAULT_TAKE_TIMEOUT: Duration = Duration::from_secs(3);
 pub const ADMIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a hang-up waits for the worker.
 pub const HANG_UP_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// STUN/TURN servers the join page gives browsers.
-#[derive(Debug, Clone, Default)]
-pub struct IceServers {
-    pub urls: Vec<String>,
-    pub username: Option<String>,
-    pub credential: Option<String>,
-}
 
 pub struct Dispatcher {
     client: async_nats::Client,
@@ -82,7 +74,7 @@ impl Dispatcher {
                 Refusal::Ended => JoinError::Ended,
                 Refusal::Busy => JoinError::Busy,
                 Refusal::Full | Refusal::NoJob => JoinError::Full,
-                Refusal::InvalidOffer => JoinError::Peer(crate::worker::media::peer::PeerError::Offer(message)),
+                Refusal::InvalidOffer => JoinError::InvalidOffer(message),
                 Refusal::Internal => JoinError::Live(message),
             }),
             other => Err(JoinError::Unavailable(format!("unexpected reply {other:?}"))),

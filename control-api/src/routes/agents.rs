@@ -1,8 +1,6 @@
-//! Agents: creation (full form, short form, from a template), listing, reading and deletion. Reading
-//! resolves attached knowledge bases, tools, guardrails and MCP configurations into whole records,
-//! skipping references whose target was deleted.
+//! Agents over HTTP: creation (full form, short form, from a template), listing, reading and deletion.
+//! The records and their resolution into the Agent resource are the agent domain's (`crate::agents`).
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use axum::Json;
@@ -17,17 +15,15 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::agent_config::{Attachments, PipelineConfig, nullable};
+use crate::agents::record::{MAX_AVATARS, MAX_CALL_DURATION_LIMIT_SECONDS};
+use crate::agents::{Agent, AgentAvatar, AgentFields, AgentSettings, to_agent, to_agents};
 use crate::avatars::custom::find_completed;
 use crate::avatars::stock::find_stock_avatar;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, parse_id};
 use crate::page_cache::{CachedPage, page_key};
 use crate::pagination::ListQuery;
-use crate::routes::guardrails::{Guardrail, to_guardrail};
-use crate::routes::knowledge::{KnowledgeBase, document_counts, knowledge_base_with_count};
-use crate::routes::mcp::{Mcp, to_mcp};
 use crate::routes::templates::TemplateFields;
-use crate::routes::tools::{Tool, to_tool};
 use crate::store::collection::{AGENTS, GUARDRAILS, KNOWLEDGE_BASES, MCP_SERVERS, TEMPLATES, TOOLS};
 use crate::store::{Db, StoredRecord};
 use crate::validate;
@@ -35,71 +31,6 @@ use crate::validate;
 pub const NOT_FOUND: &str = "Agent details not found";
 const READ_FAILED: &str = "Failed to retrieve agent details";
 const CREATE_FAILED: &str = "Failed to create agent";
-/// `config.maxCallDuration` when the agent leaves it out, in seconds.
-pub const DEFAULT_MAX_CALL_DURATION_SECONDS: f64 = 3600.0;
-/// Largest `config.maxCallDuration` accepted, in seconds (24 hours).
-pub const MAX_CALL_DURATION_LIMIT_SECONDS: f64 = 86_400.0;
-/// Most avatars on one agent.
-pub const MAX_AVATARS: usize = 16;
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct AgentAvatar {
-    #[schema(min_length = 1, max_length = 200)]
-    pub avatar_key_id: String,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub persona_name: String,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub config: PipelineConfig,
-}
-
-/// Agent-level properties. `maxCallDuration` is in seconds.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentSettings {
-    #[serde(default = "default_max_call_duration", deserialize_with = "max_call_duration_or_default")]
-    #[schema(nullable)]
-    pub max_call_duration: f64,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub conversational_context: String,
-}
-
-fn default_max_call_duration() -> f64 {
-    DEFAULT_MAX_CALL_DURATION_SECONDS
-}
-
-fn max_call_duration_or_default<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(DEFAULT_MAX_CALL_DURATION_SECONDS))
-}
-
-impl Default for AgentSettings {
-    fn default() -> Self {
-        AgentSettings { max_call_duration: DEFAULT_MAX_CALL_DURATION_SECONDS, conversational_context: String::new() }
-    }
-}
-
-/// What is stored for an agent.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct AgentFields {
-    #[schema(min_length = 1, max_length = 200)]
-    pub agent_name: String,
-    pub agent_system_prompt: String,
-    pub avatars: Vec<AgentAvatar>,
-    pub callback_url: String,
-    pub callback_events: Vec<String>,
-    pub config: AgentSettings,
-    pub record: bool,
-    #[serde(flatten)]
-    pub attachments: Attachments,
-    /// Standard Webhooks signing secret (`whsec_…`) for this agent's events.
-    pub webhook_secret: String,
-    /// Meeting invite identity, when created from a template with one.
-    pub email: String,
-    /// The template this agent was created from; empty otherwise.
-    pub template_id: String,
-}
 
 /// `POST /v1/ext/agent`.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -160,31 +91,6 @@ pub struct CreateAgentFromTemplate {
     /// Appended after the template's system prompt.
     #[serde(default)]
     pub context_override: Option<String>,
-}
-
-/// The Agent resource as the API returns it.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Agent {
-    pub id: String,
-    #[schema(min_length = 1, max_length = 200)]
-    pub agent_name: String,
-    pub agent_system_prompt: String,
-    pub avatars: Vec<AgentAvatar>,
-    pub callback_events: Vec<String>,
-    pub callback_url: String,
-    pub config: AgentSettings,
-    pub knowledge_base: Vec<KnowledgeBase>,
-    pub tool: Vec<Tool>,
-    pub guardrail: Vec<Guardrail>,
-    pub mcp: Vec<Mcp>,
-    pub record: bool,
-    #[serde(flatten)]
-    pub attachments: Attachments,
-    pub webhook_secret: String,
-    pub email: String,
-    pub template_id: String,
-    pub created_at: String,
-    pub updated_at: String,
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -251,84 +157,6 @@ async fn insert_agent(db: &Db, mut fields: AgentFields) -> ApiResult<Json<Value>
     Ok(Json(
         json!({ "id": record.id, "message": "Agent created successfully", "webhook_secret": fields.webhook_secret }),
     ))
-}
-
-/// The attachments of a set of agents, fetched with one query per kind (not one per agent).
-struct AttachedRecords {
-    knowledge_bases: HashMap<String, KnowledgeBase>,
-    tools: HashMap<String, Tool>,
-    guardrails: HashMap<String, Guardrail>,
-    mcp: HashMap<String, Mcp>,
-}
-
-impl AttachedRecords {
-    async fn fetch(db: &Db, agents: &[AgentFields]) -> Result<AttachedRecords, sqlx::Error> {
-        let ids = |of: fn(&Attachments) -> &Vec<String>| -> Vec<String> {
-            let unique: std::collections::BTreeSet<&String> = agents.iter().flat_map(|a| of(&a.attachments)).collect();
-            unique.into_iter().cloned().collect()
-        };
-        let kb_records = KNOWLEDGE_BASES.get_many(db, &ids(|a| &a.knowledge_base_ids)).await?;
-        let kb_ids: Vec<String> = kb_records.iter().map(|kb| kb.id.clone()).collect();
-        let counts = document_counts(db, &kb_ids).await?;
-        let knowledge_bases = kb_records
-            .iter()
-            .map(|kb| Ok((kb.id.clone(), knowledge_base_with_count(kb, counts.get(&kb.id).copied().unwrap_or(0))?)))
-            .collect::<Result<_, sqlx::Error>>()?;
-        Ok(AttachedRecords {
-            knowledge_bases,
-            tools: by_id(TOOLS.get_many(db, &ids(|a| &a.tool_ids)).await?, to_tool)?,
-            guardrails: by_id(GUARDRAILS.get_many(db, &ids(|a| &a.guardrail_ids)).await?, to_guardrail)?,
-            mcp: by_id(MCP_SERVERS.get_many(db, &ids(|a| &a.mcp_ids)).await?, to_mcp)?,
-        })
-    }
-}
-
-fn by_id<T>(
-    records: Vec<StoredRecord>,
-    to_resource: fn(&StoredRecord) -> Result<T, sqlx::Error>,
-) -> Result<HashMap<String, T>, sqlx::Error> {
-    records.iter().map(|record| Ok((record.id.clone(), to_resource(record)?))).collect()
-}
-
-/// The attached records that still exist, in the agent's order.
-fn attached<T: Clone>(ids: &[String], found: &HashMap<String, T>) -> Vec<T> {
-    ids.iter().filter_map(|id| found.get(id).cloned()).collect()
-}
-
-/// Resolves an agent record into the API resource.
-pub async fn to_agent(db: &Db, record: &StoredRecord) -> Result<Agent, sqlx::Error> {
-    let mut agents = to_agents(db, std::slice::from_ref(record)).await?;
-    Ok(agents.pop().expect("one agent per record"))
-}
-
-/// Resolves agent records into API resources, fetching their attachments once for all of them.
-pub async fn to_agents(db: &Db, records: &[StoredRecord]) -> Result<Vec<Agent>, sqlx::Error> {
-    let fields = records.iter().map(|record| record.fields()).collect::<Result<Vec<AgentFields>, _>>()?;
-    let found = AttachedRecords::fetch(db, &fields).await?;
-    Ok(records
-        .iter()
-        .zip(fields)
-        .map(|(record, fields)| Agent {
-            id: record.id.clone(),
-            knowledge_base: attached(&fields.attachments.knowledge_base_ids, &found.knowledge_bases),
-            tool: attached(&fields.attachments.tool_ids, &found.tools),
-            guardrail: attached(&fields.attachments.guardrail_ids, &found.guardrails),
-            mcp: attached(&fields.attachments.mcp_ids, &found.mcp),
-            agent_name: fields.agent_name,
-            agent_system_prompt: fields.agent_system_prompt,
-            avatars: fields.avatars,
-            callback_events: fields.callback_events,
-            callback_url: fields.callback_url,
-            config: fields.config,
-            record: fields.record,
-            attachments: fields.attachments,
-            webhook_secret: fields.webhook_secret,
-            email: fields.email,
-            template_id: fields.template_id,
-            created_at: record.created_at.clone(),
-            updated_at: record.updated_at.clone(),
-        })
-        .collect())
 }
 
 /// Create an agent from its full description.

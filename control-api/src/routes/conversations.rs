@@ -13,10 +13,11 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::agent_config::nullable;
+use crate::agents::AgentFields;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, parse_id};
 use crate::pagination::{self, with_total};
-use crate::routes::agents::{AgentFields, NOT_FOUND as AGENT_NOT_FOUND};
+use crate::routes::agents::NOT_FOUND as AGENT_NOT_FOUND;
 use crate::store::collection::AGENTS;
 use crate::store::conversations::{
     self, ConversationDetail, ConversationFilter, ConversationSummary, STATUS_STARTED, TYPE_CONVERSATION,
@@ -274,8 +275,8 @@ async fn get_recording(State(state): State<AppState>, Path(id): Path<String>) ->
     if !conversation.is_recorded {
         return Err(ApiError::NotFound(NO_RECORDING));
     }
-    let (path, media_type) = crate::worker::media::recorded_file(&state.config.recordings_dir, &id)
-        .ok_or(ApiError::NotFound(NO_RECORDING))?;
+    let (path, media_type) =
+        crate::recordings::recorded_file(&state.config.recordings_dir, &id).ok_or(ApiError::NotFound(NO_RECORDING))?;
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("bin").to_string();
     let file = tokio::fs::File::open(&path).await.map_err(|_| ApiError::NotFound(NO_RECORDING))?;
     let length = file.metadata().await.map(|m| m.len()).unwrap_or(0);

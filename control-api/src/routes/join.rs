@@ -15,11 +15,7 @@ const CONFIG_MARKER: &str = "/*CONFAB_CONFIG*/null";
 
 /// `GET /join/{id}`.
 pub async fn join_page(State(state): State<AppState>) -> Response {
-    let ice = match (&state.fleet, &state.media) {
-        (Some(fleet), _) => Some(fleet.ice_servers().clone()),
-        (None, Some(media)) => Some(media.config().ice_servers()),
-        (None, None) => None,
-    };
+    let ice = state.calls.as_ref().map(|calls| calls.ice_servers());
     let ice_servers: Vec<_> = ice
         .map(|ice| {
             ice.urls

@@ -16,6 +16,7 @@ use crate::AppState;
 use crate::agent_config::nullable;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, parse_id};
+use crate::meetings::mode::{MODE_ADDRESSED, MODES};
 use crate::meetings::{MeetingJob, platform};
 use crate::routes::agents::NOT_FOUND as AGENT_NOT_FOUND;
 use crate::routes::conversations::{NewConversation, create_record};
@@ -27,13 +28,6 @@ pub const ACCEPTED_TEXT: &str = "Agent request successfully created.";
 pub const UNABLE_TEXT: &str = "Unable to create agent request.";
 /// The response header naming the conversation an accepted request created.
 pub const CONVERSATION_ID_HEADER: &str = "x-conversation-id";
-/// `mode`: answers when addressed by name or wake phrase, or asked a question (the default).
-pub const MODE_ADDRESSED: &str = "addressed";
-/// `mode`: answers every turn, like a 1:1 call.
-pub const MODE_ALWAYS: &str = "always";
-/// `mode`: listens and transcribes, never speaks.
-pub const MODE_OBSERVER: &str = "observer";
-pub const MODES: &[&str] = &[MODE_ADDRESSED, MODE_ALWAYS, MODE_OBSERVER];
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ExternalMeetingRequest {
@@ -95,8 +89,10 @@ async fn create_external_meeting(
         return Ok(plain_text(StatusCode::SERVICE_UNAVAILABLE, UNABLE_TEXT));
     };
     // Serving alone, the bot's call needs a free media session here (a fleet's capacity is the workers').
-    let media_full = state.fleet.is_none()
-        && state.media.as_ref().is_some_and(|media| media.active_calls() >= media.config().max_calls);
+    let media_full = state
+        .calls
+        .as_ref()
+        .is_some_and(|calls| !calls.is_fleet() && calls.local_calls().is_some_and(|local| local.active >= local.max));
     if media_full || !bots.reserve() {
         return Ok(plain_text(StatusCode::SERVICE_UNAVAILABLE, UNABLE_TEXT));
     }
@@ -121,7 +117,7 @@ async fn create_external_meeting(
             return Err(err);
         }
     };
-    let email = agent.fields::<crate::routes::agents::AgentFields>().ok().map(|f| f.email).filter(|e| !e.is_empty());
+    let email = agent.fields::<crate::agents::AgentFields>().ok().map(|f| f.email).filter(|e| !e.is_empty());
     let job = MeetingJob {
         conversation_id: conversation.id.clone(),
         platform: meeting.platform,

@@ -9,11 +9,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
+use crate::calls::JoinError;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::conversations::NOT_FOUND;
 use crate::routes::sessions::authorize;
 use crate::store::conversations;
-use crate::worker::media::JoinError;
 
 pub const NO_MEDIA_WORKER: &str = "Media worker unavailable: run `confab models fetch` and restart the server";
 /// A fleet replica that cannot reach NATS, or whose worker vanished while admitting the call.
@@ -49,11 +49,11 @@ async fn join_call(
     let bytes = axum::body::to_bytes(body, MAX_OFFER_BYTES).await.map_err(|_| ApiError::PayloadTooLarge)?;
     let offer = String::from_utf8(bytes.to_vec()).map_err(|_| ApiError::bad_request("Invalid SDP offer: not UTF-8"))?;
     conversations::get(&state.db, &id).await?.ok_or(ApiError::NotFound(NOT_FOUND))?;
-    if state.fleet.is_none() && state.media.is_none() {
+    let Some(calls) = &state.calls else {
         return Err(ApiError::Unavailable(NO_MEDIA_WORKER));
-    }
-    let joined = state.join_call(&id, offer).await;
-    let in_fleet = state.fleet.is_some();
+    };
+    let joined = calls.join(&id, offer).await;
+    let in_fleet = calls.is_fleet();
     let answer = joined.map_err(|err| match err {
         JoinError::Ended => ApiError::Conflict("Conversation has ended"),
         JoinError::Busy => ApiError::Conflict("Conversation already has a participant"),
@@ -63,9 +63,7 @@ async fn join_call(
             ApiError::Unavailable(FLEET_UNAVAILABLE)
         }
         JoinError::Unavailable(_) => ApiError::Unavailable(NO_MEDIA_WORKER),
-        JoinError::Peer(crate::worker::media::peer::PeerError::Offer(message)) => {
-            ApiError::bad_request(format!("Invalid SDP offer: {message}"))
-        }
+        JoinError::InvalidOffer(message) => ApiError::bad_request(format!("Invalid SDP offer: {message}")),
         other => ApiError::internal("Cannot start the call")(other),
     })?;
     let location = format!("/v1/session/conversation/{id}/webrtc");

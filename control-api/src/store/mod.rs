@@ -6,6 +6,7 @@ pub mod collection;
 pub mod conversations;
 pub mod knowledge;
 mod migrations;
+pub mod outbox;
 pub mod settings;
 pub mod turn_metrics;
 pub mod workers;

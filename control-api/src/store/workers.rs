@@ -205,7 +205,7 @@ pub async fn end_calls_after_restart(db: &Db) -> Result<Vec<LostCall>, sqlx::Err
 struct Ending {
     conversation_id: String,
     worker_id: String,
-    queued: Vec<crate::webhooks::Subscribed>,
+    queued: Vec<crate::store::outbox::Subscribed>,
 }
 
 /// The webhooks each call gets, looked up before the transaction (they only read the agent):
@@ -224,7 +224,7 @@ async fn endings(db: &Db, rows: &[sqlx::any::AnyRow], reason: &str) -> Result<Ve
         for kind in events {
             let ends = matches!(kind, EventKind::CallEnded);
             let event = ConversationEvent { media_time: std::time::Duration::ZERO, kind };
-            if let Some(subscribed) = crate::webhooks::subscribed(db, &id, &event).await? {
+            if let Some(subscribed) = crate::store::outbox::subscribed(db, &id, &event).await? {
                 queued.push(if ends { subscribed.with_payload_field("reason", reason) } else { subscribed });
             }
         }

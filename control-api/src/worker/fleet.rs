@@ -5,6 +5,7 @@
 //! the call is admitted. It heartbeats its capacity and load, and on SIGTERM drains: no new jobs, calls
 //! finish (up to the drain timeout) or are ended cleanly.
 
+use confab_engine::lock::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,8 +14,9 @@ use async_nats::jetstream::{self, AckKind};
 use futures_util::StreamExt;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 
+use crate::calls::JoinError;
 use crate::fleet_protocol::{self as protocol, CallJob, Heartbeat, Refusal, Rpc, RpcReply, Taken};
-use crate::worker::media::{JoinError, MediaWorker};
+use crate::worker::media::MediaWorker;
 
 /// What holds a worker's calls: the media worker (WebRTC and the engine), or a simulated one in the
 /// dispatch benchmark.
@@ -63,9 +65,6 @@ pub const OFFER_WAIT: Duration = Duration::from_secs(10);
 /// How long one fetch of the job queue waits for a job (the loop then fetches again).
 /// Longer means fewer pull requests for the server to track and expire (an idle worker sends one per wait).
 const FETCH_WAIT: Duration = Duration::from_secs(10);
-/// Fault injection for the fleet's tests: with `CONFAB_FAULT=crash_before_job_ack` the worker aborts
-/// right after admitting a call, before acknowledging its job (as a kill -9 at that instant would).
-const FAULT_ENV: &str = "CONFAB_FAULT";
 
 /// An offer the rpc handler hands to the job that waits for it, with the subject to answer on.
 struct Offer {
@@ -85,7 +84,8 @@ pub struct FleetWorker {
     awaiting_offer: Mutex<HashMap<String, oneshot::Sender<Offer>>>,
     /// True once the worker drains (SIGTERM).
     draining: tokio::sync::watch::Sender<bool>,
-    crash_before_ack: bool,
+    /// Fault injection for the fleet's tests (`crash_before_job_ack`).
+    crash_before_ack: std::sync::atomic::AtomicBool,
 }
 
 impl FleetWorker {
@@ -109,10 +109,17 @@ impl FleetWorker {
             slots: Arc::new(Semaphore::new(max_calls)),
             awaiting_offer: Mutex::new(HashMap::new()),
             draining: tokio::sync::watch::Sender::new(false),
-            crash_before_ack: std::env::var(FAULT_ENV).is_ok_and(|fault| fault == "crash_before_job_ack"),
+            crash_before_ack: std::sync::atomic::AtomicBool::new(false),
         });
         worker.heartbeat().await?;
         Ok(worker)
+    }
+
+    /// Fault injection for the fleet's tests: the worker aborts right after admitting a call, before
+    /// acknowledging its job (as a kill -9 at that instant would). `confab worker`'s hidden
+    /// `--fault crash-before-job-ack` sets it; nothing else does.
+    pub fn crash_before_job_ack(&self) {
+        self.crash_before_ack.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn id(&self) -> &str {
@@ -287,7 +294,7 @@ impl FleetWorker {
             }
         }
         let admitted = self.admit(&job).await;
-        if admitted && self.crash_before_ack {
+        if admitted && self.crash_before_ack.load(std::sync::atomic::Ordering::Relaxed) {
             tracing::error!(worker = %self.id, %conversation_id, "fault injection: aborting before the job's ack");
             let _ = self.client.flush().await;
             std::process::abort();
@@ -304,14 +311,14 @@ impl FleetWorker {
     /// Tells the job's replica this worker holds it, waits for the offer, admits the call and answers.
     async fn admit(&self, job: &CallJob) -> bool {
         let (sender, offer) = oneshot::channel();
-        self.awaiting_offer.lock().expect("offers lock").insert(job.job_id.clone(), sender);
+        lock(&self.awaiting_offer).insert(job.job_id.clone(), sender);
         let taken = Taken { job_id: job.job_id.clone(), worker_id: self.id.clone() };
         let payload = serde_json::to_vec(&taken).expect("replies serialize");
         let offer = match self.client.publish(job.reply_to.clone(), payload.into()).await {
             Ok(()) => tokio::time::timeout(OFFER_WAIT, offer).await.ok().and_then(Result::ok),
             Err(_) => None,
         };
-        self.awaiting_offer.lock().expect("offers lock").remove(&job.job_id);
+        lock(&self.awaiting_offer).remove(&job.job_id);
         let Some(offer) = offer else {
             tracing::info!(worker = %self.id, conversation_id = %job.conversation_id, "the offer never came");
             return false;
@@ -338,7 +345,7 @@ impl FleetWorker {
             let Some(reply_to) = message.reply.clone() else { continue };
             let reply = match serde_json::from_slice::<Rpc>(&message.payload) {
                 Ok(Rpc::Offer { job_id, sdp, .. }) => {
-                    let waiting = self.awaiting_offer.lock().expect("offers lock").remove(&job_id);
+                    let waiting = lock(&self.awaiting_offer).remove(&job_id);
                     match waiting {
                         // The job's task answers once the call is admitted.
                         Some(job) => match job.send(Offer { sdp, reply_to }) {
@@ -368,7 +375,7 @@ fn refusal(err: JoinError) -> RpcReply {
         JoinError::Ended => Refusal::Ended,
         JoinError::Busy => Refusal::Busy,
         JoinError::Full => Refusal::Full,
-        JoinError::Peer(crate::worker::media::peer::PeerError::Offer(message)) => {
+        JoinError::InvalidOffer(message) => {
             return RpcReply::Refused { reason: Refusal::InvalidOffer, message: message.clone() };
         }
         _ => Refusal::Internal,

@@ -15,9 +15,9 @@ use confab_engine::runtime::Runtime;
 use confab_engine::turn_metrics::TurnMetrics;
 use tokio::sync::{Notify, mpsc};
 
+use crate::agents::to_agent;
 use crate::conversation_events::{self, CallEndHook};
 use crate::metrics::Providers;
-use crate::routes::agents::to_agent;
 use crate::store::Db;
 use crate::store::collection::AGENTS;
 use crate::store::conversations;
@@ -134,7 +134,7 @@ pub async fn start(
 /// `wake_phrase` say (docs/meetings.md). Addressed by name means the display name it joined with, that
 /// name's first word, or the agent's name.
 fn reply_rule(conversation: &conversations::ConversationSummary, agent: &serde_json::Value) -> ReplyRule {
-    use crate::routes::meetings::{MODE_ALWAYS, MODE_OBSERVER};
+    use crate::meetings::mode::{MODE_ALWAYS, MODE_OBSERVER};
     let meeting = &conversation.meta_data["meeting"];
     if conversation.conversation_type != conversations::TYPE_EXTERNAL_MEETING || !meeting.is_object() {
         return ReplyRule::Always;

@@ -197,8 +197,8 @@ async fn failures_are_retried_or_not_as_the_status_says(app: TestApp) {
     let mut conversations = Vec::new();
     for path in ["flaky", "limited", "slow", "gone"] {
         let (id, _) = conversation(&app, &format!("{base}/{path}"), &["call_ended", "user.started_speaking"]).await;
-        webhooks::enqueue(&app.db, &id, &event(0, EventKind::UserStartedSpeaking)).await.unwrap();
-        webhooks::enqueue(&app.db, &id, &event(10, EventKind::CallEnded)).await.unwrap();
+        confab_api::store::outbox::enqueue(&app.db, &id, &event(0, EventKind::UserStartedSpeaking)).await.unwrap();
+        confab_api::store::outbox::enqueue(&app.db, &id, &event(10, EventKind::CallEnded)).await.unwrap();
         conversations.push((path, id));
     }
     let task = tokio::spawn(Deliverer::new(app.db.clone(), config(true)).run());
@@ -235,8 +235,8 @@ async fn a_hanging_receiver_delays_only_its_own_conversation(app: TestApp) {
     let (hanging, _) = conversation(&app, &format!("{base}/hang"), &events).await;
     let (quick, _) = conversation(&app, &format!("{base}/quick"), &events).await;
     for id in [&hanging, &quick] {
-        webhooks::enqueue(&app.db, id, &event(0, EventKind::UserStartedSpeaking)).await.unwrap();
-        webhooks::enqueue(&app.db, id, &event(10, EventKind::CallEnded)).await.unwrap();
+        confab_api::store::outbox::enqueue(&app.db, id, &event(0, EventKind::UserStartedSpeaking)).await.unwrap();
+        confab_api::store::outbox::enqueue(&app.db, id, &event(10, EventKind::CallEnded)).await.unwrap();
     }
     // The hanging request is never timed out during the test.
     let config = WebhookConfig { request_timeout: Duration::from_secs(120), ..config(true) };
@@ -274,7 +274,7 @@ async fn a_short_retry_after_never_shortens_the_retry_window(app: TestApp) {
     let (receiver, base) = start_receiver().await;
     let (id, _) = conversation(&app, &format!("{base}/busy"), &["call_ended"]).await;
     let stored = std::time::Instant::now();
-    webhooks::enqueue(&app.db, &id, &event(0, EventKind::CallEnded)).await.unwrap();
+    confab_api::store::outbox::enqueue(&app.db, &id, &event(0, EventKind::CallEnded)).await.unwrap();
     let window = Duration::from_secs(3);
     let config = WebhookConfig { retry_window: window, ..config(true) };
     let task = tokio::spawn(Deliverer::new(app.db.clone(), config).run());
@@ -297,7 +297,7 @@ async fn a_crashed_deliverer_loses_nothing(app: TestApp) {
     let (receiver, base) = start_receiver().await;
     let (id, _) = conversation(&app, &format!("{base}/ok"), &["user.started_speaking"]).await;
     for i in 0..1000u64 {
-        webhooks::enqueue(&app.db, &id, &event(i, EventKind::UserStartedSpeaking)).await.unwrap();
+        confab_api::store::outbox::enqueue(&app.db, &id, &event(i, EventKind::UserStartedSpeaking)).await.unwrap();
     }
     let first = tokio::spawn(Deliverer::new(app.db.clone(), config(true)).run());
     wait_for("some deliveries", || receiver.deliveries.lock().unwrap().len() >= 100).await;
@@ -334,7 +334,7 @@ async fn the_ssrf_guard_refuses_private_targets(app: TestApp) {
     let named = base.replace("127.0.0.1", "localhost");
     let (by_name, _) = conversation(&app, &format!("{named}/ok"), &["call_ended"]).await;
     for id in [&literal, &by_name] {
-        webhooks::enqueue(&app.db, id, &event(0, EventKind::CallEnded)).await.unwrap();
+        confab_api::store::outbox::enqueue(&app.db, id, &event(0, EventKind::CallEnded)).await.unwrap();
     }
     let task = tokio::spawn(Deliverer::new(app.db.clone(), config(false)).run());
     let counts = wait_for_failed(&app, 2).await;

@@ -2,7 +2,8 @@
 //! their rigs are known exactly and no real person's likeness is used. Each is drawn at any size (the
 //! drawing is in a 512-unit square, scaled), once per size in a process: later calls get a copy.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use crate::lock::lock;
+use std::sync::{Arc, Mutex};
 
 use tiny_skia::{
     Color, FillRule, GradientStop, LineCap, LinearGradient, Paint, PathBuilder, Pixmap, Point as SkPoint,
@@ -105,13 +106,13 @@ pub fn stock_face(id: &str, size: u32) -> Option<(RgbImage, FaceRig)> {
     let (key, style) = STOCK.iter().find(|(key, _)| *key == id)?;
     let kept = |drawn: &[Drawn]| drawn.iter().find(|(k, s, _)| k == key && *s == size).map(|(_, _, face)| face.clone());
     // Looked up in a statement of its own: the lock is released before a face is drawn and kept.
-    let already = kept(&DRAWN.lock().unwrap_or_else(PoisonError::into_inner));
+    let already = kept(&lock(&DRAWN));
     let face = match already {
         Some(face) => face,
         None => {
             // Drawn outside the lock: calls asking for other faces meanwhile do not wait.
             let face = Arc::new(draw(style, size));
-            let mut drawn = DRAWN.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut drawn = lock(&DRAWN);
             if drawn.len() < DRAWN_KEPT && kept(&drawn).is_none() {
                 drawn.push((key, size, face.clone()));
             }

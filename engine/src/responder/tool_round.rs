@@ -6,8 +6,9 @@
 //! event, and its `on_success` / `on_error` message is spoken.
 //!
 //! A barge-in drops the reply at any await: the calls are not cancelled (their tasks run on) and never
-//! repeated; their results enter the history, and their `tool_call` events are emitted, when the next
-//! reply starts (`settle_quietly`), before its request, without speaking anything.
+//! repeated; their results enter the history when the next reply starts (`settle_quietly`), before its
+//! request, without speaking anything. Their `tool_call` events carry the interrupted reply's epoch, so
+//! the conversation drops them: `agent.interrupted` is the interrupted turn's last event.
 //!
 //! A guardrail with a `response_message` answers the turn itself: the message is spoken verbatim, the
 //! round's other calls are not run, and the model is not asked again this turn.
@@ -21,6 +22,7 @@ use super::{Reply, ReplyOutput, Responder};
 use crate::actions::Action;
 use crate::actions::api_tool::EventMessages;
 use crate::actions::{guardrail, moderation};
+use crate::core::Epoch;
 use crate::events::EventKind;
 use crate::providers::ProviderError;
 use crate::providers::llm::{ChatMessage, ToolCall};
@@ -49,6 +51,8 @@ struct RunningCall {
     reported: bool,
     messages: EventMessages,
     started: tokio::time::Instant,
+    /// The epoch of the reply that made the call (its `tool_call` event carries it).
+    epoch: Epoch,
     task: JoinHandle<Result<Value, String>>,
 }
 
@@ -83,7 +87,7 @@ impl Responder {
         });
         let mut running = VecDeque::with_capacity(calls.len());
         for call in calls {
-            running.push_back(self.start_call(call, user_text, fixed_reply.is_some()));
+            running.push_back(self.start_call(call, user_text, fixed_reply.is_some(), reply.epoch));
         }
         let starts: Vec<String> = running.iter().map(|c| c.messages.on_start.clone()).collect();
         self.in_flight = Some(CallsInFlight { insert_at: self.history.len(), calls: running });
@@ -101,7 +105,7 @@ impl Responder {
     }
 
     /// Starts one call; with `guardrail_answers`, tools are not run (a guardrail answers the turn).
-    fn start_call(&mut self, call: ToolCall, user_text: &str, guardrail_answers: bool) -> RunningCall {
+    fn start_call(&mut self, call: ToolCall, user_text: &str, guardrail_answers: bool, epoch: Epoch) -> RunningCall {
         let parameters: Result<Map<String, Value>, String> = match call.arguments.trim() {
             "" => Ok(Map::new()),
             text => serde_json::from_str(text).map_err(|_| format!("the arguments are not a JSON object: {text}")),
@@ -153,7 +157,8 @@ impl Responder {
             (Some(Action::Mcp(_)), Err(error)) => (true, none, finished(Err(error))),
             (None, _) => (true, none, finished(Err(format!("there is no tool named \"{}\"", call.name)))),
         };
-        RunningCall { call, parameters: shown, reported, messages, started: tokio::time::Instant::now(), task }
+        let started = tokio::time::Instant::now();
+        RunningCall { call, parameters: shown, reported, messages, started, epoch, task }
     }
 
     /// Waits (`CALLBACK_TIMEOUT` at most) for the guardrail callbacks still being sent: before a run
@@ -205,11 +210,9 @@ impl Responder {
             self.history.insert(in_flight.insert_at, ChatMessage::tool_result(&done.call.id, &result));
             in_flight.insert_at += 1;
             if done.reported {
-                out(ReplyOutput::Event(EventKind::ToolCall {
-                    tool_name: done.call.name.clone(),
-                    parameters: done.parameters,
-                    result,
-                }));
+                let kind =
+                    EventKind::ToolCall { tool_name: done.call.name.clone(), parameters: done.parameters, result };
+                out(ReplyOutput::Event { epoch: done.epoch, kind });
             }
             if let Some(reply) = reply {
                 let said = if outcome.is_ok() { done.messages.on_success } else { done.messages.on_error };

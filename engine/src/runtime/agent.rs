@@ -51,8 +51,9 @@ pub enum AgentResult {
     Transcript { turn: TurnId, text: String, timing: Option<TranscriptTiming> },
     /// A sentence's audio as it arrives (`PlayoutPiece`).
     Segment(PlayoutPiece),
-    /// An event of the reply (`tool_call`), stamped when the media thread takes it.
-    Event(EventKind),
+    /// An event of the reply (`tool_call`), stamped when the media thread takes it; dropped there when
+    /// `epoch` (the reply that began what it reports) was interrupted.
+    Event { epoch: Epoch, kind: EventKind },
     /// The reply is complete; the provider stages it went through (`turn_metrics`).
     ReplyEnd { turn: TurnId, timings: ReplyTimings },
 }
@@ -99,7 +100,7 @@ fn peak(audio: &[f32]) -> f32 {
 fn agent_result(output: ReplyOutput) -> AgentResult {
     match output {
         ReplyOutput::Audio(piece) => AgentResult::Segment(piece),
-        ReplyOutput::Event(kind) => AgentResult::Event(kind),
+        ReplyOutput::Event { epoch, kind } => AgentResult::Event { epoch, kind },
     }
 }
 

@@ -11,67 +11,16 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
-use std::time::Instant;
 
-use confab_models::silero::{SileroState, SileroVad, WINDOW};
+use confab_models::silero::{SileroState, SileroVad};
 use confab_models::smart_turn::{DONE_THRESHOLD, SmartTurn};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, select};
 
 use super::contain::contain;
-use super::slots::SessionId;
+use super::jobs::{InferenceResult, TurnJob, VadJob, VadResult};
 use super::turn_backlog::SharedBacklog;
 use super::{MAX_VAD_BATCH, RuntimeConfig, RuntimeCounters, TURN_QUEUE};
 use crate::priority::{TURN_NICENESS, lower_priority};
-use crate::time::MediaTime;
-
-/// One VAD window of one session, carried inline (no allocation).
-pub struct VadJob {
-    pub thread: usize,
-    pub session: SessionId,
-    pub start: MediaTime,
-    pub window: [f32; WINDOW],
-}
-
-pub struct VadResult {
-    pub session: SessionId,
-    pub start: MediaTime,
-    pub probability: f32,
-}
-
-/// The turn model's question: the user's audio up to the end of their speech.
-pub struct TurnJob {
-    pub thread: usize,
-    pub session: SessionId,
-    pub last_speech: MediaTime,
-    pub audio: Vec<f32>,
-    /// When the media thread asked.
-    pub asked_at: Instant,
-    /// After this the turn has ended at its max endpointing delay: the question is dropped unanswered
-    /// (counted in `turn_stale`) rather than spend 50 ms on a verdict nobody reads (`turn_backlog`).
-    pub answer_by: Instant,
-}
-
-pub enum InferenceResult {
-    Vad(VadResult),
-    Turn {
-        session: SessionId,
-        last_speech: MediaTime,
-        user_done: bool,
-    },
-    /// Inference panicked on this session's input: its call is ended.
-    Failed {
-        session: SessionId,
-    },
-}
-
-impl InferenceResult {
-    pub fn session(&self) -> SessionId {
-        match self {
-            InferenceResult::Vad(result) => result.session,
-            InferenceResult::Turn { session, .. } | InferenceResult::Failed { session } => *session,
-        }
-    }
-}
 
 /// Loads the models and starts the VAD thread and `RuntimeConfig::turn_threads` turn-model threads.
 pub fn spawn(

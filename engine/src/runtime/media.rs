@@ -18,7 +18,8 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 use super::RuntimeCounters;
 use super::agent::{AgentJob, AgentLink, AgentResult};
 use super::contain::contain;
-use super::inference::{InferenceResult, TurnJob, VadJob};
+use super::event_outbox::{EventOutbox, Sent};
+use super::jobs::{InferenceResult, TurnJob, VadJob};
 use super::slots::{SessionId, SlotGuard};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::conversation::{Conversation, ConversationConfig, ConversationOutput, transcription_start};
@@ -53,7 +54,7 @@ pub struct MediaSession {
     conversation: Conversation,
     input: rtrb::Consumer<f32>,
     output: rtrb::Producer<f32>,
-    events: Sender<ConversationEvent>,
+    events: EventOutbox,
     /// Each turn's stages as the session sees them; a turn goes to `turn_metrics` when it is over.
     metrics: TurnMetricsLog,
     turn_metrics: Sender<TurnMetrics>,
@@ -89,7 +90,7 @@ impl MediaSession {
             conversation: Conversation::new(config),
             input,
             output,
-            events,
+            events: EventOutbox::new(events),
             // Live, the media clock runs with the wall clock: provider stages are placed on it.
             metrics: TurnMetricsLog::new(true),
             turn_metrics,
@@ -130,6 +131,8 @@ pub struct MediaThread {
     positions: Vec<u32>,
     /// Set when the inference threads are gone: no session here can hear any more.
     inference_lost: bool,
+    /// Events of ended sessions still waiting for their consumers.
+    draining: Vec<EventOutbox>,
 }
 
 impl MediaThread {
@@ -155,6 +158,7 @@ impl MediaThread {
             sessions: Vec::with_capacity(max_sessions),
             positions: vec![VACANT; max_sessions],
             inference_lost: false,
+            draining: Vec::new(),
         }
     }
 
@@ -195,8 +199,10 @@ impl MediaThread {
                     self.fail_session(0, &counters);
                 }
             }
+            self.draining.retain_mut(|events| !events.flush());
             let mut index = 0;
             while index < self.sessions.len() {
+                self.sessions[index].events.flush();
                 let ticked = contain(&counters, "a session's media tick", || {
                     self.take_agent_results(index);
                     self.tick_session(index, &mut frame);
@@ -245,10 +251,13 @@ impl MediaThread {
 
     /// Drops the session at `index` (its slot is freed with it).
     fn remove(&mut self, index: usize) {
-        let removed = self.sessions.swap_remove(index);
+        let mut removed = self.sessions.swap_remove(index);
         self.positions[removed.id.slot()] = VACANT;
         if let Some(moved) = self.sessions.get(index) {
             self.positions[moved.id.slot()] = index as u32;
+        }
+        if !removed.events.flush() {
+            self.draining.push(removed.events);
         }
     }
 
@@ -261,11 +270,13 @@ impl MediaThread {
             s.conversation.end_call(now);
             self.handle_outputs(index);
         });
-        let s = &self.sessions[index];
+        let s = &mut self.sessions[index];
         if ended.is_none() {
             // The conversation itself is broken: say the call ended without it.
             let event = ConversationEvent { media_time: s.now.as_duration(), kind: EventKind::CallEnded };
-            let _ = s.events.try_send(event);
+            if s.events.send(event) == Sent::Dropped {
+                counters.events_dropped.fetch_add(1, Ordering::Relaxed);
+            }
         }
         tracing::warn!(session = %s.id, "call ended after a failure in the engine");
         self.remove(index);
@@ -403,7 +414,7 @@ impl MediaThread {
                     s.conversation.transcript(turn, text, now);
                 }
                 AgentResult::Segment(segment) => s.conversation.agent_segment(segment),
-                AgentResult::Event(kind) => s.conversation.agent_event(now, kind),
+                AgentResult::Event { epoch, kind } => s.conversation.agent_event(now, epoch, kind),
                 AgentResult::ReplyEnd { turn, timings } => {
                     s.metrics.reply(turn, timings);
                     s.conversation.agent_reply_end(turn, now);
@@ -447,7 +458,9 @@ impl MediaThread {
                         // Diagnostics, not records: a full queue drops the line rather than wait.
                         let _ = s.turn_metrics.try_send(metrics);
                     }
-                    let _ = s.events.send(event);
+                    if s.events.send(event) == Sent::Dropped {
+                        self.counters.events_dropped.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 ConversationOutput::PredictTurn { turn, from, last_speech } => {
                     s.metrics.speech_ended(turn, last_speech);

@@ -11,7 +11,9 @@
 
 pub mod agent;
 mod contain;
+mod event_outbox;
 mod inference;
+mod jobs;
 mod media;
 mod slots;
 mod turn_backlog;
@@ -36,8 +38,10 @@ use crate::turn_metrics::TurnMetrics;
 pub const INPUT_RING_SAMPLES: usize = 16_000;
 /// Per-session output ring, in 16 kHz samples (1 s). Full: rendered audio is dropped and counted.
 pub const OUTPUT_RING_SAMPLES: usize = 16_000;
-/// Per-session event queue. Full: the media thread waits (events are never dropped; they are rare).
+/// Per-session event queue. Full: later events wait in the session's outbox (`EventOutbox`, up to
+/// `EVENT_BACKLOG` more, then dropped and counted); the media thread never waits for a consumer.
 pub const EVENT_QUEUE: usize = 256;
+pub use event_outbox::EVENT_BACKLOG;
 /// Turn metrics waiting to be read; full: the newest are dropped (they are diagnostics, not records).
 pub const TURN_METRICS_QUEUE: usize = 64;
 /// VAD windows waiting for inference, across all sessions. Full: the window counts as silence, counted.
@@ -64,6 +68,8 @@ pub struct RuntimeConfig {
     /// The tokio runtime that runs the agents' provider calls (network I/O, local LLM/STT/TTS on its
     /// blocking pool); required to open sessions with a `Responder`.
     pub io: Option<tokio::runtime::Handle>,
+    /// Each session's event queue (`EVENT_QUEUE`); tests make it short to play a consumer that falls behind.
+    pub event_queue: usize,
 }
 
 impl RuntimeConfig {
@@ -77,6 +83,7 @@ impl RuntimeConfig {
             inference_intra_threads: 1,
             turn_threads: cores,
             io: None,
+            event_queue: EVENT_QUEUE,
         }
     }
 }
@@ -106,6 +113,8 @@ pub struct RuntimeCounters {
     pub turn_stale: AtomicU64,
     /// From asking the turn model to its verdict (queueing included), for every verdict given.
     pub turn_wait: WaitHistogram,
+    /// Events dropped because their session's consumer was `EVENT_BACKLOG` events behind.
+    pub events_dropped: AtomicU64,
     /// Jobs for an agent task refused because its queue was full.
     pub agent_jobs_dropped: AtomicU64,
     /// Longest tick, in microseconds.
@@ -141,6 +150,7 @@ pub struct Runtime {
     shutdown: Sender<()>,
     slots: slots::SlotPool,
     io: Option<tokio::runtime::Handle>,
+    event_queue: usize,
     pub counters: Arc<RuntimeCounters>,
 }
 
@@ -189,6 +199,7 @@ impl Runtime {
             shutdown,
             slots: slots::SlotPool::new(config.max_sessions),
             io: config.io.clone(),
+            event_queue: config.event_queue.max(1),
             counters,
         })
     }
@@ -220,7 +231,7 @@ impl Runtime {
         let (id, slot) = self.slots.take()?;
         let (input, input_rx) = rtrb::RingBuffer::new(INPUT_RING_SAMPLES);
         let (output_tx, output) = rtrb::RingBuffer::new(OUTPUT_RING_SAMPLES);
-        let (events_tx, events) = bounded(EVENT_QUEUE);
+        let (events_tx, events) = bounded(self.event_queue);
         let (turn_metrics_tx, turn_metrics) = bounded(TURN_METRICS_QUEUE);
         let thread = self.thread_of(id);
         let agent = match (responder, &self.io) {

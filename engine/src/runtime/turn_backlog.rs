@@ -18,15 +18,16 @@
 //! The media threads only ever touch the lock-free queue in front of the backlog; the turn-model threads
 //! move its questions in (`SharedBacklog::next`) under a lock only they take.
 
+use crate::lock::lock;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 use super::RuntimeCounters;
-use super::inference::TurnJob;
+use super::jobs::TurnJob;
 
 /// What became of a question admitted to the backlog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +103,7 @@ impl SharedBacklog {
     }
 
     fn lock(&self) -> MutexGuard<'_, TurnBacklog> {
-        self.backlog.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.backlog)
     }
 
     pub fn admit(&self, job: TurnJob, counters: &RuntimeCounters) {

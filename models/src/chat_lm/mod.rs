@@ -28,7 +28,7 @@ use candle_transformers::models::quantized_llama;
 use tokenizers::Tokenizer;
 
 use self::sampler::Sampler;
-use crate::registry::{QWEN_CODER_Q8, SMOLLM2_Q8};
+use crate::paths::{QWEN_CODER_Q8, SMOLLM2_Q8};
 use crate::{ModelError, require};
 
 fn fail(message: impl std::fmt::Display) -> ModelError {

@@ -11,7 +11,7 @@ use std::path::Path;
 use candle_core::Device;
 use candle_core::quantized::{GgmlDType, QTensor, gguf_file};
 
-use crate::registry::{QWEN_CODER_PARTS, QWEN_CODER_Q8, SMOLLM2, SMOLLM2_Q8};
+use crate::paths::{QWEN_CODER_PARTS, QWEN_CODER_Q8, SMOLLM2, SMOLLM2_Q8};
 
 /// The fetch step for SmolLM2: writes `SMOLLM2_Q8` from `SMOLLM2`.
 pub fn smollm2(dir: &Path) -> Result<(), String> {

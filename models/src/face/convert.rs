@@ -10,8 +10,8 @@ use std::process::Command;
 use ort::value::TensorRef;
 
 use crate::onnx::load_session;
+use crate::paths::{FACE_DETECTOR, FACE_DETECTOR_TFLITE, FACE_LANDMARKS, FACE_LANDMARKS_TFLITE};
 use crate::python_tools::{run, with_python};
-use crate::registry::{FACE_DETECTOR, FACE_DETECTOR_TFLITE, FACE_LANDMARKS, FACE_LANDMARKS_TFLITE};
 
 /// The converter and the versions it was checked with.
 const CONVERTER: &[&str] = &[

@@ -8,7 +8,7 @@ use ort::session::Session;
 use ort::value::TensorRef;
 
 use super::{sigmoid, to_nchw};
-use crate::registry::FACE_DETECTOR;
+use crate::paths::FACE_DETECTOR;
 use crate::{ModelError, onnx};
 
 /// The side of the detector's square input.

@@ -8,7 +8,7 @@ use ort::session::Session;
 use ort::value::TensorRef;
 
 use super::{sigmoid, to_nchw};
-use crate::registry::FACE_LANDMARKS;
+use crate::paths::FACE_LANDMARKS;
 use crate::{ModelError, onnx};
 
 /// The side of the model's square input.

@@ -16,8 +16,8 @@ use ort::session::builder::GraphOptimizationLevel;
 
 use super::MoonshineStt;
 use crate::onnx::environment;
+use crate::paths::{MOONSHINE_DECODER, MOONSHINE_DECODER_ONNX, MOONSHINE_ENCODER, MOONSHINE_ENCODER_ONNX};
 use crate::python_tools::{ONNX_TOOLS, run, with_python};
-use crate::registry::{MOONSHINE_DECODER, MOONSHINE_DECODER_ONNX, MOONSHINE_ENCODER, MOONSHINE_ENCODER_ONNX};
 
 const NAME_SUBGRAPHS: &str = r#"import sys, onnx
 model = onnx.load(sys.argv[1])

@@ -16,7 +16,7 @@ use ort::session::Session;
 use ort::value::{DynValue, Tensor, TensorRef};
 use tokenizers::Tokenizer;
 
-use crate::registry::{MOONSHINE_DECODER_ONNX, MOONSHINE_ENCODER_ONNX, MOONSHINE_TOKENIZER};
+use crate::paths::{MOONSHINE_DECODER_ONNX, MOONSHINE_ENCODER_ONNX, MOONSHINE_TOKENIZER};
 use crate::{ModelError, onnx, require};
 
 pub const SAMPLE_RATE: usize = 16_000;

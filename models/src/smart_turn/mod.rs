@@ -10,7 +10,7 @@ use ort::session::Session;
 use ort::value::TensorRef;
 
 use crate::mel::{FRAMES, LogMel, N_MELS, SAMPLES};
-use crate::registry::SMART_TURN_PREPARED;
+use crate::paths::SMART_TURN_PREPARED;
 use crate::{ModelError, onnx};
 
 /// Probability above which the user is taken to be done.

@@ -18,8 +18,8 @@ use std::path::Path;
 use std::process::Command;
 
 use super::SmartTurn;
+use crate::paths::{SMART_TURN, SMART_TURN_PREPARED};
 use crate::python_tools::{ONNX_TOOLS, run, with_python};
-use crate::registry::{SMART_TURN, SMART_TURN_PREPARED};
 
 /// GELUs in Smart Turn v3.2: two convolutions, four encoder layers, the classifier's two.
 const GELUS: usize = 8;

@@ -12,7 +12,7 @@ use candle_transformers::models::whisper::{Config, model::Whisper};
 use tokenizers::Tokenizer;
 
 use crate::mel::{LogMel, N_MELS, WHISPER_SAMPLES};
-use crate::registry::{WHISPER_CONFIG, WHISPER_SAFETENSORS, WHISPER_TOKENIZER};
+use crate::paths::{WHISPER_CONFIG, WHISPER_SAFETENSORS, WHISPER_TOKENIZER};
 use crate::{ModelError, require};
 
 /// Longest transcript, in tokens.

@@ -4,9 +4,8 @@
 //! up, the peer connection closes or fails, or their audio stops for the no-media timeout
 //! (`participant_left`, then `call_ended`). The record goes IN_PROGRESS with the first audio packet.
 
-use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -24,8 +23,8 @@ use super::MediaWorker;
 use super::face::{self, FaceFeed, VideoTrack};
 use super::peer::Negotiated;
 use super::presence::{Connection, Presence};
-use super::recorder::Recorder;
-use crate::conversation_events::{self, CallEndHook};
+use super::recording_slot::RecordingSlot;
+use crate::conversation_events;
 use crate::worker::live::LiveConversation;
 
 /// How often the agent's audio is taken from the engine and sent (it arrives in 20 ms frames).
@@ -33,69 +32,6 @@ const SEND_INTERVAL: Duration = Duration::from_millis(10);
 /// How often the supervisor looks at the connection and the media clock.
 const SUPERVISE_INTERVAL: Duration = Duration::from_millis(200);
 const FRAME_DURATION: Duration = Duration::from_millis(20);
-
-/// The call's recorder, shared by the audio tasks and the call-end hook that finishes it.
-#[derive(Clone, Default)]
-pub struct RecordingSlot(Arc<Mutex<Option<Recorder>>>);
-
-impl RecordingSlot {
-    /// Starts recording to `path`; `video` = the face's (width, height) when the call sends one.
-    pub fn start(&self, path: &Path, video: Option<(u32, u32)>) {
-        match Recorder::create(path, video) {
-            Ok(recorder) => *self.lock() = Some(recorder),
-            Err(err) => tracing::error!(path = %path.display(), error = %err, "cannot record the call"),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Recorder>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn push_user(&self, samples: &[f32]) {
-        if let Some(recorder) = self.lock().as_mut() {
-            recorder.push_user(samples);
-        }
-    }
-
-    fn push_agent(&self, frame: &[f32]) {
-        let mut slot = self.lock();
-        if let Some(recorder) = slot.as_mut()
-            && let Err(err) = recorder.push_agent(frame)
-        {
-            tracing::error!(error = %err, "the recording failed; it stops here");
-            *slot = None;
-        }
-    }
-
-    /// Video frame `index` of the face (the face thread calls this as it encodes).
-    pub fn push_video(&self, index: u64, frame: &[u8], keyframe: bool) {
-        let mut slot = self.lock();
-        if let Some(recorder) = slot.as_mut()
-            && let Err(err) = recorder.push_video(index, frame, keyframe)
-        {
-            tracing::error!(error = %err, "the recording failed; it stops here");
-            *slot = None;
-        }
-    }
-
-    /// Finishes the recording when the call ends; the hook answers its URL when there is one.
-    pub fn call_end_hook(&self, url: String) -> CallEndHook {
-        let slot = self.clone();
-        Box::new(move || {
-            Box::pin(async move {
-                let recorder = slot.lock().take()?;
-                match tokio::task::spawn_blocking(move || recorder.finish()).await {
-                    Ok(Ok(_)) => Some(url),
-                    Ok(Err(err)) => {
-                        tracing::error!(error = %err, "cannot finish the recording");
-                        None
-                    }
-                    Err(_) => None,
-                }
-            })
-        })
-    }
-}
 
 /// When the participant's audio last arrived, shared by the receiving task and the supervisor.
 pub struct MediaClock {

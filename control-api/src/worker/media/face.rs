@@ -29,8 +29,8 @@ use tokio::sync::mpsc;
 use webrtc::media_stream::track_local::static_sample::TrackLocalStaticSample;
 use webrtc::media_stream::track_local::{TrackLocal, TrackLocalEvent};
 
-use super::call::RecordingSlot;
 use super::keyframe_requests::is_keyframe_request;
+use super::recording_slot::RecordingSlot;
 
 const AUDIO_QUEUE: usize = 16;
 const ENCODED_QUEUE: usize = 8;

@@ -9,7 +9,9 @@ pub mod keyframe_requests;
 pub mod peer;
 pub mod presence;
 pub mod recorder;
+pub mod recording_slot;
 
+use confab_engine::lock::lock;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -19,6 +21,7 @@ use std::time::Duration;
 use confab_engine::runtime::Runtime;
 use tokio::sync::Notify;
 
+use crate::calls::{IceServers, JoinError};
 use crate::store::Db;
 use crate::store::conversations::{self, STATUS_ENDED};
 use crate::worker::live::{self, LiveError};
@@ -55,8 +58,8 @@ pub struct MediaConfig {
 
 impl MediaConfig {
     /// The STUN/TURN servers browsers are given.
-    pub fn ice_servers(&self) -> crate::replica::dispatch::IceServers {
-        crate::replica::dispatch::IceServers {
+    pub fn ice_servers(&self) -> IceServers {
+        IceServers {
             urls: self.ice_servers.clone(),
             username: self.ice_username.clone(),
             credential: self.ice_credential.clone(),
@@ -80,24 +83,6 @@ impl MediaConfig {
             allow_private_urls: false,
         }
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum JoinError {
-    #[error("Conversation has ended")]
-    Ended,
-    #[error("Conversation already has a participant")]
-    Busy,
-    #[error("No free media session; try again later")]
-    Full,
-    #[error("Media worker unavailable: {0}")]
-    Unavailable(String),
-    #[error(transparent)]
-    Peer(#[from] peer::PeerError),
-    #[error("Cannot start the conversation: {0}")]
-    Live(String),
-    #[error(transparent)]
-    Store(#[from] sqlx::Error),
 }
 
 /// What the worker keeps of a call in progress.
@@ -135,12 +120,12 @@ impl MediaWorker {
 
     /// The engine's counters (media ticks, overruns, queues refused), for `/metrics`.
     pub fn engine_counters(&self) -> Arc<confab_engine::runtime::RuntimeCounters> {
-        self.runtime.lock().expect("runtime lock").counters.clone()
+        lock(&self.runtime).counters.clone()
     }
 
     /// Calls in progress.
     pub fn active_calls(&self) -> usize {
-        self.calls.lock().expect("calls lock").len()
+        lock(&self.calls).len()
     }
 
     /// The URL a conversation's recording is served at.
@@ -149,7 +134,7 @@ impl MediaWorker {
     }
 
     pub fn recording_path(&self, conversation_id: &str) -> PathBuf {
-        recording_path(&self.config.recordings_dir, conversation_id)
+        crate::recordings::recording_path(&self.config.recordings_dir, conversation_id)
     }
 
     /// Admits the participant of `conversation_id` with their SDP offer; returns the SDP answer. The call
@@ -162,7 +147,7 @@ impl MediaWorker {
             return Err(JoinError::Ended);
         }
         {
-            let mut calls = self.calls.lock().expect("calls lock");
+            let mut calls = lock(&self.calls);
             if calls.contains_key(conversation_id) {
                 return Err(JoinError::Busy);
             }
@@ -172,14 +157,14 @@ impl MediaWorker {
         let admitted = self.admit(conversation_id, offer_sdp).await;
         match admitted {
             Ok((answer, hang_up, done)) => {
-                if let Some(entry) = self.calls.lock().expect("calls lock").get_mut(conversation_id) {
+                if let Some(entry) = lock(&self.calls).get_mut(conversation_id) {
                     entry.hang_up = Some(hang_up);
                     entry.done = Some(done);
                 }
                 Ok(answer)
             }
             Err(err) => {
-                self.calls.lock().expect("calls lock").remove(conversation_id);
+                lock(&self.calls).remove(conversation_id);
                 Err(err)
             }
         }
@@ -210,7 +195,7 @@ impl MediaWorker {
         let asked = std::time::Instant::now();
         let negotiated = peer::negotiate(&self.config, offer_sdp).await?;
         let negotiated_after = asked.elapsed();
-        let recording = call::RecordingSlot::default();
+        let recording = recording_slot::RecordingSlot::default();
         let hook = recording.call_end_hook(self.recording_url(conversation_id));
         let started = live::start(
             &self.db,
@@ -250,7 +235,7 @@ impl MediaWorker {
 
     /// Resolves when the call of `conversation_id` is over and forgotten (at once when there is none).
     pub fn finished(&self, conversation_id: &str) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let over = self.calls.lock().expect("calls lock").get(conversation_id).map(|entry| entry.over.subscribe());
+        let over = lock(&self.calls).get(conversation_id).map(|entry| entry.over.subscribe());
         async move {
             if let Some(mut over) = over {
                 while over.changed().await.is_ok() {}
@@ -260,7 +245,7 @@ impl MediaWorker {
 
     /// Hangs up the call of `conversation_id`; false when it has none.
     pub fn hang_up(&self, conversation_id: &str) -> bool {
-        let calls = self.calls.lock().expect("calls lock");
+        let calls = lock(&self.calls);
         match calls.get(conversation_id).and_then(|entry| entry.hang_up.clone()) {
             Some(hang_up) => {
                 hang_up.notify_one();
@@ -273,7 +258,7 @@ impl MediaWorker {
     /// Ends every call (`call_ended`, records ENDED) and waits for them, at most `SHUTDOWN_GRACE`.
     pub async fn shutdown(&self) {
         let done: Vec<_> = {
-            let mut calls = self.calls.lock().expect("calls lock");
+            let mut calls = lock(&self.calls);
             calls
                 .values_mut()
                 .filter_map(|entry| {
@@ -295,23 +280,10 @@ impl MediaWorker {
     }
 
     fn runtime(&self) -> std::sync::MutexGuard<'_, Runtime> {
-        self.runtime.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.runtime)
     }
 
     fn forget(&self, conversation_id: &str) {
-        self.calls.lock().expect("calls lock").remove(conversation_id);
+        lock(&self.calls).remove(conversation_id);
     }
-}
-
-/// `<dir>/<conversation id>.webm` (recordings made before the face existed are `.wav`: see
-/// `recorded_file`).
-pub fn recording_path(dir: &std::path::Path, conversation_id: &str) -> PathBuf {
-    dir.join(format!("{conversation_id}.webm"))
-}
-
-/// The recording of `conversation_id` on disk and its media type: the WebM, or an older WAV.
-pub fn recorded_file(dir: &std::path::Path, conversation_id: &str) -> Option<(PathBuf, &'static str)> {
-    let webm = recording_path(dir, conversation_id);
-    let wav = dir.join(format!("{conversation_id}.wav"));
-    [(webm, "video/webm"), (wav, "audio/wav")].into_iter().find(|(path, _)| path.exists())
 }

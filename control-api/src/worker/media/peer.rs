@@ -44,6 +44,15 @@ pub enum PeerError {
     Transport(String),
 }
 
+impl From<PeerError> for crate::calls::JoinError {
+    fn from(err: PeerError) -> Self {
+        match err {
+            PeerError::Offer(message) => crate::calls::JoinError::InvalidOffer(message),
+            PeerError::Transport(message) => crate::calls::JoinError::Transport(message),
+        }
+    }
+}
+
 fn transport(err: impl std::fmt::Display) -> PeerError {
     PeerError::Transport(err.to_string())
 }

@@ -11,6 +11,7 @@
 //! The server's messages are queued for `rmcp`'s service loop (`receive`); the configured headers go on
 //! every request.
 
+use crate::lock::lock;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -200,7 +201,7 @@ impl Transport<RoleClient> for HttpTransport {
                 .header("content-type", "application/json")
                 .header("accept", "application/json, text/event-stream")
                 .body(body);
-            let known_session = session.lock().expect("session lock").clone();
+            let known_session = lock(&session).clone();
             if let Some(id) = known_session {
                 request = request.header(SESSION_HEADER, id);
             }
@@ -214,7 +215,7 @@ impl Transport<RoleClient> for HttpTransport {
                 return Ok(()); // answers come on the SSE stream
             }
             if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
-                *session.lock().expect("session lock") = Some(id.to_string());
+                *lock(&session) = Some(id.to_string());
             }
             let is_stream = response
                 .headers()
@@ -242,7 +243,7 @@ impl Transport<RoleClient> for HttpTransport {
         if let Some(reader) = self.reader.take() {
             reader.abort();
         }
-        let known_session = self.session.lock().expect("session lock").take();
+        let known_session = lock(&self.session).take();
         if let Some(id) = known_session {
             let request = self.client.delete(&self.post_url).headers(self.headers.clone()).header(SESSION_HEADER, id);
             let _ = tokio::time::timeout(Duration::from_secs(2), request.send()).await;

@@ -1,0 +1,8 @@
+//! The agent domain: what is stored for an agent and the resource it resolves into, whoever reads it
+//! (the HTTP routes, the media worker starting a call, webhooks, `confab simulate --agent-id`).
+
+pub mod record;
+pub mod resolve;
+
+pub use record::{Agent, AgentAvatar, AgentFields, AgentSettings};
+pub use resolve::{to_agent, to_agents};

