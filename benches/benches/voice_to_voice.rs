@@ -26,6 +26,7 @@ use std::path::Path;
 
 use confab_benches::{espeak, word_errors};
 use confab_engine::audio::wav;
+use confab_engine::providers::env::ProviderEnv;
 use confab_engine::providers::piper_tts::PiperTts;
 use confab_engine::simulate::{SimulateOptions, run};
 use serde_json::Value;
@@ -103,8 +104,9 @@ impl RemoteProviders {
         Some(RemoteProviders { stt, tts })
     }
 
-    /// Points the adapters at `servers` (base URLs and keys from the environment, as in production).
-    fn point_at(&self, servers: &remote::ProtocolServers) {
+    /// Provider settings that point the adapters at `servers` (base URLs and keys, as the binary reads
+    /// them from its environment in production).
+    fn point_at(&self, servers: &remote::ProtocolServers) -> ProviderEnv {
         let settings = [
             ("CONFAB_STT_BASE_URL", servers.base_url.clone()),
             ("CONFAB_LLM_BASE_URL", servers.base_url.clone()),
@@ -116,10 +118,7 @@ impl RemoteProviders {
             ("ELEVENLABS_API_KEY", "bench".into()),
             ("CARTESIA_API_KEY", "bench".into()),
         ];
-        for (name, value) in settings {
-            // SAFETY: set before any simulated conversation starts; no other thread reads the environment.
-            unsafe { std::env::set_var(name, value) };
-        }
+        settings.into_iter().fold(ProviderEnv::default(), |env, (name, value)| env.with(name, value))
     }
 }
 
@@ -163,7 +162,14 @@ struct Outcome {
 }
 
 /// One conversation: the question, then silence while the agent answers.
-fn ask(dir: &Path, index: usize, question: &str, realtime: bool, piper: Option<&PiperTts>) -> Outcome {
+fn ask(
+    dir: &Path,
+    index: usize,
+    question: &str,
+    realtime: bool,
+    piper: Option<&PiperTts>,
+    providers: &ProviderEnv,
+) -> Outcome {
     let mut audio = vec![0.0; 8_000];
     match piper {
         Some(piper) => audio.extend(piper.render(question).unwrap()),
@@ -178,6 +184,7 @@ fn ask(dir: &Path, index: usize, question: &str, realtime: bool, piper: Option<&
         realtime,
         models_dir: confab_models::default_models_dir(),
         allow_private_urls: false,
+        providers: providers.clone(),
     };
     let mut out = Vec::new();
     run(&options, &mut out).expect("models are fetched (confab models fetch)");
@@ -211,11 +218,11 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let stt_model = std::env::args().find_map(|a| a.strip_prefix("--stt=").map(str::to_string)).unwrap_or_default();
     let remote_providers = RemoteProviders::from_args();
-    let servers = remote_providers.as_ref().map(|providers| {
-        let servers = remote::ProtocolServers::start();
-        providers.point_at(&servers);
-        servers
-    });
+    let servers = remote_providers.as_ref().map(|_| remote::ProtocolServers::start());
+    let provider_env = match (&remote_providers, &servers) {
+        (Some(remote), Some(servers)) => remote.point_at(servers),
+        _ => ProviderEnv::default(),
+    };
     let mut agent: Value = serde_json::from_str(&agent(&stt_model, remote_providers.as_ref())).unwrap();
     if let Some(model) = std::env::args().find_map(|a| a.strip_prefix("--llm=").map(str::to_string)) {
         agent["avatars"][0]["config"]["llm"]["model"] = Value::String(model);
@@ -246,7 +253,7 @@ fn main() {
         if let Some(servers) = &servers {
             servers.script(question, answer_words[0]);
         }
-        let outcome = ask(dir.path(), index, question, benchmarking, piper.as_ref());
+        let outcome = ask(dir.path(), index, question, benchmarking, piper.as_ref(), &provider_env);
         let (wrong, of) = word_errors(question, &outcome.heard);
         (errors, words) = (errors + wrong, words + of);
         let heard = outcome.heard.to_lowercase();

@@ -308,6 +308,7 @@ async fn run() -> anyhow::Result<()> {
                 realtime,
                 models_dir: models_dir.unwrap_or_else(confab_models::default_models_dir),
                 allow_private_urls,
+                providers: provider_env(),
             };
             if let Some(agent_id) = agent_id {
                 let db = open_database(&database).await?;
@@ -535,6 +536,12 @@ async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The providers' endpoints and keys from this process's environment (docs/engine.md): read here, once
+/// per command, and handed to the engine, which reads no environment variable itself.
+fn provider_env() -> confab_engine::providers::env::ProviderEnv {
+    confab_engine::providers::env::ProviderEnv::from_lookup(|name| std::env::var(name).ok())
+}
+
 /// A short random id (12 hex digits).
 fn short_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
@@ -602,6 +609,7 @@ async fn start_media(
         no_media_timeout: std::time::Duration::from_secs_f64(args.no_media_timeout.max(1.0)),
         recordings_dir,
         allow_private_urls,
+        providers: provider_env(),
     };
     tracing::info!(max_calls = config.max_calls, rtc_ip = %config.rtc_ip, "media worker ready");
     // The default local models load in the background: the first call must not wait ~3 s for them.

@@ -49,7 +49,9 @@ pub async fn run(db: Db, agent_id: &str, options: SimulateOptions) -> anyhow::Re
     let (events_tx, events) = mpsc::channel(crate::worker::live::BRIDGE_QUEUE);
     let (metrics_tx, metrics) = mpsc::channel(crate::worker::live::BRIDGE_QUEUE);
     let recorder = tokio::spawn(crate::conversation_events::consume(db.clone(), id.clone(), events, None, None));
-    let providers = crate::metrics::Providers::from_pipeline(&agent["avatars"][0]["config"]);
+    let spec = confab_engine::agent_spec::AgentSpec::from_json(&agent.to_string())?;
+    let pipeline = confab_engine::agent_spec::PipelineSpec::of_agent(&spec);
+    let providers = crate::metrics::Providers::of_pipeline(&pipeline);
     let metrics_writer =
         tokio::spawn(crate::worker::live::store_turn_metrics(db.clone(), id.clone(), providers, metrics));
     let models_dir = options.models_dir.clone();

@@ -60,11 +60,9 @@ async fn a_live_conversation_is_recorded_and_reported() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, providers).await.unwrap() });
-    // This binary holds one test, so setting the process environment is safe.
-    unsafe {
-        std::env::set_var("CONFAB_LLM_BASE_URL", format!("{base}/v1"));
-        std::env::set_var("CONFAB_STT_BASE_URL", format!("{base}/v1"));
-    }
+    let providers = confab_engine::providers::env::ProviderEnv::default()
+        .with("CONFAB_LLM_BASE_URL", format!("{base}/v1"))
+        .with("CONFAB_STT_BASE_URL", format!("{base}/v1"));
 
     let dir = tempfile::tempdir().unwrap();
     let db = Db::connect(&format!("sqlite://{}?mode=rwc", dir.path().join("live.db").display())).await.unwrap();
@@ -110,7 +108,7 @@ async fn a_live_conversation_is_recorded_and_reported() {
     let id = conversation["id"].as_str().unwrap().to_string();
 
     let models = confab_models::default_models_dir();
-    let LiveCall { runtime, delivering, mut session } = start_live_call(&db, &id, &models).await;
+    let LiveCall { runtime, delivering, mut session } = start_live_call(&db, &id, &models, &providers).await;
     assert_eq!(call(&router, &key, "GET", &format!("/v1/ext/conversation/{id}"), None).await["status"], "STARTED");
     // The transport marks the call IN_PROGRESS when the participant's media flows.
     confab_api::conversation_events::media_started(&db, &id).await.unwrap();

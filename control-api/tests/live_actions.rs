@@ -129,8 +129,8 @@ async fn a_live_call_uses_tools_mcp_guardrails_and_knowledge() {
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, servers).await.unwrap() });
     let mcp = python_mcp().await;
-    // This binary holds one test, so setting the process environment is safe.
-    unsafe { std::env::set_var("CONFAB_LLM_BASE_URL", format!("{base}/v1")) };
+    let providers =
+        confab_engine::providers::env::ProviderEnv::default().with("CONFAB_LLM_BASE_URL", format!("{base}/v1"));
 
     let dir = tempfile::tempdir().unwrap();
     let db = Db::connect(&format!("sqlite://{}?mode=rwc", dir.path().join("live.db").display())).await.unwrap();
@@ -196,7 +196,7 @@ async fn a_live_call_uses_tools_mcp_guardrails_and_knowledge() {
         call(&router, &key, "POST", "/v1/ext/conversation", Some(json!({ "agent_id": agent["id"] }))).await;
     let id = conversation["id"].as_str().unwrap().to_string();
 
-    let LiveCall { runtime, delivering, mut session } = start_live_call(&db, &id, &models).await;
+    let LiveCall { runtime, delivering, mut session } = start_live_call(&db, &id, &models, &providers).await;
 
     let mut audio = vec![0.0; 8_000];
     audio.extend(speak("What is the weather in Paris?", 150));

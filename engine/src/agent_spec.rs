@@ -2,7 +2,6 @@
 //! `confab simulate`): the first avatar's pipeline settings and the agent-level `config`.
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::conversation::ConversationConfig;
 use crate::core::presets::{Interruptability, TurnHandling, endpoint_config};
@@ -29,21 +28,48 @@ pub struct AvatarSpec {
     pub config: PipelineSpec,
 }
 
+/// The providers of one avatar's conversations (`avatars[].config`), typed once at the edge: the engine
+/// chooses its adapters from these (`providers::select`), never from raw JSON.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct PipelineSpec {
-    #[serde(default)]
-    pub llm: Value,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
+    pub llm: LlmSpec,
+    #[serde(default, deserialize_with = "or_default")]
     pub stt: SttSpec,
-    #[serde(default)]
-    pub tts: Value,
+    #[serde(default, deserialize_with = "or_default")]
+    pub tts: TtsSpec,
 }
 
+/// `config.llm`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct LlmSpec {
+    /// `local` (or empty), `openai`, `groq`, `openrouter`, `custom`.
+    #[serde(default, deserialize_with = "or_default")]
+    pub provider: String,
+    #[serde(default, deserialize_with = "or_default")]
+    pub model: String,
+    /// Ask the model during the endpointing delay (default true).
+    pub preemptive_generation: Option<bool>,
+}
+
+/// `config.tts`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct TtsSpec {
+    /// `local` (or empty), `elevenlabs`, `cartesia`, `openai`, `custom`.
+    #[serde(default, deserialize_with = "or_default")]
+    pub provider: String,
+    #[serde(default, deserialize_with = "or_default")]
+    pub model_id: String,
+    #[serde(default, deserialize_with = "or_default")]
+    pub voice_id: String,
+}
+
+/// `config.stt`, with the turn-taking settings that ride in it.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct SttSpec {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     pub provider: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     pub model: String,
     pub min_endpointing_delay: Option<f64>,
     pub max_endpointing_delay: Option<f64>,
@@ -60,6 +86,18 @@ pub struct AgentSettingsSpec {
     pub conversational_context: String,
 }
 
+/// A `null` read as the field's default (the API accepts `null` for every optional field).
+fn or_default<'de, D: serde::Deserializer<'de>, T: Default + Deserialize<'de>>(deserializer: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+impl PipelineSpec {
+    /// The pipeline of the agent's first avatar (every provider local when it has none).
+    pub fn of_agent(spec: &AgentSpec) -> PipelineSpec {
+        spec.avatars.first().map(|avatar| avatar.config.clone()).unwrap_or_default()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum AgentSpecError {
     #[error("the agent description is not valid JSON of the Agent shape: {0}")]
@@ -71,6 +109,19 @@ pub enum AgentSpecError {
 impl AgentSpec {
     pub fn from_json(text: &str) -> Result<AgentSpec, AgentSpecError> {
         Ok(serde_json::from_str(text)?)
+    }
+
+    /// The language model's system prompt for one conversation: the agent's prompt, then its
+    /// conversational context, then the conversation's own `context`, each when not empty. Live calls and
+    /// `confab simulate` build it here alike.
+    pub fn system_prompt(&self, conversation_context: &str) -> String {
+        let mut prompt = self.agent_system_prompt.clone();
+        for extra in [self.config.conversational_context.as_str(), conversation_context] {
+            if !extra.is_empty() {
+                prompt = format!("{prompt}\n\n{extra}");
+            }
+        }
+        prompt
     }
 
     /// The turn-taking configuration (defaults where the agent is silent).

@@ -19,7 +19,6 @@ pub use reply_rule::ReplyRule;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::Value;
 
 use crate::actions::Actions;
 use crate::actions::moderation::ModerationEndpoint;
@@ -103,20 +102,22 @@ struct EarlyReply {
 }
 
 impl Responder {
-    /// Adapters from the first avatar's `config` (`llm`, `stt`, `tts`) and the agent's prompt.
+    /// Adapters from the first avatar's `config` (`llm`, `stt`, `tts`), with the providers' settings
+    /// (`env`), and the agent's prompt.
     pub fn from_config(
-        pipeline: &Value,
+        pipeline: &crate::agent_spec::PipelineSpec,
         system_prompt: String,
         models_dir: &std::path::Path,
+        env: &crate::providers::env::ProviderEnv,
     ) -> Result<Responder, ProviderError> {
         let mut responder = Responder::new(
-            select::language_model(&pipeline["llm"], models_dir)?,
-            select::synthesizer(&pipeline["tts"], models_dir)?,
-            select::recognizer(&pipeline["stt"], models_dir)?,
+            select::language_model(&pipeline.llm, models_dir, env)?,
+            select::synthesizer(&pipeline.tts, models_dir, env)?,
+            select::recognizer(&pipeline.stt, models_dir, env)?,
             system_prompt,
         );
-        responder.preemptive_generation = pipeline["llm"]["preemptive_generation"].as_bool().unwrap_or(true);
-        responder.moderation = select::moderation_endpoint(&pipeline["llm"]);
+        responder.preemptive_generation = pipeline.llm.preemptive_generation.unwrap_or(true);
+        responder.moderation = select::moderation_endpoint(&pipeline.llm, env);
         Ok(responder)
     }
 

@@ -15,7 +15,7 @@ use confab_models::smart_turn::{DONE_THRESHOLD, SmartTurn};
 use serde_json::{Value, json};
 
 use crate::actions::{ActionSettings, Actions};
-use crate::agent_spec::{AgentSpec, AgentSpecError};
+use crate::agent_spec::{AgentSpec, AgentSpecError, PipelineSpec};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::audio::{AudioError, wav};
 use crate::conversation::{Conversation, ConversationConfig, ConversationOutput, transcription_start};
@@ -23,6 +23,7 @@ use crate::core::playout::PlayoutPiece;
 use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
 use crate::knowledge::Retrieval;
+use crate::providers::env::ProviderEnv;
 use crate::responder::{ReplyOutput, Responder};
 use crate::time::MediaTime;
 use crate::turn_metrics::{TurnMetrics, TurnMetricsLog};
@@ -59,6 +60,8 @@ pub struct SimulateOptions {
     pub models_dir: PathBuf,
     /// Tools and guardrail callbacks may reach loopback and private addresses (`--allow-private-urls`).
     pub allow_private_urls: bool,
+    /// The providers' endpoints and keys (the binary reads them from its environment).
+    pub providers: ProviderEnv,
 }
 
 /// The listening models of one session.
@@ -353,20 +356,18 @@ pub fn run_audio_on(
     Ok(sim.record)
 }
 
-/// The providers of the agent's first avatar, its prompt (system prompt, then the conversational
-/// context), and its tools, guardrails and MCP servers (connected on `io`).
+/// The providers of the agent's first avatar, its prompt (`AgentSpec::system_prompt`; a simulation has no
+/// conversation context), and its tools, guardrails and MCP servers (connected on `io`).
 fn responder_for(
     io: &tokio::runtime::Runtime,
     agent: &Value,
     spec: &AgentSpec,
-    models_dir: &Path,
+    options: &SimulateOptions,
     settings: ActionSettings,
 ) -> Result<Responder, SimulateError> {
-    let mut prompt = spec.agent_system_prompt.clone();
-    if !spec.config.conversational_context.is_empty() {
-        prompt = format!("{prompt}\n\n{}", spec.config.conversational_context);
-    }
-    let responder = Responder::from_config(&agent["avatars"][0]["config"], prompt, models_dir)?;
+    let prompt = spec.system_prompt("");
+    let pipeline = PipelineSpec::of_agent(spec);
+    let responder = Responder::from_config(&pipeline, prompt, &options.models_dir, &options.providers)?;
     Ok(responder.with_actions(io.block_on(Actions::connected(agent, settings))))
 }
 
@@ -440,7 +441,7 @@ pub fn run_agent(
     let agent: Value = serde_json::from_str(agent_json).map_err(AgentSpecError::Json)?;
     let settings = ActionSettings::for_conversation(&agent, conversation_id, options.allow_private_urls);
     let io = io_runtime()?;
-    let mut responder = responder_for(&io, &agent, &spec, &options.models_dir, settings)?;
+    let mut responder = responder_for(&io, &agent, &spec, options, settings)?;
     if let Some(retrieval) = retrieval {
         responder = responder.with_retrieval(retrieval);
     }

@@ -42,18 +42,17 @@ fn a_live_session_answers_the_user() {
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         base
     });
-    // This test binary holds one test, so setting the process environment is safe.
-    unsafe {
-        std::env::set_var("CONFAB_LLM_BASE_URL", &base);
-        std::env::set_var("CONFAB_STT_BASE_URL", &base);
-    }
+    let providers = confab_engine::providers::env::ProviderEnv::default()
+        .with("CONFAB_LLM_BASE_URL", &base)
+        .with("CONFAB_STT_BASE_URL", &base);
     let models = confab_models::default_models_dir();
-    let pipeline = json!({
+    let pipeline: confab_engine::agent_spec::PipelineSpec = serde_json::from_value(json!({
         "llm": { "provider": "custom", "model": "m" },
         "stt": { "provider": "custom" },
         "tts": { "provider": "local", "model_id": "espeak-ng" }
-    });
-    let responder = Responder::from_config(&pipeline, "Be brief.".into(), &models).unwrap();
+    }))
+    .unwrap();
+    let responder = Responder::from_config(&pipeline, "Be brief.".into(), &models, &providers).unwrap();
     let mut config = RuntimeConfig::new(models, 4);
     config.media_threads = 1;
     config.io = Some(io.handle().clone());

@@ -523,7 +523,9 @@ fn a_barge_in_stops_the_tool_message_on_the_interruption_frame() {
     let weather =
         api_tool("get_weather", "POST", &format!("{}/fast", servers.tools_base), messages(START, None, "", ""));
     let llm = OpenAiCompatible::new("custom", servers.llm_base.clone(), None, CallPolicy::default());
-    let stt = confab_engine::providers::select::recognizer(&json!({ "provider": "local" }), &models).unwrap();
+    let none = confab_engine::providers::env::ProviderEnv::default();
+    let local = confab_engine::agent_spec::SttSpec::default();
+    let stt = confab_engine::providers::select::recognizer(&local, &models, &none).unwrap();
     let settings = ActionSettings { allow_private_urls: true, ..ActionSettings::default() };
     let mut responder = Responder::new((Box::new(llm), "m".into()), Box::new(ToneVoice), stt, "Be brief.".into())
         .with_actions(Actions::new(vec![weather], vec![], settings));

@@ -114,9 +114,16 @@ pub struct Providers {
 
 impl Providers {
     /// From an agent's pipeline configuration (`avatars[0].config`); a provider not set is `local`.
-    pub fn from_pipeline(pipeline: &serde_json::Value) -> Providers {
-        let name = |stage: &str| pipeline[stage]["provider"].as_str().unwrap_or("local").to_string();
-        Providers { stt: name("stt"), llm: name("llm"), tts: name("tts") }
+    pub fn of_pipeline(pipeline: &confab_engine::agent_spec::PipelineSpec) -> Providers {
+        let name = |provider: &str| match provider.trim() {
+            "" => "local".to_string(),
+            named => named.to_ascii_lowercase(),
+        };
+        Providers {
+            stt: name(&pipeline.stt.provider),
+            llm: name(&pipeline.llm.provider),
+            tts: name(&pipeline.tts.provider),
+        }
     }
 }
 

@@ -8,8 +8,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use confab_engine::actions::{ActionSettings, Actions};
-use confab_engine::agent_spec::AgentSpec;
+use confab_engine::agent_spec::{AgentSpec, PipelineSpec};
 use confab_engine::events::ConversationEvent;
+use confab_engine::providers::env::ProviderEnv;
 use confab_engine::responder::{ReplyRule, Responder};
 use confab_engine::runtime::Runtime;
 use confab_engine::turn_metrics::TurnMetrics;
@@ -65,6 +66,7 @@ pub async fn start(
     runtime: &Arc<Mutex<Runtime>>,
     conversation_id: &str,
     models_dir: &Path,
+    providers: &ProviderEnv,
     allow_private_urls: bool,
     webhooks: Option<Arc<Notify>>,
     on_call_end: Option<CallEndHook>,
@@ -82,17 +84,14 @@ pub async fn start(
     let custom_face = crate::avatars::assets::load(db, &face).await?;
     let spec = AgentSpec::from_json(&agent.to_string()).map_err(|e| LiveError::Agent(e.to_string()))?;
     let config = spec.conversation_config().map_err(|e| LiveError::Agent(e.to_string()))?;
-    let mut prompt = spec.agent_system_prompt.clone();
-    for extra in [&spec.config.conversational_context, &conversation.context] {
-        if !extra.is_empty() {
-            prompt = format!("{prompt}\n\n{extra}");
-        }
-    }
+    let prompt = spec.system_prompt(&conversation.context);
     let settings = ActionSettings::for_conversation(&agent, conversation_id, allow_private_urls);
     let actions = Actions::connected(&agent, settings).await;
     // Loading the models takes seconds (longer while the startup preload holds them): not on an I/O thread.
-    let (pipeline, dir) = (agent["avatars"][0]["config"].clone(), models_dir.to_path_buf());
-    let mut responder = tokio::task::spawn_blocking(move || Responder::from_config(&pipeline, prompt, &dir))
+    let pipeline = PipelineSpec::of_agent(&spec);
+    let (dir, env) = (models_dir.to_path_buf(), providers.clone());
+    let stage_providers = Providers::of_pipeline(&pipeline);
+    let mut responder = tokio::task::spawn_blocking(move || Responder::from_config(&pipeline, prompt, &dir, &env))
         .await
         .map_err(|e| LiveError::Agent(format!("loading the agent's models failed: {e}")))?
         .map_err(|e| LiveError::Agent(e.to_string()))?
@@ -103,8 +102,7 @@ pub async fn start(
     {
         responder = responder.with_retrieval(retrieval);
     }
-    let session =
-        runtime.lock().map_err(|_| LiveError::Full)?.open_session(config, Some(responder)).ok_or(LiveError::Full)?;
+    let session = confab_engine::lock::lock(runtime).open_session(config, Some(responder)).ok_or(LiveError::Full)?;
 
     let (tx, rx) = mpsc::channel(BRIDGE_QUEUE);
     let (metrics_tx, metrics_rx) = mpsc::channel(BRIDGE_QUEUE);
@@ -113,8 +111,7 @@ pub async fn start(
         .name(format!("confab-bridge-{}", session.id))
         .spawn(move || bridge(events, turn_metrics, tx, metrics_tx))
         .expect("spawning a bridge thread");
-    let providers = Providers::from_pipeline(&agent["avatars"][0]["config"]);
-    tokio::spawn(store_turn_metrics(db.clone(), conversation_id.to_string(), providers, metrics_rx));
+    tokio::spawn(store_turn_metrics(db.clone(), conversation_id.to_string(), stage_providers, metrics_rx));
     let finished =
         tokio::spawn(conversation_events::consume(db.clone(), conversation_id.to_string(), rx, webhooks, on_call_end));
     Ok(LiveConversation {

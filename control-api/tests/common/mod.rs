@@ -10,6 +10,7 @@ use axum::http::Request;
 use confab_api::store::Db;
 use confab_api::webhooks::{Deliverer, WebhookConfig};
 use confab_api::worker::live::{self, LiveConversation};
+use confab_engine::providers::env::ProviderEnv;
 use confab_engine::runtime::{Runtime, RuntimeConfig};
 use serde_json::Value;
 use tower::ServiceExt;
@@ -47,7 +48,7 @@ pub struct LiveCall {
     pub session: LiveConversation,
 }
 
-pub async fn start_live_call(db: &Db, id: &str, models: &Path) -> LiveCall {
+pub async fn start_live_call(db: &Db, id: &str, models: &Path, providers: &ProviderEnv) -> LiveCall {
     let mut config = RuntimeConfig::new(models.to_path_buf(), 4);
     config.media_threads = 1;
     config.io = Some(tokio::runtime::Handle::current());
@@ -55,6 +56,6 @@ pub async fn start_live_call(db: &Db, id: &str, models: &Path) -> LiveCall {
     let deliverer = Deliverer::new(db.clone(), WebhookConfig { allow_private: true, ..WebhookConfig::default() });
     let wake = deliverer.waker();
     let delivering = tokio::spawn(deliverer.run());
-    let session = live::start(db, &runtime, id, models, true, Some(wake), None).await.unwrap();
+    let session = live::start(db, &runtime, id, models, providers, true, Some(wake), None).await.unwrap();
     LiveCall { runtime, delivering, session }
 }

@@ -7,6 +7,7 @@
 //! connection rather than draining it.
 
 pub mod deepgram;
+pub mod env;
 pub mod llm;
 pub mod local_llm;
 pub mod local_stt;

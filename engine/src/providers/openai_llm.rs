@@ -58,18 +58,16 @@ impl OpenAiCompatible {
         }
     }
 
-    /// From the environment: `CONFAB_LLM_BASE_URL` overrides the base URL, keys from the provider's variable.
-    pub fn from_env(provider: &str) -> Result<OpenAiCompatible, ProviderError> {
+    /// From the provider settings: `CONFAB_LLM_BASE_URL` overrides the base URL, the key from the provider's
+    /// variable.
+    pub fn from_settings(provider: &str, env: &super::env::ProviderEnv) -> Result<OpenAiCompatible, ProviderError> {
         let (name, default_url, key_var) = provider_defaults(provider)
             .ok_or_else(|| ProviderError::protocol("llm", format!("unknown LLM provider \"{provider}\"")))?;
-        let base_url = std::env::var("CONFAB_LLM_BASE_URL")
-            .ok()
-            .filter(|u| !u.is_empty())
-            .unwrap_or_else(|| default_url.to_string());
+        let base_url = env.get("CONFAB_LLM_BASE_URL").unwrap_or(default_url).to_string();
         if base_url.is_empty() {
             return Err(ProviderError::protocol(name, "set CONFAB_LLM_BASE_URL for the custom provider"));
         }
-        let api_key = std::env::var(key_var).ok().filter(|k| !k.is_empty());
+        let api_key = env.get(key_var).map(str::to_string);
         Ok(OpenAiCompatible::new(name, base_url, api_key, CallPolicy::default()))
     }
 

@@ -1,5 +1,6 @@
 //! Chooses adapters from the agent's `provider`/`model` strings (avatar `config.llm`, `config.stt`,
-//! `config.tts`), with base URLs and keys from the environment.
+//! `config.tts`), with base URLs and keys from the provider settings (`ProviderEnv`, read from the process
+//! environment by the binary).
 //!
 //! | kind | provider | adapter |
 //! |---|---|---|
@@ -16,9 +17,10 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use crate::agent_spec::{LlmSpec, SttSpec, TtsSpec};
 
 use super::deepgram::DeepgramStt;
+use super::env::ProviderEnv;
 use super::llm::LanguageModel;
 use super::local_llm::LocalLlm;
 use super::local_stt::LocalStt;
@@ -29,16 +31,8 @@ use super::tts::{EspeakVoice, SpeechSynthesizer};
 use super::ws_tts::{WsTts, WsVoice};
 use super::{CallPolicy, ProviderError};
 
-fn field<'a>(config: &'a Value, name: &str) -> &'a str {
-    config[name].as_str().unwrap_or("").trim()
-}
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-fn required_key(provider: &'static str, variable: &str) -> Result<String, ProviderError> {
-    env(variable).ok_or_else(|| ProviderError::protocol(provider, format!("set {variable}")))
+fn required_key(env: &ProviderEnv, provider: &'static str, variable: &str) -> Result<String, ProviderError> {
+    env.get(variable).map(str::to_string).ok_or_else(|| ProviderError::protocol(provider, format!("set {variable}")))
 }
 
 fn or_default<'a>(value: &'a str, default: &'a str) -> &'a str {
@@ -64,22 +58,26 @@ pub fn preload_local_models(models_dir: &Path) -> Vec<(&'static str, ProviderErr
 }
 
 /// The language model and its model name.
-pub fn language_model(llm: &Value, models_dir: &Path) -> Result<(Box<dyn LanguageModel>, String), ProviderError> {
-    let provider = field(llm, "provider").to_ascii_lowercase();
+pub fn language_model(
+    llm: &LlmSpec,
+    models_dir: &Path,
+    env: &ProviderEnv,
+) -> Result<(Box<dyn LanguageModel>, String), ProviderError> {
+    let provider = llm.provider.trim().to_ascii_lowercase();
     if provider.is_empty() || provider == "local" {
-        let model = LocalLlm::load(models_dir, field(llm, "model"))?;
+        let model = LocalLlm::load(models_dir, llm.model.trim())?;
         let name = model.name().to_string();
         return Ok((Box::new(model), name));
     }
-    let adapter = OpenAiCompatible::from_env(&provider)?;
-    Ok((Box::new(adapter), field(llm, "model").to_string()))
+    let adapter = OpenAiCompatible::from_settings(&provider, env)?;
+    Ok((Box::new(adapter), llm.model.trim().to_string()))
 }
 
 /// The moderation endpoint of the `openai` provider (same base URL and key as its chat completions);
 /// None for other providers, whose guardrail checks ask the language model instead.
-pub fn moderation_endpoint(llm: &Value) -> Option<crate::actions::moderation::ModerationEndpoint> {
-    let provider = field(llm, "provider").to_ascii_lowercase();
-    (provider == "openai").then(|| OpenAiCompatible::from_env(&provider).ok()).flatten().map(|adapter| {
+pub fn moderation_endpoint(llm: &LlmSpec, env: &ProviderEnv) -> Option<crate::actions::moderation::ModerationEndpoint> {
+    let provider = llm.provider.trim().to_ascii_lowercase();
+    (provider == "openai").then(|| OpenAiCompatible::from_settings(&provider, env).ok()).flatten().map(|adapter| {
         crate::actions::moderation::ModerationEndpoint { base_url: adapter.base_url, api_key: adapter.api_key }
     })
 }
@@ -102,16 +100,21 @@ impl Recognizer {
 }
 
 /// Base URL and key of an OpenAI-compatible speech endpoint (`openai` or `custom`).
-fn openai_audio_endpoint(kind: &'static str, provider: &str) -> Result<(String, Option<String>), ProviderError> {
+fn openai_audio_endpoint(
+    kind: &'static str,
+    provider: &str,
+    env: &ProviderEnv,
+) -> Result<(String, Option<String>), ProviderError> {
     let upper = kind.to_ascii_uppercase();
+    let setting = |name: &str| env.get(name).map(str::to_string);
     let (default_url, key) = match provider {
-        "openai" => ("https://api.openai.com/v1", env("OPENAI_API_KEY")),
-        "custom" => ("", env(&format!("CONFAB_{upper}_API_KEY"))),
+        "openai" => ("https://api.openai.com/v1", setting("OPENAI_API_KEY")),
+        "custom" => ("", setting(&format!("CONFAB_{upper}_API_KEY"))),
         other => {
             return Err(ProviderError::protocol(kind, format!("the {kind} provider \"{other}\" is not in this build")));
         }
     };
-    let base = env(&format!("CONFAB_{upper}_BASE_URL")).unwrap_or_else(|| default_url.to_string());
+    let base = setting(&format!("CONFAB_{upper}_BASE_URL")).unwrap_or_else(|| default_url.to_string());
     if base.is_empty() {
         return Err(ProviderError::protocol(kind, format!("set CONFAB_{upper}_BASE_URL for the custom provider")));
     }
@@ -119,50 +122,55 @@ fn openai_audio_endpoint(kind: &'static str, provider: &str) -> Result<(String, 
 }
 
 /// The speech recognizer, or None when none is configured.
-pub fn recognizer(stt: &Value, models_dir: &Path) -> Result<Option<Recognizer>, ProviderError> {
-    let provider = field(stt, "provider").to_ascii_lowercase();
+pub fn recognizer(stt: &SttSpec, models_dir: &Path, env: &ProviderEnv) -> Result<Option<Recognizer>, ProviderError> {
+    let provider = stt.provider.trim().to_ascii_lowercase();
+    let model = stt.model.trim();
     match provider.as_str() {
-        "" | "local" => Ok(Some(Recognizer::Local(LocalStt::load(field(stt, "model"), models_dir)?))),
+        "" | "local" => Ok(Some(Recognizer::Local(LocalStt::load(model, models_dir)?))),
         "deepgram" => {
-            let model = or_default(field(stt, "model"), "nova-3").to_string();
-            let mut deepgram = DeepgramStt::new(required_key("deepgram", "DEEPGRAM_API_KEY")?, model);
-            if let Some(url) = env("CONFAB_DEEPGRAM_URL") {
-                deepgram.url = url;
+            let model = or_default(model, "nova-3").to_string();
+            let mut deepgram = DeepgramStt::new(required_key(env, "deepgram", "DEEPGRAM_API_KEY")?, model);
+            if let Some(url) = env.get("CONFAB_DEEPGRAM_URL") {
+                deepgram.url = url.to_string();
             }
             Ok(Some(Recognizer::Deepgram(deepgram)))
         }
         other => {
-            let (base, key) = openai_audio_endpoint("stt", other)?;
-            let model = or_default(field(stt, "model"), "whisper-1");
+            let (base, key) = openai_audio_endpoint("stt", other, env)?;
+            let model = or_default(model, "whisper-1");
             Ok(Some(Recognizer::OpenAi(OpenAiAudio::new(base, key, model, "", CallPolicy::default()))))
         }
     }
 }
 
 /// The speech synthesizer.
-pub fn synthesizer(tts: &Value, models_dir: &Path) -> Result<Box<dyn SpeechSynthesizer>, ProviderError> {
-    let provider = field(tts, "provider").to_ascii_lowercase();
-    let voice = field(tts, "voice_id");
-    let model = field(tts, "model_id");
+pub fn synthesizer(
+    tts: &TtsSpec,
+    models_dir: &Path,
+    env: &ProviderEnv,
+) -> Result<Box<dyn SpeechSynthesizer>, ProviderError> {
+    let provider = tts.provider.trim().to_ascii_lowercase();
+    let voice = tts.voice_id.trim();
+    let model = tts.model_id.trim();
     match provider.as_str() {
         "" | "local" if model == "espeak-ng" => {
             Ok(Box::new(EspeakVoice { voice: or_default(voice, "en-us").to_string(), ..EspeakVoice::default() }))
         }
         "" | "local" => Ok(Box::new(PiperTts::load(models_dir)?)),
         "elevenlabs" => {
-            let key = required_key("elevenlabs", "ELEVENLABS_API_KEY")?;
+            let key = required_key(env, "elevenlabs", "ELEVENLABS_API_KEY")?;
             let mut tts = WsTts::elevenlabs(key, voice.to_string(), or_default(model, "eleven_flash_v2_5").to_string());
-            override_url(&mut tts, "CONFAB_ELEVENLABS_URL");
+            override_url(&mut tts, env.get("CONFAB_ELEVENLABS_URL"));
             Ok(Box::new(tts))
         }
         "cartesia" => {
-            let key = required_key("cartesia", "CARTESIA_API_KEY")?;
+            let key = required_key(env, "cartesia", "CARTESIA_API_KEY")?;
             let mut tts = WsTts::cartesia(key, voice.to_string(), or_default(model, "sonic-2").to_string());
-            override_url(&mut tts, "CONFAB_CARTESIA_URL");
+            override_url(&mut tts, env.get("CONFAB_CARTESIA_URL"));
             Ok(Box::new(tts))
         }
         other => {
-            let (base, key) = openai_audio_endpoint("tts", other)?;
+            let (base, key) = openai_audio_endpoint("tts", other, env)?;
             let audio = OpenAiAudio::new(
                 base,
                 key,
@@ -175,10 +183,10 @@ pub fn synthesizer(tts: &Value, models_dir: &Path) -> Result<Box<dyn SpeechSynth
     }
 }
 
-fn override_url(tts: &mut WsTts, variable: &str) {
-    if let Some(url) = env(variable) {
+fn override_url(tts: &mut WsTts, url: Option<&str>) {
+    if let Some(url) = url {
         match &mut tts.voice {
-            WsVoice::ElevenLabs { base_url, .. } | WsVoice::Cartesia { base_url, .. } => *base_url = url,
+            WsVoice::ElevenLabs { base_url, .. } | WsVoice::Cartesia { base_url, .. } => *base_url = url.to_string(),
         }
     }
 }

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use confab_engine::providers::env::ProviderEnv;
 use confab_engine::runtime::Runtime;
 use tokio::sync::Notify;
 
@@ -54,6 +55,8 @@ pub struct MediaConfig {
     pub recordings_dir: PathBuf,
     /// Tools and guardrail callbacks may reach loopback and private addresses (`--allow-private-urls`).
     pub allow_private_urls: bool,
+    /// The providers' endpoints and keys (`confab` reads them from its environment at start).
+    pub providers: ProviderEnv,
 }
 
 impl MediaConfig {
@@ -81,6 +84,7 @@ impl MediaConfig {
             no_media_timeout: DEFAULT_NO_MEDIA_TIMEOUT,
             recordings_dir,
             allow_private_urls: false,
+            providers: ProviderEnv::default(),
         }
     }
 }
@@ -202,6 +206,7 @@ impl MediaWorker {
             &self.runtime,
             conversation_id,
             &self.config.models_dir,
+            &self.config.providers,
             self.config.allow_private_urls,
             self.webhooks.clone(),
             Some(hook),
