@@ -38,7 +38,7 @@ pub async fn create_key(db: &Db, name: &str) -> Result<(String, String), sqlx::E
         .bind(&id)
         .bind(name)
         .bind(hash_key(&secret))
-        .bind(crate::time::now_iso())
+        .bind(crate::wall_clock::now_iso())
         .execute(&db.pool)
         .await?;
     Ok((id, secret))
@@ -63,7 +63,7 @@ pub async fn list_keys(db: &Db) -> Result<Vec<ApiKeyInfo>, sqlx::Error> {
 /// Revokes a key; returns false when no live key has this id.
 pub async fn revoke_key(db: &Db, id: &str) -> Result<bool, sqlx::Error> {
     let result = sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
-        .bind(crate::time::now_iso())
+        .bind(crate::wall_clock::now_iso())
         .bind(id)
         .execute(&db.pool)
         .await?;

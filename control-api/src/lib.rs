@@ -29,8 +29,8 @@ pub mod session_token;
 pub mod simulate_stored;
 pub mod store;
 pub mod strict_json;
-pub mod time;
 pub mod validate;
+pub mod wall_clock;
 pub mod webhooks;
 pub mod worker;
 
@@ -143,7 +143,7 @@ impl AppState {
         MintedSession {
             join_link: self.join_link(conversation_id, Some(&token)),
             token,
-            expires_at: time::format_iso(expires_at),
+            expires_at: wall_clock::format_iso(expires_at),
         }
     }
 }
@@ -186,7 +186,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(routes::conversations::router())
         .merge(routes::sessions::router())
         .merge(routes::meetings::router())
-        .merge(avatars::stock::router())
+        .merge(avatars::stock_catalog::router())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .merge(avatars::custom::router().layer(DefaultBodyLimit::max(avatars::custom::MAX_CREATE_BODY_BYTES)))
 }

@@ -46,14 +46,14 @@ pub async fn run(db: Db, agent_id: &str, options: SimulateOptions) -> anyhow::Re
     conversations::insert(&db, &new_summary(id.clone(), agent_id.to_string(), &fields, new, String::new())).await?;
     eprintln!("conversation {id}");
 
-    let (events_tx, events) = mpsc::channel(crate::worker::live::BRIDGE_QUEUE);
-    let (metrics_tx, metrics) = mpsc::channel(crate::worker::live::BRIDGE_QUEUE);
+    let (events_tx, events) = mpsc::channel(crate::worker::session_binding::BRIDGE_QUEUE);
+    let (metrics_tx, metrics) = mpsc::channel(crate::worker::session_binding::BRIDGE_QUEUE);
     let recorder = tokio::spawn(crate::conversation_events::consume(db.clone(), id.clone(), events, None, None));
     let spec = confab_engine::agent_spec::AgentSpec::from_json(&agent.to_string())?;
     let pipeline = confab_engine::agent_spec::PipelineSpec::of_agent(&spec);
     let providers = crate::metrics::Providers::of_pipeline(&pipeline);
     let metrics_writer =
-        tokio::spawn(crate::worker::live::store_turn_metrics(db.clone(), id.clone(), providers, metrics));
+        tokio::spawn(crate::worker::session_binding::store_turn_metrics(db.clone(), id.clone(), providers, metrics));
     let models_dir = options.models_dir.clone();
     let (retrieval, snippets_writer) =
         crate::conversation_knowledge::retrieval(&db, &models_dir, &agent, &id).await.unzip();

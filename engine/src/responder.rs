@@ -19,7 +19,6 @@ pub use reply_rule::ReplyRule;
 use std::sync::Arc;
 use std::time::Instant;
 
-
 use crate::actions::Actions;
 use crate::actions::moderation::ModerationEndpoint;
 use crate::core::playout::{PlayoutPiece, PlayoutSegment};

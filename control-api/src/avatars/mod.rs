@@ -3,4 +3,4 @@
 pub mod assets;
 pub mod custom;
 pub mod portrait;
-pub mod stock;
+pub mod stock_catalog;

@@ -18,7 +18,7 @@ use crate::agent_config::{Attachments, PipelineConfig, nullable};
 use crate::agents::record::{MAX_AVATARS, MAX_CALL_DURATION_LIMIT_SECONDS};
 use crate::agents::{Agent, AgentAvatar, AgentFields, AgentSettings, to_agent, to_agents};
 use crate::avatars::custom::find_completed;
-use crate::avatars::stock::find_stock_avatar;
+use crate::avatars::stock_catalog::find_stock_avatar;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, parse_id};
 use crate::page_cache::{CachedPage, page_key};

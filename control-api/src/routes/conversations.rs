@@ -134,7 +134,7 @@ pub fn new_summary(
     new: NewConversation<'_>,
     join_link: String,
 ) -> ConversationSummary {
-    let now = crate::time::now_iso();
+    let now = crate::wall_clock::now_iso();
     ConversationSummary {
         join_link,
         id,

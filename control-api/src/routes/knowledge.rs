@@ -211,7 +211,7 @@ async fn add_documents(
     if exists == 0 {
         return Err(ApiError::NotFoundMessage(NOT_FOUND));
     }
-    let now = crate::time::now_iso();
+    let now = crate::wall_clock::now_iso();
     let first_position = sqlx::query(
         "SELECT COALESCE(MAX(position), 0) + 1 AS next FROM knowledge_documents WHERE knowledge_base_id = $1",
     )

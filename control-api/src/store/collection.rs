@@ -188,7 +188,7 @@ impl Collection {
 impl StoredRecord {
     /// A new record with both timestamps set to now.
     pub fn new<T: serde::Serialize>(id: String, name: &str, fields: &T) -> StoredRecord {
-        let now = crate::time::now_iso();
+        let now = crate::wall_clock::now_iso();
         StoredRecord {
             id,
             name: name.to_string(),
@@ -205,7 +205,7 @@ impl StoredRecord {
             name: name.to_string(),
             body: serde_json::to_value(fields).expect("resource fields serialize to JSON"),
             created_at: self.created_at.clone(),
-            updated_at: crate::time::now_iso(),
+            updated_at: crate::wall_clock::now_iso(),
         }
     }
 

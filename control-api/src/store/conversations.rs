@@ -280,7 +280,7 @@ pub async fn append_transcript(
     .bind(role)
     .bind(content)
     .bind(message_timestamp)
-    .bind(crate::time::now_iso())
+    .bind(crate::wall_clock::now_iso())
     .bind(speaker.unwrap_or_default())
     .execute(&mut *tx)
     .await?;
@@ -301,7 +301,7 @@ pub async fn advance_status(db: &Db, id: &str, status: &str) -> Result<bool, sql
         )
         .bind(status)
         .bind(i64::from(status != STATUS_ENDED))
-        .bind(crate::time::now_iso())
+        .bind(crate::wall_clock::now_iso())
         .bind(id)
         .bind(*from)
         .execute(&db.pool)
@@ -328,7 +328,7 @@ pub async fn append_snippets(db: &Db, id: &str, used: &Value) -> Result<(), sqlx
     snippets["turns"].as_array_mut().expect("an array").push(used.clone());
     sqlx::query("UPDATE conversations SET snippets = $1, updated_at = $2 WHERE id = $3")
         .bind(snippets.to_string())
-        .bind(crate::time::now_iso())
+        .bind(crate::wall_clock::now_iso())
         .bind(id)
         .execute(&mut *tx)
         .await?;
@@ -338,7 +338,7 @@ pub async fn append_snippets(db: &Db, id: &str, used: &Value) -> Result<(), sqlx
 pub async fn set_recording(db: &Db, id: &str, recording_url: &str) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE conversations SET is_recorded = 1, recording_url = $1, updated_at = $2 WHERE id = $3")
         .bind(recording_url)
-        .bind(crate::time::now_iso())
+        .bind(crate::wall_clock::now_iso())
         .bind(id)
         .execute(&db.pool)
         .await?;

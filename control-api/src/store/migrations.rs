@@ -302,7 +302,7 @@ pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
         }
         sqlx::query("INSERT INTO confab_migrations (version, applied_at) VALUES ($1, $2)")
             .bind(version)
-            .bind(crate::time::now_iso())
+            .bind(crate::wall_clock::now_iso())
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

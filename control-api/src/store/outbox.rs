@@ -59,7 +59,7 @@ pub async fn subscribed(
     if fields.callback_url.is_empty() || !fields.callback_events.iter().any(|e| e == name) {
         return Ok(None);
     }
-    let body = event.envelope(conversation_id, crate::time::unix_seconds_now()).to_string();
+    let body = event.envelope(conversation_id, crate::wall_clock::unix_seconds_now()).to_string();
     Ok(Some(Subscribed {
         conversation_id: conversation_id.to_string(),
         agent_id,
@@ -100,7 +100,7 @@ impl Subscribed {
         .bind(self.body)
         .bind(PENDING)
         .bind(now_millis())
-        .bind(crate::time::now_iso())
+        .bind(crate::wall_clock::now_iso())
         .execute(&mut *tx)
         .await?;
         Ok(())

@@ -16,7 +16,7 @@ pub async fn insert(db: &Db, conversation_id: &str, turn: i64, body: &Value) -> 
     .bind(conversation_id)
     .bind(turn)
     .bind(body.to_string())
-    .bind(crate::time::now_iso())
+    .bind(crate::wall_clock::now_iso())
     .execute(&mut *tx)
     .await?;
     tx.commit().await

@@ -39,7 +39,7 @@ pub async fn heartbeat(db: &Db, beat: &WorkerBeat, now_ms: i64) -> Result<(), sq
     .bind(beat.active_calls)
     .bind(i64::from(beat.draining))
     .bind(now_ms)
-    .bind(crate::time::now_iso())
+    .bind(crate::wall_clock::now_iso())
     .execute(&db.pool)
     .await?;
     Ok(())
@@ -91,7 +91,7 @@ pub async fn claim(db: &Db, conversation_id: &str, worker_id: &str) -> Result<Cl
         "UPDATE conversations SET worker_id = $1, updated_at = $2 WHERE id = $3 AND worker_id = '' AND status <> $4",
     )
     .bind(worker_id)
-    .bind(crate::time::now_iso())
+    .bind(crate::wall_clock::now_iso())
     .bind(conversation_id)
     .bind(STATUS_ENDED)
     .execute(&db.pool)
@@ -247,7 +247,7 @@ async fn end_in(
         )
         .bind(STATUS_ENDED)
         .bind(reason)
-        .bind(crate::time::now_iso())
+        .bind(crate::wall_clock::now_iso())
         .bind(&ending.conversation_id)
         .bind(&ending.worker_id)
         .execute(&mut *tx)

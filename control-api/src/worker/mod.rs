@@ -1,10 +1,11 @@
-//! What runs in a media worker: `confab worker` in a fleet, and embedded in `confab serve` alone. `media` is
-//! the WebRTC transport (peer negotiation, call supervision, recorder, the face's video), `live` binds a
-//! conversation record to an engine session, `fleet` takes calls from the fleet's queue, `placer` places
-//! calls for the HTTP side of `confab serve` alone (`crate::calls::CallPlacer`). A worker writes records
-//! and webhook events to the database; it serves no HTTP.
+//! What runs in a media worker: `confab worker` in a fleet, and embedded in `confab serve` alone. `media`
+//! is the WebRTC transport (peer negotiation, call supervision, recorder, the face's video),
+//! `session_binding` binds a conversation record to an engine session, `fleet` takes calls from the
+//! fleet's queue, `placer` places calls for the HTTP side of `confab serve` alone
+//! (`crate::calls::CallPlacer`). A worker writes records and webhook events to the database; it serves no
+//! HTTP.
 
 pub mod fleet;
-pub mod live;
 pub mod media;
 pub mod placer;
+pub mod session_binding;

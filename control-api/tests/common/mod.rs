@@ -9,7 +9,7 @@ use axum::body::Body;
 use axum::http::Request;
 use confab_api::store::Db;
 use confab_api::webhooks::{Deliverer, WebhookConfig};
-use confab_api::worker::live::{self, LiveConversation};
+use confab_api::worker::session_binding::{self, LiveConversation};
 use confab_engine::providers::env::ProviderEnv;
 use confab_engine::runtime::{Runtime, RuntimeConfig};
 use serde_json::Value;
@@ -56,6 +56,6 @@ pub async fn start_live_call(db: &Db, id: &str, models: &Path, providers: &Provi
     let deliverer = Deliverer::new(db.clone(), WebhookConfig { allow_private: true, ..WebhookConfig::default() });
     let wake = deliverer.waker();
     let delivering = tokio::spawn(deliverer.run());
-    let session = live::start(db, &runtime, id, models, providers, true, Some(wake), None).await.unwrap();
+    let session = session_binding::start(db, &runtime, id, models, providers, true, Some(wake), None).await.unwrap();
     LiveCall { runtime, delivering, session }
 }

@@ -25,7 +25,7 @@ use super::peer::Negotiated;
 use super::presence::{Connection, Presence};
 use super::recording_slot::RecordingSlot;
 use crate::conversation_events;
-use crate::worker::live::LiveConversation;
+use crate::worker::session_binding::LiveConversation;
 
 /// How often the agent's audio is taken from the engine and sent (it arrives in 20 ms frames).
 const SEND_INTERVAL: Duration = Duration::from_millis(10);

@@ -25,7 +25,7 @@ use tokio::sync::Notify;
 use crate::calls::{IceServers, JoinError};
 use crate::store::Db;
 use crate::store::conversations::{self, STATUS_ENDED};
-use crate::worker::live::{self, LiveError};
+use crate::worker::session_binding::{self, LiveError};
 
 /// Default for `--max-calls`.
 pub const DEFAULT_MAX_CALLS: usize = 8;
@@ -201,7 +201,7 @@ impl MediaWorker {
         let negotiated_after = asked.elapsed();
         let recording = recording_slot::RecordingSlot::default();
         let hook = recording.call_end_hook(self.recording_url(conversation_id));
-        let started = live::start(
+        let started = session_binding::start(
             &self.db,
             &self.runtime,
             conversation_id,
