@@ -2,6 +2,8 @@
 //! (`enqueue`, or `Subscribed::insert` inside a caller's transaction), so a crash loses none. The
 //! deliverer (`crate::webhooks`) sends them.
 
+use std::collections::HashSet;
+
 use confab_engine::ConversationEvent;
 use sqlx::Row;
 
@@ -105,4 +107,66 @@ impl Subscribed {
         .await?;
         Ok(())
     }
+}
+
+/// A delivery claimed by this deliverer (leased until the time it gave).
+pub struct Due {
+    pub id: String,
+    pub conversation_id: String,
+    pub agent_id: String,
+    pub url: String,
+    pub body: String,
+    pub attempts: i64,
+    pub created_ms: i64,
+}
+
+/// Claims up to `limit` due deliveries: the oldest pending event of conversations not in `busy`, when due
+/// and not leased by another deliverer. Each is leased until `lease_until` by a compare-and-set, so two
+/// deliverers never send the same row at once.
+pub async fn claim(db: &Db, limit: usize, busy: &HashSet<String>, lease_until: i64) -> Result<Vec<Due>, sqlx::Error> {
+    let now = now_millis();
+    let rows = sqlx::query(
+        "SELECT o.id, o.conversation_id, o.agent_id, o.url, o.body, o.attempts, o.created_ms FROM webhook_outbox o \
+         JOIN (SELECT conversation_id, MIN(seq) AS head FROM webhook_outbox WHERE status = $1 GROUP BY conversation_id) h \
+         ON o.conversation_id = h.conversation_id AND o.seq = h.head \
+         WHERE o.next_attempt_at <= $2 AND o.lease_until <= $2 ORDER BY o.next_attempt_at LIMIT $3",
+    )
+    .bind(PENDING)
+    .bind(now)
+    .bind((limit + busy.len()) as i64)
+    .fetch_all(&db.pool)
+    .await?;
+    let mut claimed = Vec::new();
+    for row in rows {
+        let due = Due {
+            id: row.try_get("id")?,
+            conversation_id: row.try_get("conversation_id")?,
+            agent_id: row.try_get("agent_id")?,
+            url: row.try_get("url")?,
+            body: row.try_get("body")?,
+            attempts: row.try_get("attempts")?,
+            created_ms: row.try_get("created_ms")?,
+        };
+        if claimed.len() == limit || busy.contains(&due.conversation_id) {
+            continue;
+        }
+        let taken = sqlx::query("UPDATE webhook_outbox SET lease_until = $1 WHERE id = $2 AND lease_until <= $3")
+            .bind(lease_until)
+            .bind(&due.id)
+            .bind(now)
+            .execute(&db.pool)
+            .await?
+            .rows_affected();
+        if taken == 1 {
+            claimed.push(due);
+        }
+    }
+    Ok(claimed)
+}
+
+/// Counts of outbox rows by status, for tests and health.
+pub async fn status_counts(db: &Db) -> Result<std::collections::BTreeMap<String, i64>, sqlx::Error> {
+    let rows =
+        sqlx::query("SELECT status, COUNT(*) AS n FROM webhook_outbox GROUP BY status").fetch_all(&db.pool).await?;
+    rows.iter().map(|r| Ok((r.try_get("status")?, r.try_get("n")?))).collect()
 }

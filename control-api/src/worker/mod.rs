@@ -2,9 +2,10 @@
 //! is the WebRTC transport (peer negotiation, call supervision, recorder, the face's video),
 //! `session_binding` binds a conversation record to an engine session, `fleet` takes calls from the
 //! fleet's queue, `placer` places calls for the HTTP side of `confab serve` alone
-//! (`crate::calls::CallPlacer`). A worker writes records and webhook events to the database; it serves no
-//! HTTP.
+//! (`crate::calls::CallPlacer`), `call_session` is what a transport runs a call on. A worker writes records
+//! and webhook events to the database; it serves no HTTP.
 
+pub mod call_session;
 pub mod fleet;
 pub mod media;
 pub mod placer;

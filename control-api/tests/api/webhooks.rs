@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use confab_api::conversation_events;
-use confab_api::webhooks::{self, Deliverer, WebhookConfig, signing};
+use confab_api::webhooks::{Deliverer, WebhookConfig, signing};
 use confab_engine::{ConversationEvent, EventKind};
 use serde_json::{Value, json};
 
@@ -137,7 +137,7 @@ async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 async fn wait_for_failed(app: &TestApp, failed: i64) -> BTreeMap<String, i64> {
     let mut counts = BTreeMap::new();
     for _ in 0..750 {
-        counts = webhooks::status_counts(&app.db).await.unwrap();
+        counts = confab_api::store::outbox::status_counts(&app.db).await.unwrap();
         if counts.get("failed") == Some(&failed) {
             break;
         }

@@ -8,7 +8,8 @@ pub enum ReplyRule {
     #[default]
     Always,
     /// Turns that say one of `names` (whole words, any case, punctuation ignored) or ask a question (the
-    /// transcript ends with `?`; the turn was committed after the speaker fell silent).
+    /// punctuation after the transcript's last word holds a `?`, as in `…France?` or `…France?,`: a
+    /// recognizer sometimes adds a stray mark; the turn was committed after the speaker fell silent).
     Addressed { names: Vec<String> },
     /// Only turns that say the wake phrase (silent-observer use).
     WakePhrase(String),
@@ -23,11 +24,15 @@ impl ReplyRule {
             ReplyRule::Always => true,
             ReplyRule::Never => false,
             ReplyRule::WakePhrase(phrase) => says(text, phrase),
-            ReplyRule::Addressed { names } => {
-                text.trim_end().ends_with('?') || names.iter().any(|name| says(text, name))
-            }
+            ReplyRule::Addressed { names } => asks(text) || names.iter().any(|name| says(text, name)),
         }
     }
+}
+
+/// Whether `text` ends as a question: a `?` among the marks after its last word.
+fn asks(text: &str) -> bool {
+    let last_word_end = text.trim_end_matches(|c: char| !c.is_alphanumeric()).len();
+    text[last_word_end..].contains('?')
 }
 
 /// Lowercase words separated by single spaces, with a space at each end.
@@ -60,6 +65,10 @@ mod tests {
         assert!(rule.answers("Confab, what time is it"));
         assert!(rule.answers("OK... confab notes: summarise please."));
         assert!(rule.answers("What is the capital of France?"));
+        // A recognizer's stray mark after the question mark (heard in a meeting test on a loaded machine).
+        assert!(rule.answers("What is the capital of France, dear Ardlephur?,"));
+        assert!(rule.answers("Is it \"ready?\""));
+        assert!(!rule.answers("Who? Nobody. Move on."));
         assert!(rule.answers("hey ADA."));
         assert!(!rule.answers("Let's move on to the next item."));
         assert!(!rule.answers("Confabulation is a word."));

@@ -19,12 +19,12 @@ use webrtc::media_stream::track_local::static_sample::TrackLocalStaticSample;
 use webrtc::media_stream::track_remote::{TrackRemote, TrackRemoteEvent};
 use webrtc::peer_connection::RTCPeerConnectionState;
 
-use super::MediaWorker;
 use super::face::{self, FaceFeed, VideoTrack};
 use super::peer::Negotiated;
 use super::presence::{Connection, Presence};
 use super::recording_slot::RecordingSlot;
 use crate::conversation_events;
+use crate::worker::call_session::CallSession;
 use crate::worker::session_binding::LiveConversation;
 
 /// How often the agent's audio is taken from the engine and sent (it arrives in 20 ms frames).
@@ -61,7 +61,7 @@ impl MediaClock {
 
 /// Runs the call to its end.
 pub async fn run(
-    worker: Arc<MediaWorker>,
+    session: CallSession,
     live: LiveConversation,
     negotiated: Negotiated,
     recording: RecordingSlot,
@@ -114,7 +114,7 @@ pub async fn run(
         })
     };
     let marking = {
-        let (db, id) = (worker.db.clone(), conversation_id.clone());
+        let (db, id) = (session.db.clone(), conversation_id.clone());
         tokio::spawn(async move {
             if first_packet_rx.await.is_ok()
                 && let Err(err) = conversation_events::media_started(&db, &id).await
@@ -134,7 +134,7 @@ pub async fn run(
     let mut face_keyframe_sent = false;
 
     // The supervisor: ends the call on hang-up, a lost connection or silence.
-    let no_media_timeout = worker.config.no_media_timeout;
+    let no_media_timeout = session.no_media_timeout;
     let mut ticker = tokio::time::interval(SUPERVISE_INTERVAL);
     let mut finished = finished;
     let mut presence = Presence::new(no_media_timeout);
@@ -144,7 +144,7 @@ pub async fn run(
             _ = &mut finished => break true,
             _ = hang_up.notified() => {
                 tracing::info!(%conversation_id, "hang-up");
-                worker.runtime().close_session(session_id);
+                session.hang_up(session_id);
                 break false;
             }
             _ = ticker.tick() => {
@@ -164,7 +164,7 @@ pub async fn run(
                 if let Some(departure) = left {
                     tracing::info!(%conversation_id, reason = departure.reason(), "the participant left");
                     let participant = if user_id.is_empty() { "user" } else { user_id.as_str() };
-                    worker.runtime().participant_left(session_id, participant);
+                    session.participant_left(session_id, participant);
                     break false;
                 }
             }
@@ -185,7 +185,7 @@ pub async fn run(
     if let Err(err) = connection.close().await {
         tracing::debug!(%conversation_id, error = %err, "closing the peer connection");
     }
-    worker.forget(&conversation_id);
+    session.finish();
     tracing::info!(%conversation_id, "call over");
 }
 
