@@ -10,6 +10,10 @@ use tokio::sync::mpsc;
 
 use crate::store::{Db, conversations, knowledge};
 
+/// Turns whose snippets wait for the database. Full (the database is that far behind): a turn's snippets
+/// are not recorded, and that is logged; the call goes on.
+pub const SNIPPETS_QUEUE: usize = 64;
+
 /// The retrieval of the agent (`agent`: the Agent resource as the API returns it) for `conversation_id`,
 /// and the task writing its snippets (it ends once the retrieval is dropped and everything is written);
 /// None when the agent has no knowledge base with documents, or the embedding model is missing (logged).
@@ -37,7 +41,7 @@ pub async fn retrieval(
             return None;
         }
     };
-    let (used_tx, mut used) = mpsc::unbounded_channel::<SnippetsUsed>();
+    let (used_tx, mut used) = mpsc::channel::<SnippetsUsed>(SNIPPETS_QUEUE);
     let (db, id) = (db.clone(), conversation_id.to_string());
     let writer = tokio::spawn(async move {
         while let Some(turn) = used.recv().await {
@@ -48,8 +52,11 @@ pub async fn retrieval(
         }
     });
     tracing::info!(%conversation_id, chunks = loaded.len(), "knowledge bases loaded");
+    let conversation = conversation_id.to_string();
     let on_used = Arc::new(move |turn| {
-        let _ = used_tx.send(turn);
+        if let Err(mpsc::error::TrySendError::Full(_)) = used_tx.try_send(turn) {
+            tracing::warn!(conversation_id = %conversation, "a turn's snippets are not recorded: the database is {SNIPPETS_QUEUE} turns behind");
+        }
     });
     Some((Retrieval { knowledge: loaded, embedder, on_used: Some(on_used) }, writer))
 }

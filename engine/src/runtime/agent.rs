@@ -134,6 +134,10 @@ async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, resul
             AgentJob::Heard(text) => responder.heard(&text),
             AgentJob::Cancel { .. } => {}
             AgentJob::Respond { turn, epoch, user_text } => {
+                // Unbounded, but never more than one reply: the callback cannot wait (it runs inside the
+                // reply's future), and this loop stops polling that future while it waits to deliver, so
+                // what queues here is what the reply produced since the last delivery (its audio pieces,
+                // a few seconds of speech at most for a sentence).
                 let (segments_tx, mut segments_rx) = mpsc::unbounded_channel();
                 let mut on_segment = |segment| {
                     let _ = segments_tx.send(segment);
