@@ -50,6 +50,8 @@ pub enum SimulateError {
     Provider(#[from] crate::providers::ProviderError),
     #[error("cannot write avatar.webm: {0}")]
     Video(#[from] RecordingError),
+    #[error(transparent)]
+    Action(#[from] crate::actions::MalformedAction),
 }
 
 pub struct SimulateOptions {
@@ -368,7 +370,8 @@ fn responder_for(
     let prompt = spec.system_prompt("");
     let pipeline = PipelineSpec::of_agent(spec);
     let responder = Responder::from_config(&pipeline, prompt, &options.models_dir, &options.providers)?;
-    Ok(responder.with_actions(io.block_on(Actions::connected(agent, settings))))
+    let actions = io.block_on(Actions::connected(agent, settings))?;
+    Ok(responder.with_actions(actions))
 }
 
 /// One event as a JSON line: the webhook envelope plus `media_time` in seconds.

@@ -83,7 +83,7 @@ fn settings() -> ActionSettings {
 }
 
 async fn connect(records: Value) -> Actions {
-    let mut actions = Actions::from_agent(&json!({ "mcp": records }), settings());
+    let mut actions = Actions::from_agent(&json!({ "mcp": records }), settings()).unwrap();
     actions.connect_mcp().await;
     actions
 }
@@ -157,7 +157,7 @@ fn a_private_mcp_address_is_refused_by_default() {
         let accepted = tokio::spawn(async move { listener.accept().await.is_ok() });
         let settings = ActionSettings { allow_private_urls: false, ..settings() };
         let agent = json!({ "mcp": [record("local", "shttp/sse", format!("http://127.0.0.1:{port}/mcp"))] });
-        let mut actions = Actions::from_agent(&agent, settings);
+        let mut actions = Actions::from_agent(&agent, settings).unwrap();
         actions.connect_mcp().await;
         assert!(actions.mcp_tools.is_empty());
         tokio::time::sleep(Duration::from_millis(200)).await;

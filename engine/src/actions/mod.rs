@@ -40,6 +40,18 @@ impl ActionSettings {
     }
 }
 
+/// What an API tool record needs to be called.
+const TOOL_NEEDS: &str = "type \"tool.api\", schema.name, request_config.url and request_config.method";
+
+/// An attached record that cannot be used (its array and place in it, and what it lacks).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the agent's {field}[{index}] cannot be used: it needs {needs}")]
+pub struct MalformedAction {
+    pub field: &'static str,
+    pub index: usize,
+    pub needs: &'static str,
+}
+
 /// One function the model may call.
 #[derive(Debug, Clone, Copy)]
 pub enum Action<'a> {
@@ -84,31 +96,53 @@ impl Actions {
         }
     }
 
-    /// The agent's tools and guardrails (`tool`, `guardrail` arrays of the Agent resource). A guardrail
-    /// whose key is also a tool's name is left out (the tool keeps the name), as are repeated names.
-    pub fn from_agent(agent: &Value, settings: ActionSettings) -> Actions {
+    /// The agent's tools, guardrails and MCP servers (`tool`, `guardrail`, `mcp` arrays of the Agent
+    /// resource). A record that cannot be used is refused, never skipped (the API refuses such records
+    /// when they are stored; an agent file of `confab simulate` may hold one). A guardrail whose key is
+    /// also a tool's name is left out (the tool keeps the name), as are repeated names, each logged.
+    pub fn from_agent(agent: &Value, settings: ActionSettings) -> Result<Actions, MalformedAction> {
         let records = |field: &str| agent[field].as_array().cloned().unwrap_or_default();
         let mut names = std::collections::HashSet::new();
-        let tools: Vec<ApiTool> = records("tool")
-            .iter()
-            .filter_map(ApiTool::from_record)
-            .filter(|tool| names.insert(tool.spec.name.clone()))
-            .collect();
-        let guardrails: Vec<Guardrail> = records("guardrail")
-            .iter()
-            .filter_map(Guardrail::from_record)
-            .filter(|guardrail| names.insert(guardrail.key.clone()))
-            .collect();
+        let mut keep = |name: &str| {
+            let new = names.insert(name.to_string());
+            if !new {
+                tracing::warn!(name, "an action's name is already taken; the later one is left out");
+            }
+            new
+        };
+        let mut tools = Vec::new();
+        for (index, record) in records("tool").iter().enumerate() {
+            let tool =
+                ApiTool::from_record(record).ok_or(MalformedAction { field: "tool", index, needs: TOOL_NEEDS })?;
+            if keep(&tool.spec.name) {
+                tools.push(tool);
+            }
+        }
+        let mut guardrails = Vec::new();
+        for (index, record) in records("guardrail").iter().enumerate() {
+            let guardrail =
+                Guardrail::from_record(record).ok_or(MalformedAction { field: "guardrail", index, needs: "a key" })?;
+            if keep(&guardrail.key) {
+                guardrails.push(guardrail);
+            }
+        }
         let mut actions = Actions::new(tools, guardrails, settings);
-        actions.mcp_servers = records("mcp").iter().filter_map(McpServer::from_record).collect();
-        actions
+        for (index, record) in records("mcp").iter().enumerate() {
+            let server = McpServer::from_record(record).ok_or(MalformedAction {
+                field: "mcp",
+                index,
+                needs: "request_config.url",
+            })?;
+            actions.mcp_servers.push(server);
+        }
+        Ok(actions)
     }
 
     /// `from_agent`, with the MCP servers connected: what a conversation starts with.
-    pub async fn connected(agent: &Value, settings: ActionSettings) -> Actions {
-        let mut actions = Actions::from_agent(agent, settings);
+    pub async fn connected(agent: &Value, settings: ActionSettings) -> Result<Actions, MalformedAction> {
+        let mut actions = Actions::from_agent(agent, settings)?;
         actions.connect_mcp().await;
-        actions
+        Ok(actions)
     }
 
     /// Connects the MCP servers (all at once) and adds their tools; a server that cannot be reached, and
@@ -170,17 +204,31 @@ mod tests {
         let agent = json!({
             "tool": [
                 { "type": "tool.api", "schema": { "name": "lookup" }, "request_config": { "method": "GET", "url": "https://x.example/l" } },
-                { "type": "tool.api", "schema": { "name": "lookup" }, "request_config": { "method": "GET", "url": "https://y.example/l" } },
-                { "type": "tool.api", "schema": { "name": "broken" } }
+                { "type": "tool.api", "schema": { "name": "lookup" }, "request_config": { "method": "GET", "url": "https://y.example/l" } }
             ],
             "guardrail": [ { "id": "g", "key": "no_politics", "name": "No politics", "prompt": "Politics." }, { "key": "lookup" } ],
         });
-        let actions = Actions::from_agent(&agent, ActionSettings::default());
+        let actions = Actions::from_agent(&agent, ActionSettings::default()).unwrap();
         let names: Vec<String> = actions.specs().into_iter().map(|spec| spec.name).collect();
         assert_eq!(names, ["no_politics", "lookup"]);
         assert!(matches!(actions.find("lookup"), Some(Action::Tool(tool)) if tool.url == "https://x.example/l"));
         assert!(matches!(actions.find("no_politics"), Some(Action::Guardrail(_))));
-        assert!(actions.find("broken").is_none());
-        assert!(Actions::from_agent(&json!({}), ActionSettings::default()).is_empty());
+        assert!(Actions::from_agent(&json!({}), ActionSettings::default()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_used_is_refused_not_skipped() {
+        let agent = json!({ "tool": [
+            { "type": "tool.api", "schema": { "name": "lookup" }, "request_config": { "method": "GET", "url": "https://x.example/l" } },
+            { "type": "tool.api", "schema": { "name": "broken" } }
+        ] });
+        let refused = Actions::from_agent(&agent, ActionSettings::default()).err().unwrap();
+        assert_eq!(refused, MalformedAction { field: "tool", index: 1, needs: TOOL_NEEDS });
+        assert_eq!(
+            refused.to_string(),
+            "the agent's tool[1] cannot be used: it needs type \"tool.api\", schema.name, request_config.url and request_config.method"
+        );
+        let no_url = json!({ "mcp": [{ "name": "docs", "request_config": {} }] });
+        assert_eq!(Actions::from_agent(&no_url, ActionSettings::default()).err().unwrap().field, "mcp");
     }
 }
