@@ -5,7 +5,7 @@
 
 use axum::body::Body;
 use axum::http::Request;
-use confab_api::store::Db;
+use confab_store::Db;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use tower::ServiceExt;

@@ -15,12 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use confab_api::calls::{IceServers, JoinError};
-use confab_api::fleet_protocol::DEFAULT_QUEUE;
-use confab_api::replica::dispatch::Dispatcher;
-use confab_api::store::Db;
-use confab_api::worker::fleet::{CallHost, FleetWorker};
 use confab_benches::api_post;
+use confab_http::replica::dispatch::Dispatcher;
+use confab_store::Db;
+use confab_store::calls::{IceServers, JoinError};
+use confab_store::fleet_protocol::DEFAULT_QUEUE;
+use confab_worker::fleet::{CallHost, FleetWorker};
 use futures_util::future::BoxFuture;
 use serde_json::json;
 
@@ -122,7 +122,7 @@ async fn start_workers(
     let stop = Arc::new(tokio::sync::Notify::new());
     let mut clients = Vec::new();
     for n in 0..connections.max(1) {
-        clients.push(confab_api::fleet_protocol::connect(nats, &format!("bench-{prefix}-{n}")).await.unwrap());
+        clients.push(confab_store::fleet_protocol::connect(nats, &format!("bench-{prefix}-{n}")).await.unwrap());
     }
     for n in 0..count {
         let media: Arc<dyn CallHost> = Arc::new(SimulatedMedia { max_calls: 8 });

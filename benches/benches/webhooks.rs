@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::routing::post;
-use confab_api::store::Db;
-use confab_api::webhooks::{Deliverer, WebhookConfig};
 use confab_benches::api_post;
 use confab_engine::{ConversationEvent, EventKind};
+use confab_http::webhooks::{Deliverer, WebhookConfig};
+use confab_store::Db;
 use serde_json::json;
 
 fn main() {
@@ -54,7 +54,7 @@ fn main() {
         for i in 0..events {
             let event =
                 ConversationEvent { media_time: Duration::from_millis(i as u64), kind: EventKind::UserStartedSpeaking };
-            confab_api::store::outbox::enqueue(&db, &ids[i % conversations], &event).await.unwrap();
+            confab_store::outbox::enqueue(&db, &ids[i % conversations], &event).await.unwrap();
         }
         let config =
             WebhookConfig { allow_private: true, poll_interval: Duration::from_millis(5), ..WebhookConfig::default() };

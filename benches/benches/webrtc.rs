@@ -16,11 +16,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use confab_api::worker::media::MediaConfig;
-use confab_api::worker::media::call::{MediaClock, VoiceTrack, receive_voice, send_voice};
-use confab_api::worker::media::peer::{Offerer, negotiate};
-use confab_api::worker::media::recording_slot::RecordingSlot;
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
+use confab_worker::media::MediaConfig;
+use confab_worker::media::call::{MediaClock, VoiceTrack, receive_voice, send_voice};
+use confab_worker::media::peer::{Offerer, negotiate};
+use confab_worker::media::recording_slot::RecordingSlot;
 use rtc::media::Sample;
 use rtc::rtp_transceiver::rtp_sender::RtpCodecKind;
 use tokio::runtime::Runtime;

@@ -91,21 +91,21 @@ pub fn play_users_tick_observed(
 }
 
 /// The control plane's router on `db` (driven without a socket) and a new API key.
-pub async fn api_router(db: &confab_api::store::Db) -> (axum::Router, String) {
+pub async fn api_router(db: &confab_store::Db) -> (axum::Router, String) {
     let (router, key, _) = api_router_with_state(db).await;
     (router, key)
 }
 
 /// As `api_router`, with the server state (to reach its caches).
-pub async fn api_router_with_state(db: &confab_api::store::Db) -> (axum::Router, String, confab_api::AppState) {
-    let config = confab_api::AppConfig {
+pub async fn api_router_with_state(db: &confab_store::Db) -> (axum::Router, String, confab_http::AppState) {
+    let config = confab_http::AppConfig {
         public_url: "http://bench".into(),
         recordings_dir: "recordings".into(),
         models_dir: confab_models::default_models_dir(),
     };
-    let state = confab_api::AppState::new(db.clone(), config).await.expect("the bench database opens");
-    let (_, key) = confab_api::auth::create_key(db, "bench").await.expect("a key is created");
-    (confab_api::app(state.clone()), key, state)
+    let state = confab_http::AppState::new(db.clone(), config).await.expect("the bench database opens");
+    let (_, key) = confab_http::auth::create_key(db, "bench").await.expect("a key is created");
+    (confab_http::app(state.clone()), key, state)
 }
 
 /// POSTs `body` as JSON to `path` on `router` with the API key; the answer's JSON.

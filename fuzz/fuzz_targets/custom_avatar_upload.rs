@@ -5,7 +5,7 @@
 
 use axum::body::Body;
 use axum::http::Request;
-use confab_api::avatars::custom::read_upload;
+use confab_http::avatars::custom::read_upload;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

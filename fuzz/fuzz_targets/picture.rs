@@ -3,7 +3,7 @@
 //! and nothing larger than the limits may ever be decoded.
 #![no_main]
 
-use confab_api::avatars::custom::describe_image;
+use confab_http::avatars::custom::describe_image;
 use confab_engine::avatar::from_image::{MAX_PICTURE_PIXELS, MAX_PICTURE_SIDE, decode_picture};
 use libfuzzer_sys::fuzz_target;
 

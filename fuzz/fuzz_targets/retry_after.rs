@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use confab_api::webhooks::schedule::{MAX_RETRY_AFTER, next_attempt, parse_retry_after};
+use confab_http::webhooks::schedule::{MAX_RETRY_AFTER, next_attempt, parse_retry_after};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -260,7 +260,7 @@ impl Browser {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        for pid in confab_api::meetings::browser::processes_marked(&self.marker) {
+        for pid in confab_meetings::browser::processes_marked(&self.marker) {
             // SAFETY: kill(2) on a process whose environment carries this browser's marker.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }

@@ -5,9 +5,9 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use confab_api::worker::media::MediaConfig;
-use confab_api::worker::media::peer::Offerer;
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
+use confab_worker::media::MediaConfig;
+use confab_worker::media::peer::Offerer;
 use rtc::media::Sample;
 use webrtc::peer_connection::RTCPeerConnectionState;
 

@@ -121,7 +121,7 @@ impl Setup {
 
 /// Processes of any bot's browser (renderers included: they carry the bot's marker in their environment).
 fn bot_processes() -> Vec<i32> {
-    confab_api::meetings::browser::processes_with_variable(confab_api::meetings::browser::MARKER_VARIABLE)
+    confab_meetings::browser::processes_with_variable(confab_meetings::browser::MARKER_VARIABLE)
 }
 
 async fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {

@@ -22,17 +22,17 @@ use axum::Router;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use confab_api::fleet_protocol::{self as protocol, CallJob, Rpc, RpcReply, Taken};
-use confab_api::store::Db;
-use confab_api::store::workers;
-use confab_api::worker::media::peer::Offerer;
 use confab_engine::{ConversationEvent, EventKind};
+use confab_store::Db;
+use confab_store::fleet_protocol::{self as protocol, CallJob, Rpc, RpcReply, Taken};
+use confab_store::workers;
 use confab_tests::caller::{Caller, client_config, offer, speech_16k, token_of};
 use confab_tests::fleet::{
     CuttableProxy, Nats, Worker, create_key, database_address, drop_database, fresh_database, through_port,
 };
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api};
+use confab_worker::media::peer::Offerer;
 use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -283,7 +283,7 @@ async fn a_replica_killed_mid_delivery_leaves_the_rest_to_another() {
     let event = ConversationEvent { media_time: Duration::ZERO, kind: EventKind::UserStartedSpeaking };
     for _ in 0..5 {
         for id in &conversations {
-            assert!(confab_api::store::outbox::enqueue(&fleet.db, id, &event).await.unwrap());
+            assert!(confab_store::outbox::enqueue(&fleet.db, id, &event).await.unwrap());
         }
     }
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -588,12 +588,12 @@ async fn a_meeting_bot_on_a_replica_places_its_call_on_a_worker() {
         assert!(Instant::now() < deadline, "the bot never reached the lobby");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let marker = confab_api::meetings::browser::MARKER_VARIABLE;
-    assert!(!confab_api::meetings::browser::processes_with_variable(marker).is_empty());
+    let marker = confab_meetings::browser::MARKER_VARIABLE;
+    assert!(!confab_meetings::browser::processes_with_variable(marker).is_empty());
     doomed.kill();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let left = confab_api::meetings::browser::processes_with_variable(marker);
+        let left = confab_meetings::browser::processes_with_variable(marker);
         if left.is_empty() {
             break;
         }

@@ -6,10 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use confab_api::worker::media::peer::Offerer;
 use confab_tests::caller::{Caller, client_config, offer, token_of};
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key};
+use confab_worker::media::peer::Offerer;
 use reqwest::Method;
 use serde_json::{Value, json};
 

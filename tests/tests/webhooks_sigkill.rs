@@ -6,9 +6,9 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use confab_api::store::Db;
-use confab_api::webhooks;
 use confab_engine::{ConversationEvent, EventKind};
+use confab_http::webhooks;
+use confab_store::Db;
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key};
 use reqwest::Method;
@@ -43,12 +43,12 @@ async fn a_server_killed_mid_delivery_loses_no_event() {
     let conversation =
         api(&client, &key, Method::POST, format!("{}/v1/ext/conversation", server.base), Some(body)).await;
     let id = conversation["id"].as_str().unwrap().to_string();
-    let db = Db::connect(&confab_api::store::resolve_url(None, &data).unwrap()).await.unwrap();
+    let db = Db::connect(&confab_store::resolve_url(None, &data).unwrap()).await.unwrap();
 
     // The engine's side stores each event before anything is sent.
     for i in 0..EVENTS {
         let event = ConversationEvent { media_time: Duration::from_millis(i), kind: EventKind::UserStartedSpeaking };
-        confab_api::store::outbox::enqueue(&db, &id, &event).await.unwrap();
+        confab_store::outbox::enqueue(&db, &id, &event).await.unwrap();
     }
     // The running deliverer finds them on its next poll of the outbox.
     wait_until("the first deliveries", || receiver.deliveries().len() >= 100).await;

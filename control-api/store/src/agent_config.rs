@@ -1,0 +1,210 @@
+//! The pipeline configuration an agent or template carries (`config.llm`, `config.stt`, `config.tts` of
+//! each avatar), its defaults, and the attachment id lists. Providers left empty mean `local`, the
+//! embedded offline models.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
+
+use crate::Db;
+use crate::collection::{GUARDRAILS, KNOWLEDGE_BASES, MCP_SERVERS, TOOLS};
+use crate::error::{ApiError, ApiResult};
+use crate::validate;
+
+pub const LLM_PROVIDERS: &[&str] = &["local", "openai", "groq", "openrouter", "custom"];
+pub const STT_PROVIDERS: &[&str] = &["local", "deepgram", "openai", "custom"];
+pub const TTS_PROVIDERS: &[&str] = &["local", "elevenlabs", "cartesia", "openai", "custom"];
+pub const TURN_HANDLING: &[&str] = &["proactive", "balanced", "deliberate"];
+pub const INTERRUPTABILITY: &[&str] = &["low", "medium", "high"];
+
+/// The language models the `local` provider runs, the default first (`confab models fetch` provides them).
+pub const LOCAL_LLM_MODELS: &[&str] = &confab_engine::providers::local_llm::MODELS;
+pub const DEFAULT_LLM_MODEL: &str = LOCAL_LLM_MODELS[0];
+/// The speech-to-text models the `local` provider runs, the default first (`confab models fetch` provides them).
+pub const LOCAL_STT_MODELS: &[&str] = confab_engine::providers::local_stt::MODELS;
+pub const DEFAULT_STT_MODEL: &str = LOCAL_STT_MODELS[0];
+pub const DEFAULT_TTS_MODEL: &str = "piper-en_US-joe-medium";
+/// Longest endpointing delay accepted, in seconds.
+pub const MAX_ENDPOINTING_DELAY_SECONDS: f64 = 30.0;
+
+/// Deserializes `null` as the type's default, so clients may send `null` for any optional field.
+pub fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct PipelineConfig {
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub llm: LlmConfig,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub stt: SttConfig,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub tts: TtsConfig,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct LlmConfig {
+    /// `local` (default), `openai`, `groq`, `openrouter` or `custom`.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub provider: String,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub model: String,
+    /// Ask the model for the reply during the endpointing delay, on the transcript prepared then, and
+    /// drop it if the user goes on (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptive_generation: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct SttConfig {
+    /// `local` (default), `deepgram`, `openai` or `custom`.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub provider: String,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub model: String,
+    /// Seconds of silence after the last speech before a finished turn is committed (engine default 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_endpointing_delay: Option<f64>,
+    /// Longest wait, in seconds, when the turn model expects the user to continue (engine default 3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_endpointing_delay: Option<f64>,
+    /// Preset: `proactive`, `balanced` or `deliberate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_handling: Option<String>,
+    /// Preset: `low`, `medium` or `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interruptability: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct TtsConfig {
+    /// `local` (default), `elevenlabs`, `cartesia`, `openai` or `custom`.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub provider: String,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub model_id: String,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub voice_id: String,
+}
+
+fn provider(field: &str, value: &mut String, allowed: &[&str]) -> ApiResult<()> {
+    *value = value.trim().to_ascii_lowercase();
+    if value.is_empty() {
+        *value = "local".to_string();
+    }
+    validate::one_of(field, value, allowed)
+}
+
+fn default_model(value: &mut String, provider: &str, local_default: &str) {
+    if value.trim().is_empty() && provider == "local" {
+        *value = local_default.to_string();
+    }
+}
+
+fn delay(field: &str, value: Option<f64>) -> ApiResult<()> {
+    match value {
+        Some(seconds) if !(seconds.is_finite() && (0.0..=MAX_ENDPOINTING_DELAY_SECONDS).contains(&seconds)) => {
+            Err(ApiError::bad_request(format!(
+                "Invalid request body: {field} must be between 0 and {MAX_ENDPOINTING_DELAY_SECONDS} seconds"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl PipelineConfig {
+    /// Validates every field and fills the defaults (`local` providers and their models).
+    pub fn normalize(&mut self, prefix: &str) -> ApiResult<()> {
+        provider(&format!("{prefix}llm.provider"), &mut self.llm.provider, LLM_PROVIDERS)?;
+        default_model(&mut self.llm.model, &self.llm.provider, DEFAULT_LLM_MODEL);
+        if self.llm.provider == "local" {
+            self.llm.model = self.llm.model.trim().to_ascii_lowercase();
+            validate::one_of(&format!("{prefix}llm.model"), &self.llm.model, LOCAL_LLM_MODELS)?;
+        }
+        provider(&format!("{prefix}stt.provider"), &mut self.stt.provider, STT_PROVIDERS)?;
+        default_model(&mut self.stt.model, &self.stt.provider, DEFAULT_STT_MODEL);
+        if self.stt.provider == "local" {
+            self.stt.model = self.stt.model.trim().to_string();
+            validate::one_of(&format!("{prefix}stt.model"), &self.stt.model, LOCAL_STT_MODELS)?;
+        }
+        provider(&format!("{prefix}tts.provider"), &mut self.tts.provider, TTS_PROVIDERS)?;
+        default_model(&mut self.tts.model_id, &self.tts.provider, DEFAULT_TTS_MODEL);
+        for (field, value) in [
+            ("llm.model", &self.llm.model),
+            ("stt.model", &self.stt.model),
+            ("tts.model_id", &self.tts.model_id),
+            ("tts.voice_id", &self.tts.voice_id),
+        ] {
+            validate::max_chars(&format!("{prefix}{field}"), value, validate::MAX_NAME_CHARS)?;
+        }
+        delay(&format!("{prefix}stt.min_endpointing_delay"), self.stt.min_endpointing_delay)?;
+        delay(&format!("{prefix}stt.max_endpointing_delay"), self.stt.max_endpointing_delay)?;
+        if let (Some(min), Some(max)) = (self.stt.min_endpointing_delay, self.stt.max_endpointing_delay)
+            && max < min
+        {
+            return Err(ApiError::bad_request(format!(
+                "Invalid request body: {prefix}stt.max_endpointing_delay must not be less than min_endpointing_delay"
+            )));
+        }
+        if let Some(preset) = &self.stt.turn_handling {
+            validate::one_of(&format!("{prefix}stt.turn_handling"), preset, TURN_HANDLING)?;
+        }
+        if let Some(preset) = &self.stt.interruptability {
+            validate::one_of(&format!("{prefix}stt.interruptability"), preset, INTERRUPTABILITY)?;
+        }
+        Ok(())
+    }
+}
+
+/// Ids of the knowledge bases, tools, guardrails and MCP configurations attached to an agent or template.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct Attachments {
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub knowledge_base_ids: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub tool_ids: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub guardrail_ids: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub mcp_ids: Vec<String>,
+}
+
+impl Attachments {
+    /// Normalises the ids and checks that each names an existing record (400 otherwise).
+    pub async fn validate(&mut self, db: &Db) -> ApiResult<()> {
+        let lists = [
+            ("knowledge_base_ids", &mut self.knowledge_base_ids, KNOWLEDGE_BASES),
+            ("tool_ids", &mut self.tool_ids, TOOLS),
+            ("guardrail_ids", &mut self.guardrail_ids, GUARDRAILS),
+            ("mcp_ids", &mut self.mcp_ids, MCP_SERVERS),
+        ];
+        for (field, ids, collection) in lists {
+            *ids = validate::uuid_list(field, ids)?;
+            let missing =
+                collection.missing(db, ids).await.map_err(ApiError::internal("Failed to check attachments"))?;
+            if let Some(id) = missing.first() {
+                return Err(ApiError::bad_request(format!(
+                    "Invalid request body: {field} names \"{id}\", which does not exist"
+                )));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,38 @@
+//! What a transport needs of the media worker to run one call, whatever carries its media: the engine
+//! session's controls (hang up, the participant left), the database (the record goes IN_PROGRESS with the
+//! first media), the no-media timeout, and a way to say the call is over. Today's WebRTC transport
+//! (`media::call`) runs on it; the next transport is a sibling that takes the same.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use confab_engine::lock::lock;
+use confab_engine::runtime::{Runtime, SessionId};
+
+use confab_store::Db;
+
+pub struct CallSession {
+    pub db: Db,
+    pub runtime: Arc<Mutex<Runtime>>,
+    /// A participant whose audio stops this long (or never starts) has left.
+    pub no_media_timeout: Duration,
+    /// Called once when the call is over (the worker forgets it, freeing its place).
+    pub over: Box<dyn FnOnce() + Send>,
+}
+
+impl CallSession {
+    /// Hangs up: the engine ends the call cleanly (`call_ended`).
+    pub fn hang_up(&self, session: SessionId) {
+        lock(&self.runtime).close_session(session);
+    }
+
+    /// The participant is gone: `participant_left` (with their id), then the call ends.
+    pub fn participant_left(&self, session: SessionId, participant: &str) {
+        lock(&self.runtime).participant_left(session, participant);
+    }
+
+    /// The call is over.
+    pub fn finish(self) {
+        (self.over)();
+    }
+}

@@ -1,0 +1,12 @@
+//! What runs in a media worker: `confab worker` in a fleet, and embedded in `confab serve` alone. `media`
+//! is the WebRTC transport (peer negotiation, call supervision, recorder, the face's video),
+//! `session_binding` binds a conversation record to an engine session, `fleet` takes calls from the
+//! fleet's queue, `placer` places calls for the HTTP side of `confab serve` alone
+//! (`confab_store::calls::CallPlacer`), `call_session` is what a transport runs a call on. A worker writes records
+//! and webhook events to the database; it serves no HTTP.
+
+pub mod call_session;
+pub mod fleet;
+pub mod media;
+pub mod placer;
+pub mod session_binding;

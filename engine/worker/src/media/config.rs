@@ -1,0 +1,69 @@
+//! The media worker's settings: how many calls, where WebRTC binds and what it advertises, which STUN/TURN
+//! servers participants get, when a silent participant has left, where recordings go.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use confab_engine::providers::env::ProviderEnv;
+
+use confab_store::calls::IceServers;
+
+/// Default for `--max-calls`.
+pub const DEFAULT_MAX_CALLS: usize = 8;
+/// Default for `--no-media-timeout`: a participant whose audio stops this long has left.
+pub const DEFAULT_NO_MEDIA_TIMEOUT: Duration = Duration::from_secs(10);
+#[derive(Debug, Clone)]
+pub struct MediaConfig {
+    pub models_dir: PathBuf,
+    /// Calls held at once.
+    pub max_calls: usize,
+    /// The address WebRTC binds and advertises (host candidates); a wildcard means every interface.
+    pub rtc_ip: IpAddr,
+    /// Public addresses advertised instead of the bound one (a host behind 1:1 NAT).
+    pub public_ips: Vec<IpAddr>,
+    /// UDP ports calls may bind (inclusive); any free port when None.
+    pub udp_ports: Option<(u16, u16)>,
+    /// STUN/TURN server URLs (`stun:host:port`, `turn:host:port?transport=udp`).
+    pub ice_servers: Vec<String>,
+    pub ice_username: Option<String>,
+    pub ice_credential: Option<String>,
+    /// A participant whose audio stops this long (or never starts) has left.
+    pub no_media_timeout: Duration,
+    /// Where recordings are written (`<conversation id>.webm`).
+    pub recordings_dir: PathBuf,
+    /// Tools and guardrail callbacks may reach loopback and private addresses (`--allow-private-urls`).
+    pub allow_private_urls: bool,
+    /// The providers' endpoints and keys (`confab` reads them from its environment at start).
+    pub providers: ProviderEnv,
+}
+
+impl MediaConfig {
+    /// The STUN/TURN servers browsers are given.
+    pub fn ice_servers(&self) -> IceServers {
+        IceServers {
+            urls: self.ice_servers.clone(),
+            username: self.ice_username.clone(),
+            credential: self.ice_credential.clone(),
+        }
+    }
+
+    /// Settings on `rtc_ip` with `confab serve`'s defaults: 8 calls, any UDP port, no ICE servers, no
+    /// public address, the default no-media timeout.
+    pub fn new(rtc_ip: IpAddr, models_dir: PathBuf, recordings_dir: PathBuf) -> MediaConfig {
+        MediaConfig {
+            models_dir,
+            max_calls: DEFAULT_MAX_CALLS,
+            rtc_ip,
+            public_ips: vec![],
+            udp_ports: None,
+            ice_servers: vec![],
+            ice_username: None,
+            ice_credential: None,
+            no_media_timeout: DEFAULT_NO_MEDIA_TIMEOUT,
+            recordings_dir,
+            allow_private_urls: false,
+            providers: ProviderEnv::default(),
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! The media worker: the engine's runtime and the table of calls in progress (one participant per
+//! conversation). A join negotiates the participant's peer connection (`peer`), binds the conversation
+//! to an engine session (`session_binding`), starts the recording and runs the call (`call`).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use confab_engine::lock::lock;
+use confab_engine::runtime::Runtime;
+use tokio::sync::Notify;
+
+use super::config::MediaConfig;
+use super::{call, peer, recording_slot};
+use crate::call_session::CallSession;
+use crate::session_binding::{self, LiveError};
+use confab_store::Db;
+use confab_store::calls::JoinError;
+use confab_store::conversations::{self, STATUS_ENDED};
+
+/// On shutdown, how long calls get to end cleanly (`call_ended` recorded) before the process exits.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// What the worker keeps of a call in progress.
+struct CallEntry {
+    /// Asks the call to hang up (set once the call runs).
+    hang_up: Option<Arc<Notify>>,
+    done: Option<tokio::task::JoinHandle<()>>,
+    /// Dropped when the call is forgotten: `finished` waiters then return.
+    over: tokio::sync::watch::Sender<()>,
+}
+
+pub struct MediaWorker {
+    db: Db,
+    runtime: Arc<Mutex<Runtime>>,
+    config: MediaConfig,
+    public_url: String,
+    webhooks: Option<Arc<Notify>>,
+    calls: Mutex<HashMap<String, CallEntry>>,
+}
+
+impl MediaWorker {
+    pub fn new(
+        db: Db,
+        runtime: Arc<Mutex<Runtime>>,
+        config: MediaConfig,
+        public_url: String,
+        webhooks: Option<Arc<Notify>>,
+    ) -> Arc<MediaWorker> {
+        Arc::new(MediaWorker { db, runtime, config, public_url, webhooks, calls: Mutex::new(HashMap::new()) })
+    }
+
+    pub fn config(&self) -> &MediaConfig {
+        &self.config
+    }
+
+    /// The engine's counters (media ticks, overruns, queues refused), for `/metrics`.
+    pub fn engine_counters(&self) -> Arc<confab_engine::runtime::RuntimeCounters> {
+        lock(&self.runtime).counters.clone()
+    }
+
+    /// Calls in progress.
+    pub fn active_calls(&self) -> usize {
+        lock(&self.calls).len()
+    }
+
+    /// The URL a conversation's recording is served at.
+    pub fn recording_url(&self, conversation_id: &str) -> String {
+        format!("{}/v1/ext/conversation/{conversation_id}/recording", self.public_url.trim_end_matches('/'))
+    }
+
+    pub fn recording_path(&self, conversation_id: &str) -> PathBuf {
+        confab_store::recordings::recording_path(&self.config.recordings_dir, conversation_id)
+    }
+
+    /// Admits the participant of `conversation_id` with their SDP offer; returns the SDP answer. The call
+    /// then runs until hang-up, the participant leaving, the maximum duration or shutdown.
+    pub async fn join(self: &Arc<Self>, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError> {
+        let conversation = conversations::get(&self.db, conversation_id)
+            .await?
+            .ok_or_else(|| JoinError::Live(format!("conversation {conversation_id} not found")))?;
+        if conversation.status == STATUS_ENDED {
+            return Err(JoinError::Ended);
+        }
+        {
+            let mut calls = lock(&self.calls);
+            if calls.contains_key(conversation_id) {
+                return Err(JoinError::Busy);
+            }
+            let over = tokio::sync::watch::Sender::new(());
+            calls.insert(conversation_id.to_string(), CallEntry { hang_up: None, done: None, over });
+        }
+        let admitted = self.admit(conversation_id, offer_sdp).await;
+        match admitted {
+            Ok((answer, hang_up, done)) => {
+                if let Some(entry) = lock(&self.calls).get_mut(conversation_id) {
+                    entry.hang_up = Some(hang_up);
+                    entry.done = Some(done);
+                }
+                Ok(answer)
+            }
+            Err(err) => {
+                lock(&self.calls).remove(conversation_id);
+                Err(err)
+            }
+        }
+    }
+
+    /// `join` for `confab serve` alone: the conversation is first claimed as `LOCAL_WORKER` (so a restart
+    /// after a crash knows which calls it held), and released when the call cannot be admitted.
+    pub async fn join_alone(self: &Arc<Self>, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError> {
+        use confab_store::workers::{self, Claim, LOCAL_WORKER};
+        match workers::claim(&self.db, conversation_id, LOCAL_WORKER).await? {
+            Claim::Claimed => {}
+            Claim::Held(_) => return Err(JoinError::Busy),
+            Claim::Ended => return Err(JoinError::Ended),
+            Claim::Missing => return Err(JoinError::Live(format!("conversation {conversation_id} not found"))),
+        }
+        let joined = self.join(conversation_id, offer_sdp).await;
+        if joined.is_err() {
+            workers::release(&self.db, conversation_id, LOCAL_WORKER).await?;
+        }
+        joined
+    }
+
+    async fn admit(
+        self: &Arc<Self>,
+        conversation_id: &str,
+        offer_sdp: String,
+    ) -> Result<(String, Arc<Notify>, tokio::task::JoinHandle<()>), JoinError> {
+        let asked = std::time::Instant::now();
+        let negotiated = peer::negotiate(&self.config, offer_sdp).await?;
+        let negotiated_after = asked.elapsed();
+        let recording = recording_slot::RecordingSlot::default();
+        let hook = recording.call_end_hook(self.recording_url(conversation_id));
+        let started = session_binding::start(
+            &self.db,
+            &self.runtime,
+            conversation_id,
+            &self.config.models_dir,
+            &self.config.providers,
+            self.config.allow_private_urls,
+            self.webhooks.clone(),
+            Some(hook),
+        )
+        .await;
+        let live = match started {
+            Ok(live) => live,
+            Err(err) => {
+                let _ = negotiated.connection.close().await;
+                return Err(match err {
+                    LiveError::Full => JoinError::Full,
+                    LiveError::Store(err) => JoinError::Store(err),
+                    other => JoinError::Live(other.to_string()),
+                });
+            }
+        };
+        if live.record {
+            let face = negotiated.video_payload_type.map(|_| {
+                let size = confab_engine::video::vp8::Vp8Config::default();
+                (size.width, size.height)
+            });
+            recording.start(&self.recording_path(conversation_id), face);
+        }
+        let answer = negotiated.answer_sdp.clone();
+        tracing::info!(%conversation_id, negotiate_ms = negotiated_after.as_millis() as u64,
+            admit_ms = asked.elapsed().as_millis() as u64, "call admitted");
+        let hang_up = Arc::new(Notify::new());
+        let worker = self.clone();
+        let id = conversation_id.to_string();
+        let session = CallSession {
+            db: self.db.clone(),
+            runtime: self.runtime.clone(),
+            no_media_timeout: self.config.no_media_timeout,
+            over: Box::new(move || worker.forget(&id)),
+        };
+        let done = tokio::spawn(call::run(session, live, negotiated, recording, hang_up.clone()));
+        Ok((answer, hang_up, done))
+    }
+
+    /// Resolves when the call of `conversation_id` is over and forgotten (at once when there is none).
+    pub fn finished(&self, conversation_id: &str) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let over = lock(&self.calls).get(conversation_id).map(|entry| entry.over.subscribe());
+        async move {
+            if let Some(mut over) = over {
+                while over.changed().await.is_ok() {}
+            }
+        }
+    }
+
+    /// Hangs up the call of `conversation_id`; false when it has none.
+    pub fn hang_up(&self, conversation_id: &str) -> bool {
+        let calls = lock(&self.calls);
+        match calls.get(conversation_id).and_then(|entry| entry.hang_up.clone()) {
+            Some(hang_up) => {
+                hang_up.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends every call (`call_ended`, records ENDED) and waits for them, at most `SHUTDOWN_GRACE`.
+    pub async fn shutdown(&self) {
+        let done: Vec<_> = {
+            let mut calls = lock(&self.calls);
+            calls
+                .values_mut()
+                .filter_map(|entry| {
+                    if let Some(hang_up) = &entry.hang_up {
+                        hang_up.notify_one();
+                    }
+                    entry.done.take()
+                })
+                .collect()
+        };
+        if done.is_empty() {
+            return;
+        }
+        tracing::info!(calls = done.len(), "ending calls in progress");
+        let all = futures_util::future::join_all(done);
+        if tokio::time::timeout(SHUTDOWN_GRACE, all).await.is_err() {
+            tracing::warn!("calls did not end within the shutdown grace period");
+        }
+    }
+
+    fn forget(&self, conversation_id: &str) {
+        lock(&self.calls).remove(conversation_id);
+    }
+}
