@@ -18,6 +18,7 @@ pub mod priority;
 pub mod providers;
 pub mod responder;
 pub mod runtime;
+pub mod session_driver;
 pub mod simulate;
 pub mod time;
 pub mod turn_metrics;

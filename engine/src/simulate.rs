@@ -18,15 +18,15 @@ use crate::actions::{ActionSettings, Actions};
 use crate::agent_spec::{AgentSpec, AgentSpecError, PipelineSpec};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::audio::{AudioError, wav};
-use crate::conversation::{Conversation, ConversationConfig, ConversationOutput, transcription_start};
-use crate::core::playout::PlayoutPiece;
+use crate::conversation::{Conversation, ConversationConfig, transcription_start};
 use crate::core::{Epoch, TurnId};
-use crate::events::{ConversationEvent, EventKind};
+use crate::events::ConversationEvent;
 use crate::knowledge::Retrieval;
 use crate::providers::env::ProviderEnv;
 use crate::responder::{ReplyOutput, Responder};
+use crate::session_driver::{AgentResult, DrivenSession, SessionHost};
 use crate::time::MediaTime;
-use crate::turn_metrics::{TurnMetrics, TurnMetricsLog};
+use crate::turn_metrics::{ReplyTimings, TurnMetrics, TurnMetricsLog};
 use crate::video::recording::{DEFAULT_FACE, RecordingError, write_conversation_webm};
 
 /// Samples per 20 ms frame at 16 kHz: the pace of the media loop.
@@ -120,10 +120,17 @@ impl Pace {
     }
 }
 
-/// One offline run: the conversation, the models that answer its requests, and what it produced.
+/// One offline run: the conversation (driven as every session is: `session_driver`), and the host that
+/// answers its requests in line.
 struct Simulation<'a> {
+    session: DrivenSession,
+    host: InlineHost<'a>,
+}
+
+/// A simulation as the session's host (`SessionHost`): the turn model, speech-to-text and the agent's
+/// replies run in line, on the audio file; each result is known at the media time the pace says.
+struct InlineHost<'a> {
     audio: &'a [f32],
-    conversation: Conversation,
     models: &'a mut ListeningModels,
     responder: Option<&'a mut Responder>,
     io: &'a tokio::runtime::Runtime,
@@ -131,130 +138,33 @@ struct Simulation<'a> {
     record: SimulationRecord,
     on_event: &'a mut dyn FnMut(&ConversationEvent),
     on_metrics: &'a mut dyn FnMut(&TurnMetrics),
-    metrics: TurnMetricsLog,
-    /// Parts of the agent's reply and the media time at which each is ready.
-    pending: VecDeque<(MediaTime, ReplyPart)>,
-}
-
-enum ReplyPart {
-    Segment(PlayoutPiece),
-    Event(Epoch, EventKind),
-    End(TurnId),
+    /// Results of the agent's replies and the media time at which each is ready.
+    pending: VecDeque<(MediaTime, AgentResult)>,
+    /// The media time the run stands at.
+    now: MediaTime,
+    /// The first model failure; the run stops with it.
+    failed: Option<SimulateError>,
 }
 
 impl Simulation<'_> {
-    /// Writes turns that are over.
-    fn report(&mut self, turns: impl IntoIterator<Item = TurnMetrics>) {
-        for metrics in turns {
-            (self.on_metrics)(&metrics);
-            self.record.turn_metrics.push(metrics);
-        }
-    }
-
-    /// Hands playout the reply parts that are ready by `now`.
+    /// Hands the session the reply results that are ready by `now`.
     fn release_reply(&mut self, now: MediaTime) {
-        while self.pending.front().is_some_and(|(ready, _)| *ready <= now) {
-            match self.pending.pop_front().map(|(_, part)| part) {
-                Some(ReplyPart::Segment(segment)) => self.conversation.agent_segment(segment),
-                Some(ReplyPart::Event(epoch, kind)) => self.conversation.agent_event(now, epoch, kind),
-                Some(ReplyPart::End(turn)) => self.conversation.agent_reply_end(turn, now),
-                None => {}
+        while self.host.pending.front().is_some_and(|(ready, _)| *ready <= now) {
+            if let Some((_, result)) = self.host.pending.pop_front() {
+                self.session.apply(result, now);
             }
         }
     }
 
     /// Answers every request the conversation has made, as of media time `now`.
     fn drain(&mut self, now: MediaTime) -> Result<(), SimulateError> {
-        while let Some(output) = self.conversation.poll_output() {
-            match output {
-                ConversationOutput::Event(event) => {
-                    if let (EventKind::AgentStoppedSpeaking { text }, Some(responder)) =
-                        (&event.kind, self.responder.as_deref_mut())
-                    {
-                        responder.heard(text);
-                    }
-                    match &event.kind {
-                        EventKind::AgentStartedSpeaking { .. } => {
-                            self.metrics.started_speaking(MediaTime::from_duration(event.media_time))
-                        }
-                        EventKind::AgentInterrupted => {
-                            self.metrics.interrupted(MediaTime::from_duration(event.media_time))
-                        }
-                        EventKind::CallEnded => {
-                            let open = self.metrics.finish_all();
-                            self.report(open);
-                        }
-                        _ => {}
-                    }
-                    (self.on_event)(&event);
-                    if let EventKind::AgentStoppedSpeaking { .. } = &event.kind {
-                        let over = self.metrics.stopped_speaking();
-                        self.report(over);
-                    }
-                    self.record.events.push(event);
-                }
-                ConversationOutput::PredictTurn { turn, from, last_speech } => {
-                    self.metrics.speech_ended(turn, last_speech);
-                    let end = (last_speech.samples() as usize).min(self.audio.len());
-                    let probability = self.models.turn.predict(&self.audio[..end])?;
-                    tracing::debug!(probability, "turn model");
-                    let observed = self.pace.observed(now);
-                    self.conversation.turn_prediction(last_speech, probability > DONE_THRESHOLD, observed);
-                    // Speech-to-text starts now, during the endpointing delay, not at the commit.
-                    if let Some(responder) = self.responder.as_deref_mut() {
-                        let start = (transcription_start(from).samples() as usize).min(end);
-                        self.io.block_on(responder.prepare_transcript(from, last_speech, &self.audio[start..end]));
-                    }
-                }
-                ConversationOutput::Transcribe { turn, from, to, at } => {
-                    let superseded = self.metrics.committed(turn, at);
-                    self.report(superseded);
-                    let (start, end) = (
-                        (transcription_start(from).samples() as usize).min(self.audio.len()),
-                        (to.samples() as usize).min(self.audio.len()),
-                    );
-                    let text = match self.responder.as_deref_mut() {
-                        Some(responder) => {
-                            let audio = &self.audio[start..end];
-                            self.io.block_on(responder.transcript_for(from, to, audio)).unwrap_or_else(|err| {
-                                tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
-                                String::new()
-                            })
-                        }
-                        None => String::new(),
-                    };
-                    let observed = self.pace.observed(at);
-                    let timing = self.responder.as_deref().and_then(Responder::last_transcript);
-                    self.metrics.transcript(turn, observed, timing);
-                    self.conversation.transcript(turn, text, observed);
-                }
-                ConversationOutput::Respond { turn, epoch, user_text } => {
-                    // Each sentence reaches playout when it is ready: at once offline, after the real
-                    // provider time in real time.
-                    self.metrics.llm_request(turn, self.pace.observed(now));
-                    let (pace, pending) = (&self.pace, &mut self.pending);
-                    if let Some(responder) = self.responder.as_deref_mut() {
-                        let mut collect = |output| {
-                            let part = match output {
-                                ReplyOutput::Audio(piece) => ReplyPart::Segment(piece),
-                                ReplyOutput::Event { epoch, kind } => ReplyPart::Event(epoch, kind),
-                            };
-                            pending.push_back((pace.observed(now), part));
-                        };
-                        let reply = responder.respond(turn, epoch, &user_text, &mut collect);
-                        if let Err(err) = self.io.block_on(reply) {
-                            tracing::warn!(error = %err, "the agent's reply failed");
-                        }
-                        self.metrics.reply(turn, responder.last_reply());
-                    }
-                    self.pending.push_back((self.pace.observed(now), ReplyPart::End(turn)));
-                }
-                ConversationOutput::CancelReply { .. } | ConversationOutput::EndCall { .. } => {}
-            }
-        }
-        Ok(())
+        self.host.now = now;
+        self.session.drive(&mut self.host);
+        self.host.failed.take().map_or(Ok(()), Err)
     }
+}
 
+impl InlineHost<'_> {
     /// The VAD's probability for one window, through the energy gate.
     fn vad(&mut self, window: &[f32]) -> Result<f32, SimulateError> {
         let mut probability = [0.0f32];
@@ -264,6 +174,92 @@ impl Simulation<'_> {
         }
         Ok(if decision == VadDecision::Infer { probability[0] } else { 0.0 })
     }
+}
+
+impl SessionHost for InlineHost<'_> {
+    fn now(&self) -> MediaTime {
+        self.pace.observed(self.now)
+    }
+
+    fn event(&mut self, event: ConversationEvent) {
+        (self.on_event)(&event);
+        self.record.events.push(event);
+    }
+
+    fn turns_over(&mut self, turns: Vec<TurnMetrics>) {
+        for metrics in turns {
+            (self.on_metrics)(&metrics);
+            self.record.turn_metrics.push(metrics);
+        }
+    }
+
+    fn heard(&mut self, text: &str) {
+        if let Some(responder) = self.responder.as_deref_mut() {
+            responder.heard(text);
+        }
+    }
+
+    fn predict_turn(&mut self, session: &mut DrivenSession, from: MediaTime, last_speech: MediaTime) {
+        let end = (last_speech.samples() as usize).min(self.audio.len());
+        let probability = match self.models.turn.predict(&self.audio[..end]) {
+            Ok(probability) => probability,
+            Err(err) => {
+                self.failed.get_or_insert(err.into());
+                return;
+            }
+        };
+        tracing::debug!(probability, "turn model");
+        let observed = self.pace.observed(self.now);
+        session.conversation.turn_prediction(last_speech, probability > DONE_THRESHOLD, observed);
+        // Speech-to-text starts now, during the endpointing delay, not at the commit.
+        if let Some(responder) = self.responder.as_deref_mut() {
+            let start = (transcription_start(from).samples() as usize).min(end);
+            self.io.block_on(responder.prepare_transcript(from, last_speech, &self.audio[start..end]));
+        }
+    }
+
+    fn transcribe(&mut self, session: &mut DrivenSession, turn: TurnId, from: MediaTime, to: MediaTime, at: MediaTime) {
+        let (start, end) = (
+            (transcription_start(from).samples() as usize).min(self.audio.len()),
+            (to.samples() as usize).min(self.audio.len()),
+        );
+        let text = match self.responder.as_deref_mut() {
+            Some(responder) => {
+                let audio = &self.audio[start..end];
+                self.io.block_on(responder.transcript_for(from, to, audio)).unwrap_or_else(|err| {
+                    tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
+                    String::new()
+                })
+            }
+            None => String::new(),
+        };
+        let timing = self.responder.as_deref().and_then(Responder::last_transcript);
+        session.apply(AgentResult::Transcript { turn, text, timing }, self.pace.observed(at));
+    }
+
+    fn respond(&mut self, _: &mut DrivenSession, turn: TurnId, epoch: Epoch, user_text: String) {
+        // Each sentence reaches playout when it is ready: at once offline, after the real provider time in
+        // real time.
+        let (pace, pending, now) = (&self.pace, &mut self.pending, self.now);
+        let mut timings = ReplyTimings::default();
+        if let Some(responder) = self.responder.as_deref_mut() {
+            let mut collect = |output| {
+                let result = match output {
+                    ReplyOutput::Audio(piece) => AgentResult::Segment(piece),
+                    ReplyOutput::Event { epoch, kind } => AgentResult::Event { epoch, kind },
+                };
+                pending.push_back((pace.observed(now), result));
+            };
+            let reply = responder.respond(turn, epoch, &user_text, &mut collect);
+            if let Err(err) = self.io.block_on(reply) {
+                tracing::warn!(error = %err, "the agent's reply failed");
+            }
+            timings = responder.last_reply();
+        }
+        self.pending.push_back((self.pace.observed(self.now), AgentResult::ReplyEnd { turn, timings }));
+    }
+
+    fn cancel_reply(&mut self, _: Epoch) {}
 }
 
 /// The run's I/O runtime: provider calls, tool calls and MCP sessions. One worker thread, so that what
@@ -303,21 +299,24 @@ pub fn run_audio_on(
     on_metrics: &mut dyn FnMut(&TurnMetrics),
 ) -> Result<SimulationRecord, SimulateError> {
     let mut sim = Simulation {
-        audio,
-        conversation: Conversation::new(config),
-        models,
-        responder,
-        io,
-        pace: Pace { realtime: realtime.then(Instant::now) },
-        record: SimulationRecord {
-            events: Vec::new(),
-            turn_metrics: Vec::new(),
-            agent_audio: Vec::with_capacity(audio.len() + FRAME),
+        session: DrivenSession::new(Conversation::new(config), TurnMetricsLog::new(realtime)),
+        host: InlineHost {
+            audio,
+            models,
+            responder,
+            io,
+            pace: Pace { realtime: realtime.then(Instant::now) },
+            record: SimulationRecord {
+                events: Vec::new(),
+                turn_metrics: Vec::new(),
+                agent_audio: Vec::with_capacity(audio.len() + FRAME),
+            },
+            on_event,
+            on_metrics,
+            pending: VecDeque::new(),
+            now: MediaTime::ZERO,
+            failed: None,
         },
-        on_event,
-        on_metrics,
-        metrics: TurnMetricsLog::new(realtime),
-        pending: VecDeque::new(),
     };
     let mut frame = [0.0f32; FRAME];
     let input_end = MediaTime(audio.len() as u64);
@@ -325,37 +324,37 @@ pub fn run_audio_on(
     let mut input_finished = false;
     let mut t = MediaTime::ZERO;
     loop {
-        sim.pace.wait_until(t);
-        sim.conversation.handle_timeout(t);
+        sim.host.pace.wait_until(t);
+        sim.session.conversation.handle_timeout(t);
         sim.release_reply(t);
-        sim.conversation.render(t, &mut frame);
-        sim.record.agent_audio.extend_from_slice(&frame);
+        sim.session.conversation.render(t, &mut frame);
+        sim.host.record.agent_audio.extend_from_slice(&frame);
         sim.drain(t)?;
         let frame_end = t + MediaTime(FRAME as u64);
         // Every VAD window whose audio has fully arrived by the end of this frame.
         while next_window + silero::WINDOW <= audio.len() && (next_window + silero::WINDOW) as u64 <= frame_end.0 {
-            let probability = sim.vad(&audio[next_window..next_window + silero::WINDOW])?;
+            let probability = sim.host.vad(&audio[next_window..next_window + silero::WINDOW])?;
             let (start, end) = (MediaTime(next_window as u64), MediaTime((next_window + silero::WINDOW) as u64));
-            sim.conversation.vad_window(start, end, probability);
+            sim.session.conversation.vad_window(start, end, probability);
             sim.drain(end)?;
             next_window += silero::WINDOW;
         }
         if !input_finished && frame_end >= input_end {
             input_finished = true;
-            sim.conversation.finish_input(input_end.max(MediaTime(next_window as u64)));
+            sim.session.conversation.finish_input(input_end.max(MediaTime(next_window as u64)));
             sim.drain(frame_end)?;
         }
-        if sim.conversation.is_ended() {
+        if sim.session.conversation.is_ended() {
             break;
         }
-        if input_finished && (!sim.conversation.is_busy() || frame_end >= input_end + MAX_TAIL) {
-            sim.conversation.end_call(frame_end);
+        if input_finished && (!sim.session.conversation.is_busy() || frame_end >= input_end + MAX_TAIL) {
+            sim.session.conversation.end_call(frame_end);
             sim.drain(frame_end)?;
             break;
         }
         t = frame_end;
     }
-    Ok(sim.record)
+    Ok(sim.host.record)
 }
 
 /// The providers of the agent's first avatar, its prompt (`AgentSpec::system_prompt`; a simulation has no

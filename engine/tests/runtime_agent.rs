@@ -1,9 +1,11 @@
 //! A live session on the runtime that answers: spoken audio in at real-time pace, speech-to-text and the
 //! language model from a local OpenAI-compatible server (real wire protocol), the espeak-ng voice; the
-//! agent's events arrive and its voice comes out of the output ring.
+//! agent's events arrive and its voice comes out of the output ring. And `confab simulate` on the same audio
+//! with the same agent says the same.
 
 mod common;
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -11,10 +13,11 @@ use axum::body::Body;
 use axum::response::Response;
 use axum::routing::post;
 use common::speak;
+use confab_engine::ConversationEvent;
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
 use confab_engine::responder::Responder;
-use confab_engine::runtime::{Runtime, RuntimeConfig};
+use confab_engine::runtime::{Runtime, RuntimeConfig, SessionHandle};
 use confab_engine::time::MediaTime;
 use serde_json::json;
 
@@ -30,42 +33,55 @@ async fn chat() -> Response {
     Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
 }
 
-#[test]
-fn a_live_session_answers_the_user() {
-    let io = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let base = io.block_on(async {
-        let app = Router::new()
-            .route("/v1/chat/completions", post(chat))
-            .route("/v1/audio/transcriptions", post(|| async { axum::Json(json!({ "text": "When does it open?" })) }));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}/v1", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        base
-    });
+/// The language model and speech-to-text on loopback; their base URL.
+async fn serve_providers() -> String {
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/audio/transcriptions", post(|| async { axum::Json(json!({ "text": "When does it open?" })) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    base
+}
+
+fn responder(base: &str, models: &Path) -> Responder {
     let providers = confab_engine::providers::env::ProviderEnv::default()
-        .with("CONFAB_LLM_BASE_URL", &base)
-        .with("CONFAB_STT_BASE_URL", &base);
-    let models = confab_models::default_models_dir();
+        .with("CONFAB_LLM_BASE_URL", base)
+        .with("CONFAB_STT_BASE_URL", base);
     let pipeline: confab_engine::agent_spec::PipelineSpec = serde_json::from_value(json!({
         "llm": { "provider": "custom", "model": "m" },
         "stt": { "provider": "custom" },
         "tts": { "provider": "local", "model_id": "espeak-ng" }
     }))
     .unwrap();
-    let responder = Responder::from_config(&pipeline, "Be brief.".into(), &models, &providers).unwrap();
-    let mut config = RuntimeConfig::new(models, 4);
+    Responder::from_config(&pipeline, "Be brief.".into(), models, &providers).unwrap()
+}
+
+fn start_runtime(io: &tokio::runtime::Runtime, models: &Path) -> Runtime {
+    let mut config = RuntimeConfig::new(models.to_path_buf(), 4);
     config.media_threads = 1;
     config.io = Some(io.handle().clone());
-    let mut runtime = Runtime::start(config).unwrap();
-    let turn_taking = ConversationConfig {
+    Runtime::start(config).unwrap()
+}
+
+fn turn_taking() -> ConversationConfig {
+    ConversationConfig {
         endpoint: EndpointConfig { min_delay: MediaTime::from_millis(500), max_delay: MediaTime::from_millis(800) },
         ..ConversationConfig::default()
-    };
-    let mut session = runtime.open_session(turn_taking, Some(responder)).unwrap();
+    }
+}
 
+/// Half a second of silence, the question, five seconds of silence.
+fn question_audio() -> Vec<f32> {
     let mut audio = vec![0.0; 8_000];
     audio.extend(speak("When does the library open?"));
     audio.extend(vec![0.0; 16_000 * 5]);
+    audio
+}
+
+/// Plays `audio` into the session at real-time pace until the agent has stopped speaking; its events and
+/// the agent's audio.
+fn play_live(session: &mut SessionHandle, audio: &[f32]) -> (Vec<ConversationEvent>, Vec<f32>) {
     let start = Instant::now();
     let mut heard = Vec::new();
     let mut events = Vec::new();
@@ -77,7 +93,7 @@ fn a_live_session_answers_the_user() {
             heard.push(sample);
         }
         events.extend(session.events.try_iter());
-        if events.iter().any(|e| e.kind.name() == "agent.stopped_speaking") {
+        if events.iter().any(|e: &ConversationEvent| e.kind.name() == "agent.stopped_speaking") {
             break;
         }
         if let Some(wait) = (start + Duration::from_millis(20 * (i as u64 + 1))).checked_duration_since(Instant::now())
@@ -85,6 +101,18 @@ fn a_live_session_answers_the_user() {
             std::thread::sleep(wait);
         }
     }
+    (events, heard)
+}
+
+#[test]
+fn a_live_session_answers_the_user() {
+    let io = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let base = io.block_on(serve_providers());
+    let models = confab_models::default_models_dir();
+    let mut runtime = start_runtime(&io, &models);
+    let mut session = runtime.open_session(turn_taking(), Some(responder(&base, &models))).unwrap();
+    let (events, heard) = play_live(&mut session, &question_audio());
+
     let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
     assert_eq!(
         names,
@@ -103,4 +131,43 @@ fn a_live_session_answers_the_user() {
     assert_eq!(text("agent.stopped_speaking"), REPLY);
     let voiced = heard.iter().filter(|s| s.abs() > 0.05).count();
     assert!(voiced > 4_000, "the agent's voice came out of the output ring ({voiced} loud samples)");
+}
+
+/// The same agent, the same spoken question, the same provider answers: `confab simulate`'s run and a live
+/// runtime session go through one session driver, so they say the same things in the same order.
+#[test]
+fn a_simulation_says_what_the_live_session_says() {
+    let io = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let base = io.block_on(serve_providers());
+    let models = confab_models::default_models_dir();
+    let audio = question_audio();
+
+    let mut live_runtime = start_runtime(&io, &models);
+    let mut session = live_runtime.open_session(turn_taking(), Some(responder(&base, &models))).unwrap();
+    let (live, _) = play_live(&mut session, &audio);
+
+    let mut listening = confab_engine::simulate::ListeningModels::load(&models).unwrap();
+    let mut simulated_responder = responder(&base, &models);
+    let record = confab_engine::simulate::run_audio_on(
+        &io,
+        &audio,
+        turn_taking(),
+        &mut listening,
+        Some(&mut simulated_responder),
+        false,
+        &mut |_| {},
+        &mut |_| {},
+    )
+    .unwrap();
+
+    let said = |events: &[confab_engine::ConversationEvent]| -> Vec<(String, serde_json::Value)> {
+        events
+            .iter()
+            .take_while(|e| e.kind.name() != "call_ended")
+            .map(|e| (e.kind.name().to_string(), e.kind.payload()["text"].clone()))
+            .collect()
+    };
+    let live = said(&live);
+    assert_eq!(said(&record.events)[..live.len()], live[..], "the simulation said what the live session said");
+    assert!(live.iter().any(|(name, text)| name == "agent.stopped_speaking" && text == REPLY));
 }

@@ -8,12 +8,10 @@ use std::collections::VecDeque;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use tokio::sync::mpsc;
 
-use crate::core::playout::PlayoutPiece;
 use crate::core::{Epoch, TurnId};
-use crate::events::EventKind;
 use crate::responder::{ReplyOutput, Responder};
+pub use crate::session_driver::AgentResult;
 use crate::time::MediaTime;
-use crate::turn_metrics::{ReplyTimings, TranscriptTiming};
 
 /// Jobs waiting for the agent task. Full: the media thread drops the job and counts it.
 pub const AGENT_JOBS: usize = 64;
@@ -44,18 +42,6 @@ pub enum AgentJob {
     },
     /// What the user heard of the last reply (enters the history).
     Heard(String),
-}
-
-pub enum AgentResult {
-    /// The committed turn's text, and how long speech-to-text took (`turn_metrics`).
-    Transcript { turn: TurnId, text: String, timing: Option<TranscriptTiming> },
-    /// A sentence's audio as it arrives (`PlayoutPiece`).
-    Segment(PlayoutPiece),
-    /// An event of the reply (`tool_call`), stamped when the media thread takes it; dropped there when
-    /// `epoch` (the reply that began what it reports) was interrupted.
-    Event { epoch: Epoch, kind: EventKind },
-    /// The reply is complete; the provider stages it went through (`turn_metrics`).
-    ReplyEnd { turn: TurnId, timings: ReplyTimings },
 }
 
 /// The media thread's ends of the queues.

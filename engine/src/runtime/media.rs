@@ -16,14 +16,16 @@ use confab_models::silero::WINDOW;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use super::RuntimeCounters;
-use super::agent::{AgentJob, AgentLink, AgentResult};
+use super::agent::{AgentJob, AgentLink};
 use super::contain::contain;
 use super::event_outbox::{EventOutbox, Sent};
 use super::jobs::{InferenceResult, TurnJob, VadJob};
 use super::slots::{SessionId, SlotGuard};
 use crate::audio::level::{SilenceGate, VadDecision};
-use crate::conversation::{Conversation, ConversationConfig, ConversationOutput, transcription_start};
+use crate::conversation::{Conversation, ConversationConfig, transcription_start};
+use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
+use crate::session_driver::{DrivenSession, SessionHost};
 use crate::time::MediaTime;
 use crate::turn_metrics::{TurnMetrics, TurnMetricsLog};
 
@@ -51,12 +53,11 @@ const VACANT: u32 = u32::MAX;
 
 pub struct MediaSession {
     id: SessionId,
-    conversation: Conversation,
+    /// The conversation and its turns' stage times (a turn goes to `turn_metrics` when it is over).
+    session: DrivenSession,
     input: rtrb::Consumer<f32>,
     output: rtrb::Producer<f32>,
     events: EventOutbox,
-    /// Each turn's stages as the session sees them; a turn goes to `turn_metrics` when it is over.
-    metrics: TurnMetricsLog,
     turn_metrics: Sender<TurnMetrics>,
     now: MediaTime,
     window: [f32; WINDOW],
@@ -87,12 +88,11 @@ impl MediaSession {
         MediaSession {
             id,
             max_endpointing_delay: config.endpoint.max_delay,
-            conversation: Conversation::new(config),
+            // Live, the media clock runs with the wall clock: provider stages are placed on it.
+            session: DrivenSession::new(Conversation::new(config), TurnMetricsLog::new(true)),
             input,
             output,
             events: EventOutbox::new(events),
-            // Live, the media clock runs with the wall clock: provider stages are placed on it.
-            metrics: TurnMetricsLog::new(true),
             turn_metrics,
             now: MediaTime::ZERO,
             window: [0.0; WINDOW],
@@ -209,7 +209,7 @@ impl MediaThread {
                 });
                 if ticked.is_none() {
                     self.fail_session(index, &counters);
-                } else if self.sessions[index].conversation.is_ended() {
+                } else if self.sessions[index].session.conversation.is_ended() {
                     self.remove(index);
                 } else {
                     index += 1;
@@ -267,7 +267,7 @@ impl MediaThread {
         let ended = contain(counters, "ending a failed session", || {
             let s = &mut self.sessions[index];
             let now = s.now;
-            s.conversation.end_call(now);
+            s.session.conversation.end_call(now);
             self.handle_outputs(index);
         });
         let s = &mut self.sessions[index];
@@ -290,8 +290,8 @@ impl MediaThread {
             let s = &mut self.sessions[index];
             let now = s.now;
             match participant_left {
-                Some(participant) => s.conversation.participant_left(now, participant),
-                None => s.conversation.end_call(now),
+                Some(participant) => s.session.conversation.participant_left(now, participant),
+                None => s.session.conversation.end_call(now),
             }
             self.handle_outputs(index);
         });
@@ -310,11 +310,11 @@ impl MediaThread {
             match result {
                 InferenceResult::Vad(r) => {
                     let end = r.start + MediaTime(WINDOW as u64);
-                    s.conversation.vad_window(r.start, end, r.probability);
+                    s.session.conversation.vad_window(r.start, end, r.probability);
                 }
                 InferenceResult::Turn { last_speech, user_done, .. } => {
                     let now = s.now;
-                    s.conversation.turn_prediction(last_speech, user_done, now);
+                    s.session.conversation.turn_prediction(last_speech, user_done, now);
                 }
                 InferenceResult::Failed { .. } => return false,
             }
@@ -365,7 +365,7 @@ impl MediaThread {
                 match s.gate.decide(&s.window) {
                     VadDecision::Skip => {
                         self.counters.vad_skipped_silent.fetch_add(1, Ordering::Relaxed);
-                        s.conversation.vad_window(start, end, 0.0);
+                        s.session.conversation.vad_window(start, end, 0.0);
                     }
                     VadDecision::InferAsSilence => {
                         // Keep the model's state following the audio, but this window is silence.
@@ -373,7 +373,7 @@ impl MediaThread {
                         if let Err(TrySendError::Disconnected(_)) = self.vad_jobs.try_send(job) {
                             self.inference_lost = true;
                         }
-                        s.conversation.vad_window(start, end, 0.0);
+                        s.session.conversation.vad_window(start, end, 0.0);
                     }
                     VadDecision::Infer => {
                         let job = VadJob { thread: self.index, session: s.id, start, window: s.window };
@@ -389,8 +389,8 @@ impl MediaThread {
             }
         }
         // The agent's audio for this tick.
-        s.conversation.handle_timeout(now);
-        s.conversation.render(now, frame);
+        s.session.conversation.handle_timeout(now);
+        s.session.conversation.render(now, frame);
         let pushed = match s.output.write_chunk_uninit(FRAME) {
             Ok(chunk) => chunk.fill_from_iter(frame.iter().copied()),
             Err(_) => 0,
@@ -406,113 +406,124 @@ impl MediaThread {
     fn take_agent_results(&mut self, index: usize) {
         let s = &mut self.sessions[index];
         let Some(agent) = &s.agent else { return };
-        let now = s.now;
         while let Ok(result) = agent.results.try_recv() {
-            match result {
-                AgentResult::Transcript { turn, text, timing } => {
-                    s.metrics.transcript(turn, now, timing);
-                    s.conversation.transcript(turn, text, now);
-                }
-                AgentResult::Segment(segment) => s.conversation.agent_segment(segment),
-                AgentResult::Event { epoch, kind } => s.conversation.agent_event(now, epoch, kind),
-                AgentResult::ReplyEnd { turn, timings } => {
-                    s.metrics.reply(turn, timings);
-                    s.conversation.agent_reply_end(turn, now);
-                }
-            }
+            s.session.apply(result, s.now);
         }
         self.handle_outputs(index);
     }
 
-    /// The user's audio `[from, to)` from the history (what is older than the history is gone).
-    fn user_audio(s: &MediaSession, from: MediaTime, to: MediaTime) -> Vec<f32> {
-        let oldest = s.now.samples().saturating_sub(s.history.len() as u64);
-        let start = from.samples().saturating_sub(oldest) as usize;
-        let end = (to.samples().saturating_sub(oldest) as usize).min(s.history.len());
-        s.history.range(start.min(end)..end).map(|&v| f32::from(v) / 32_768.0).collect()
-    }
-
     fn handle_outputs(&mut self, index: usize) {
         let s = &mut self.sessions[index];
-        while let Some(output) = s.conversation.poll_output() {
-            match output {
-                ConversationOutput::Event(event) => {
-                    if let (EventKind::AgentStoppedSpeaking { text }, Some(agent)) = (&event.kind, &s.agent) {
-                        agent.offer(AgentJob::Heard(text.clone()));
-                    }
-                    let at = MediaTime::from_duration(event.media_time);
-                    let over = match &event.kind {
-                        EventKind::AgentStartedSpeaking { .. } => {
-                            s.metrics.started_speaking(at);
-                            Vec::new()
-                        }
-                        EventKind::AgentInterrupted => {
-                            s.metrics.interrupted(at);
-                            Vec::new()
-                        }
-                        EventKind::AgentStoppedSpeaking { .. } => s.metrics.stopped_speaking().into_iter().collect(),
-                        EventKind::CallEnded => s.metrics.finish_all(),
-                        _ => Vec::new(),
-                    };
-                    for metrics in over {
-                        // Diagnostics, not records: a full queue drops the line rather than wait.
-                        let _ = s.turn_metrics.try_send(metrics);
-                    }
-                    if s.events.send(event) == Sent::Dropped {
-                        self.counters.events_dropped.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                ConversationOutput::PredictTurn { turn, from, last_speech } => {
-                    s.metrics.speech_ended(turn, last_speech);
-                    if let Some(agent) = &s.agent {
-                        // Speech-to-text starts now, during the endpointing delay, not at the commit.
-                        let audio = MediaThread::user_audio(s, transcription_start(from), last_speech);
-                        agent.offer(AgentJob::Prepare { from, to: last_speech, audio });
-                    }
-                    // The model looks at the last 8 s before the end of speech; older audio is not sent.
-                    let from = MediaTime::from_samples(last_speech.samples().saturating_sub(TURN_MODEL_SAMPLES as u64));
-                    let audio = MediaThread::user_audio(s, from, last_speech);
-                    // Live, media time runs with the wall clock: the verdict is useful until the max delay.
-                    let since_speech = s.now.samples().saturating_sub(last_speech.samples());
-                    let useful = s.max_endpointing_delay.samples().saturating_sub(since_speech);
-                    let asked_at = Instant::now();
-                    let answer_by = asked_at + MediaTime::from_samples(useful).as_duration();
-                    let job = TurnJob { thread: self.index, session: s.id, last_speech, audio, asked_at, answer_by };
-                    if self.turn_jobs.try_send(job).is_err() {
-                        self.counters.turn_queue_full.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                ConversationOutput::Transcribe { turn, from, to, at } => {
-                    for superseded in s.metrics.committed(turn, at) {
-                        let _ = s.turn_metrics.try_send(superseded);
-                    }
-                    match &s.agent {
-                        Some(agent) => {
-                            let audio = MediaThread::user_audio(s, transcription_start(from), to);
-                            if !agent.offer(AgentJob::Transcribe { turn, from, to, audio }) {
-                                self.counters.agent_jobs_dropped.fetch_add(1, Ordering::Relaxed);
-                                s.conversation.transcript(turn, String::new(), at);
-                            }
-                        }
-                        None => s.conversation.transcript(turn, String::new(), at),
-                    }
-                }
-                ConversationOutput::Respond { turn, epoch, user_text } => {
-                    s.metrics.llm_request(turn, s.now);
-                    let offered =
-                        s.agent.as_ref().is_some_and(|a| a.offer(AgentJob::Respond { turn, epoch, user_text }));
-                    if !offered {
-                        let now = s.now;
-                        s.conversation.agent_reply_end(turn, now);
-                    }
-                }
-                ConversationOutput::CancelReply { epoch } => {
-                    if let Some(agent) = &s.agent {
-                        agent.offer(AgentJob::Cancel { epoch });
-                    }
-                }
-                ConversationOutput::EndCall { .. } => {}
+        let mut host = LiveHost {
+            thread: self.index,
+            id: s.id,
+            now: s.now,
+            history: &s.history,
+            agent: s.agent.as_ref(),
+            events: &mut s.events,
+            turn_metrics: &s.turn_metrics,
+            max_endpointing_delay: s.max_endpointing_delay,
+            turn_jobs: &self.turn_jobs,
+            counters: &self.counters,
+        };
+        s.session.drive(&mut host);
+    }
+}
+
+/// The live runtime as a session's host (`SessionHost`): speech-to-text and replies go to the session's
+/// agent task, the turn model to the inference threads; their results come back through
+/// `take_agent_results` and `apply`.
+struct LiveHost<'a> {
+    thread: usize,
+    id: SessionId,
+    now: MediaTime,
+    history: &'a VecDeque<i16>,
+    agent: Option<&'a AgentLink>,
+    events: &'a mut EventOutbox,
+    turn_metrics: &'a Sender<TurnMetrics>,
+    max_endpointing_delay: MediaTime,
+    turn_jobs: &'a Sender<TurnJob>,
+    counters: &'a RuntimeCounters,
+}
+
+impl LiveHost<'_> {
+    /// The user's audio `[from, to)` from the history (what is older than the history is gone).
+    fn user_audio(&self, from: MediaTime, to: MediaTime) -> Vec<f32> {
+        let oldest = self.now.samples().saturating_sub(self.history.len() as u64);
+        let start = from.samples().saturating_sub(oldest) as usize;
+        let end = (to.samples().saturating_sub(oldest) as usize).min(self.history.len());
+        self.history.range(start.min(end)..end).map(|&v| f32::from(v) / 32_768.0).collect()
+    }
+}
+
+impl SessionHost for LiveHost<'_> {
+    fn now(&self) -> MediaTime {
+        self.now
+    }
+
+    fn event(&mut self, event: ConversationEvent) {
+        if self.events.send(event) == Sent::Dropped {
+            self.counters.events_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn turns_over(&mut self, turns: Vec<TurnMetrics>) {
+        for metrics in turns {
+            // Diagnostics, not records: a full queue drops the line rather than wait.
+            let _ = self.turn_metrics.try_send(metrics);
+        }
+    }
+
+    fn heard(&mut self, text: &str) {
+        if let Some(agent) = self.agent {
+            agent.offer(AgentJob::Heard(text.to_string()));
+        }
+    }
+
+    fn predict_turn(&mut self, _: &mut DrivenSession, from: MediaTime, last_speech: MediaTime) {
+        if let Some(agent) = self.agent {
+            // Speech-to-text starts now, during the endpointing delay, not at the commit.
+            let audio = self.user_audio(transcription_start(from), last_speech);
+            agent.offer(AgentJob::Prepare { from, to: last_speech, audio });
+        }
+        // The model looks at the last 8 s before the end of speech; older audio is not sent.
+        let from = MediaTime::from_samples(last_speech.samples().saturating_sub(TURN_MODEL_SAMPLES as u64));
+        let audio = self.user_audio(from, last_speech);
+        // Live, media time runs with the wall clock: the verdict is useful until the max delay.
+        let since_speech = self.now.samples().saturating_sub(last_speech.samples());
+        let useful = self.max_endpointing_delay.samples().saturating_sub(since_speech);
+        let asked_at = Instant::now();
+        let answer_by = asked_at + MediaTime::from_samples(useful).as_duration();
+        let job = TurnJob { thread: self.thread, session: self.id, last_speech, audio, asked_at, answer_by };
+        if self.turn_jobs.try_send(job).is_err() {
+            self.counters.turn_queue_full.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn transcribe(&mut self, session: &mut DrivenSession, turn: TurnId, from: MediaTime, to: MediaTime, at: MediaTime) {
+        let offered = self.agent.is_some_and(|agent| {
+            let audio = self.user_audio(transcription_start(from), to);
+            let offered = agent.offer(AgentJob::Transcribe { turn, from, to, audio });
+            if !offered {
+                self.counters.agent_jobs_dropped.fetch_add(1, Ordering::Relaxed);
             }
+            offered
+        });
+        if !offered {
+            session.conversation.transcript(turn, String::new(), at);
+        }
+    }
+
+    fn respond(&mut self, session: &mut DrivenSession, turn: TurnId, epoch: Epoch, user_text: String) {
+        let offered = self.agent.is_some_and(|agent| agent.offer(AgentJob::Respond { turn, epoch, user_text }));
+        if !offered {
+            session.conversation.agent_reply_end(turn, self.now);
+        }
+    }
+
+    fn cancel_reply(&mut self, epoch: Epoch) {
+        if let Some(agent) = self.agent {
+            agent.offer(AgentJob::Cancel { epoch });
         }
     }
 }

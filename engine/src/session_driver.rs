@@ -1,0 +1,129 @@
+//! The one session driver: it applies a conversation's outputs (`ConversationOutput`) and the agent's results
+//! (`AgentResult`) for every host of a session — the live runtime's media thread (`runtime::media`, which the
+//! join page, the fleet's workers and meeting bots all run on) and `confab simulate` (`simulate`). The
+//! bookkeeping lives here once: each turn's stage times (`TurnMetricsLog`), what the agent was heard to say
+//! (for its next prompt), which turns are over. A host says only where the work runs (`SessionHost`): the
+//! live runtime hands it to the session's agent task and the inference threads; a simulation runs it in line.
+
+use crate::conversation::{Conversation, ConversationOutput};
+use crate::core::playout::PlayoutPiece;
+use crate::core::{Epoch, TurnId};
+use crate::events::{ConversationEvent, EventKind};
+use crate::time::MediaTime;
+use crate::turn_metrics::{ReplyTimings, TranscriptTiming, TurnMetrics, TurnMetricsLog};
+
+/// What the agent's work hands back to its session.
+pub enum AgentResult {
+    /// The committed turn's text, and how long speech-to-text took (`turn_metrics`).
+    Transcript { turn: TurnId, text: String, timing: Option<TranscriptTiming> },
+    /// A sentence's audio as it arrives (`PlayoutPiece`).
+    Segment(PlayoutPiece),
+    /// An event of the reply (`tool_call`), stamped when the session takes it; dropped there when `epoch`
+    /// (the reply that began what it reports) was interrupted.
+    Event { epoch: Epoch, kind: EventKind },
+    /// The reply is complete; the provider stages it went through (`turn_metrics`).
+    ReplyEnd { turn: TurnId, timings: ReplyTimings },
+}
+
+/// Where a session's work runs. Every method is called by `DrivenSession::drive` after its bookkeeping.
+pub trait SessionHost {
+    /// The media time the host stands at: the session's clock live, the paced clock in a simulation.
+    fn now(&self) -> MediaTime;
+    /// A conversation event, to its consumer.
+    fn event(&mut self, event: ConversationEvent);
+    /// Turns whose stage times are complete.
+    fn turns_over(&mut self, turns: Vec<TurnMetrics>);
+    /// What the user heard of the agent's last words (`agent.stopped_speaking`), for its next prompt.
+    fn heard(&mut self, text: &str);
+    /// Run the turn model on the user's audio up to `last_speech` and answer with
+    /// `Conversation::turn_prediction`; speech-to-text of the turn (begun at `from`) may start now, during
+    /// the endpointing delay.
+    fn predict_turn(&mut self, session: &mut DrivenSession, from: MediaTime, last_speech: MediaTime);
+    /// Transcribe the committed turn, audio `[from, to)`, and answer with `AgentResult::Transcript`
+    /// (`DrivenSession::apply`); with no way to transcribe, an empty text at `at`.
+    fn transcribe(&mut self, session: &mut DrivenSession, turn: TurnId, from: MediaTime, to: MediaTime, at: MediaTime);
+    /// Answer the committed turn: its reply's results, ending with `AgentResult::ReplyEnd`.
+    fn respond(&mut self, session: &mut DrivenSession, turn: TurnId, epoch: Epoch, user_text: String);
+    /// Stop producing anything older than `epoch`.
+    fn cancel_reply(&mut self, epoch: Epoch);
+}
+
+/// A conversation and its turns' stage times: the state every host drives the same way.
+pub struct DrivenSession {
+    pub conversation: Conversation,
+    pub metrics: TurnMetricsLog,
+}
+
+impl DrivenSession {
+    pub fn new(conversation: Conversation, metrics: TurnMetricsLog) -> DrivenSession {
+        DrivenSession { conversation, metrics }
+    }
+
+    /// Applies one result of the agent's work as of media time `now`.
+    pub fn apply(&mut self, result: AgentResult, now: MediaTime) {
+        match result {
+            AgentResult::Transcript { turn, text, timing } => {
+                self.metrics.transcript(turn, now, timing);
+                self.conversation.transcript(turn, text, now);
+            }
+            AgentResult::Segment(segment) => self.conversation.agent_segment(segment),
+            AgentResult::Event { epoch, kind } => self.conversation.agent_event(now, epoch, kind),
+            AgentResult::ReplyEnd { turn, timings } => {
+                self.metrics.reply(turn, timings);
+                self.conversation.agent_reply_end(turn, now);
+            }
+        }
+    }
+
+    /// Applies every output the conversation has, through `host`.
+    pub fn drive(&mut self, host: &mut impl SessionHost) {
+        while let Some(output) = self.conversation.poll_output() {
+            match output {
+                ConversationOutput::Event(event) => self.event(event, host),
+                ConversationOutput::PredictTurn { turn, from, last_speech } => {
+                    self.metrics.speech_ended(turn, last_speech);
+                    host.predict_turn(self, from, last_speech);
+                }
+                ConversationOutput::Transcribe { turn, from, to, at } => {
+                    let superseded = self.metrics.committed(turn, at);
+                    if !superseded.is_empty() {
+                        host.turns_over(superseded);
+                    }
+                    host.transcribe(self, turn, from, to, at);
+                }
+                ConversationOutput::Respond { turn, epoch, user_text } => {
+                    self.metrics.llm_request(turn, host.now());
+                    host.respond(self, turn, epoch, user_text);
+                }
+                ConversationOutput::CancelReply { epoch } => host.cancel_reply(epoch),
+                ConversationOutput::EndCall { .. } => {}
+            }
+        }
+    }
+
+    /// An event's bookkeeping, then the event. The call's end closes every open turn before its event;
+    /// `agent.stopped_speaking` closes the turn it ends after its event.
+    fn event(&mut self, event: ConversationEvent, host: &mut impl SessionHost) {
+        let at = MediaTime::from_duration(event.media_time);
+        let mut after = Vec::new();
+        match &event.kind {
+            EventKind::AgentStartedSpeaking { .. } => self.metrics.started_speaking(at),
+            EventKind::AgentInterrupted => self.metrics.interrupted(at),
+            EventKind::AgentStoppedSpeaking { text } => {
+                host.heard(text);
+                after.extend(self.metrics.stopped_speaking());
+            }
+            EventKind::CallEnded => {
+                let open = self.metrics.finish_all();
+                if !open.is_empty() {
+                    host.turns_over(open);
+                }
+            }
+            _ => {}
+        }
+        host.event(event);
+        if !after.is_empty() {
+            host.turns_over(after);
+        }
+    }
+}
