@@ -104,7 +104,7 @@ pub async fn api_router_with_state(db: &confab_store::Db) -> (axum::Router, Stri
         models_dir: confab_models::default_models_dir(),
     };
     let state = confab_http::AppState::new(db.clone(), config).await.expect("the bench database opens");
-    let (_, key) = confab_http::auth::create_key(db, "bench").await.expect("a key is created");
+    let (_, key) = confab_store::api_keys::create_key(db, "bench").await.expect("a key is created");
     (confab_http::app(state.clone()), key, state)
 }
 

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use confab_engine::actions::records::ActionsSpec;
 use confab_engine::actions::{Action, ActionSettings, Actions};
 use confab_tests::netns::enter_loopback_only;
 use serde_json::{Map, Value, json};
@@ -82,8 +83,13 @@ fn settings() -> ActionSettings {
     ActionSettings { allow_private_urls: true, conversation_id: "c".into(), webhook_secret: String::new() }
 }
 
+/// An agent's actions as the engine reads them from the Agent resource.
+fn actions_of(agent: Value) -> ActionsSpec {
+    serde_json::from_value(agent).expect("well-formed records")
+}
+
 async fn connect(records: Value) -> Actions {
-    let mut actions = Actions::from_agent(&json!({ "mcp": records }), settings()).unwrap();
+    let mut actions = Actions::from_agent(&actions_of(json!({ "mcp": records })), settings()).unwrap();
     actions.connect_mcp().await;
     actions
 }
@@ -157,7 +163,7 @@ fn a_private_mcp_address_is_refused_by_default() {
         let accepted = tokio::spawn(async move { listener.accept().await.is_ok() });
         let settings = ActionSettings { allow_private_urls: false, ..settings() };
         let agent = json!({ "mcp": [record("local", "shttp/sse", format!("http://127.0.0.1:{port}/mcp"))] });
-        let mut actions = Actions::from_agent(&agent, settings).unwrap();
+        let mut actions = Actions::from_agent(&actions_of(agent), settings).unwrap();
         actions.connect_mcp().await;
         assert!(actions.mcp_tools.is_empty());
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use confab_http::auth;
+use confab_store::api_keys;
 
 use crate::cli::KeysCommand;
 use crate::open_database;
@@ -12,21 +12,21 @@ pub(crate) async fn keys(command: KeysCommand) -> anyhow::Result<()> {
     match command {
         KeysCommand::Create { name, database } => {
             let db = open_database(&database).await?;
-            let (id, secret) = auth::create_key(&db, &name).await.context("cannot create the key")?;
+            let (id, secret) = api_keys::create_key(&db, &name).await.context("cannot create the key")?;
             tracing::info!(%id, "API key created; it is shown once");
             println!("{secret}");
         }
         KeysCommand::List { database } => {
             let db = open_database(&database).await?;
             println!("{:<36}  {:<27}  {:<8}  NAME", "ID", "CREATED", "STATUS");
-            for key in auth::list_keys(&db).await.context("cannot list keys")? {
+            for key in api_keys::list_keys(&db).await.context("cannot list keys")? {
                 let status = if key.revoked_at.is_some() { "revoked" } else { "active" };
                 println!("{:<36}  {:<27}  {:<8}  {}", key.id, key.created_at, status, key.name);
             }
         }
         KeysCommand::Revoke { id, database } => {
             let db = open_database(&database).await?;
-            if !auth::revoke_key(&db, &id).await.context("cannot revoke the key")? {
+            if !api_keys::revoke_key(&db, &id).await.context("cannot revoke the key")? {
                 anyhow::bail!("no active key has id {id}");
             }
             println!("revoked {id}");

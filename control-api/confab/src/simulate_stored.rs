@@ -22,7 +22,7 @@ use confab_store::Db;
 use confab_store::agents::{AgentFields, to_agent};
 use confab_store::collection::AGENTS;
 use confab_store::conversations;
-use confab_store::outbox::PENDING;
+use confab_store::outbox;
 
 /// The `type` of conversations made by `confab simulate --agent-id`.
 pub const TYPE_SIMULATION: &str = "simulation";
@@ -96,13 +96,7 @@ async fn deliver_webhooks(db: &Db, conversation_id: &str, allow_private: bool) -
     let task = tokio::spawn(deliverer.run());
     let deadline = tokio::time::Instant::now() + WEBHOOK_DRAIN;
     let pending = loop {
-        let pending: i64 =
-            sqlx::query("SELECT COUNT(*) AS n FROM webhook_outbox WHERE conversation_id = $1 AND status = $2")
-                .bind(conversation_id)
-                .bind(PENDING)
-                .fetch_one(&db.pool)
-                .await?
-                .try_get("n")?;
+        let pending = outbox::pending_count(db, conversation_id).await?;
         if pending == 0 || tokio::time::Instant::now() >= deadline {
             break pending;
         }

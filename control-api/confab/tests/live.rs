@@ -15,8 +15,9 @@ use axum::response::Response;
 use axum::routing::post;
 use common::{LiveCall, call, speak, start_live_call};
 use confab_http::webhooks::signing;
-use confab_http::{AppConfig, AppState, app, auth};
+use confab_http::{AppConfig, AppState, app};
 use confab_store::Db;
+use confab_store::api_keys;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -76,7 +77,7 @@ async fn a_live_conversation_is_recorded_and_reported() {
     )
     .await
     .unwrap();
-    let (_, key) = auth::create_key(&db, "live").await.unwrap();
+    let (_, key) = api_keys::create_key(&db, "live").await.unwrap();
     let router = app(state);
     let agent = call(
         &router,

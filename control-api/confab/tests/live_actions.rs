@@ -21,8 +21,9 @@ use axum::response::Response;
 use axum::routing::post;
 use common::{LiveCall, call, speak, start_live_call};
 use confab_http::webhooks::signing;
-use confab_http::{AppConfig, AppState, app, auth};
+use confab_http::{AppConfig, AppState, app};
 use confab_store::Db;
+use confab_store::api_keys;
 use serde_json::{Value, json};
 
 const REFUSAL: &str = "I cannot give medical advice.";
@@ -141,7 +142,7 @@ async fn a_live_call_uses_tools_mcp_guardrails_and_knowledge() {
         models_dir: models.clone(),
     };
     let state = AppState::new(db.clone(), config).await.unwrap();
-    let (_, key) = auth::create_key(&db, "live").await.unwrap();
+    let (_, key) = api_keys::create_key(&db, "live").await.unwrap();
     let router = app(state);
     let tool = call(&router, &key, "POST", "/v1/ext/tool", Some(json!({
         "type": "tool.api",

@@ -1,6 +1,6 @@
 //! A short-lived memory of API keys found valid, so a busy client's requests do not each query the
 //! database. Only positive answers are kept (an unknown key is asked every time), each for `KEY_CACHE_TTL`.
-//! Revoking a key through this process (`auth::revoke_key`) forgets every remembered key at once; a key
+//! Revoking a key through this process (`api_keys::revoke_key`) forgets every remembered key at once; a key
 //! revoked by another process (`confab keys revoke`, another replica) stops working within the TTL.
 
 use std::collections::HashMap;

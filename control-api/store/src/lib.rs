@@ -4,7 +4,7 @@
 //! Storage is one schema on SQLite (the embedded default, WAL) and PostgreSQL (the fleet), reached through
 //! sqlx's `Any` driver so every query is written once. Queries use `$1, $2, …` placeholders in order of
 //! first appearance, which both backends accept. Beside the tables (`collection`, `conversations`,
-//! `knowledge`, `outbox`, `settings`, `turn_metrics`, `workers`, `migrations`):
+//! `knowledge`, `knowledge_documents`, `outbox`, `settings`, `turn_metrics`, `workers`, `migrations`):
 //! - the agent domain: `agents` (the Agent model and its resolution), `agent_config` (its typed pipeline),
 //!   `records` (the guardrails, tools, MCP servers and knowledge bases an agent attaches), `validate` and
 //!   `error` (the field rules and the one error type with its exact bodies);
@@ -13,10 +13,12 @@
 //!   rigs an agent's face is drawn from), `meeting_mode` and `meeting_speakers`;
 //! - the seams between roles: `calls` (where the HTTP side places calls: the embedded worker or the fleet),
 //!   `fleet_protocol` (what replicas and workers say over NATS), `metrics` (the process's one registry);
-//! - `wall_clock` (timestamps as stored) and `key_cache` (API keys seen recently).
+//! - `api_keys` (hashed, with `key_cache` remembering the keys seen recently) and `wall_clock` (timestamps as
+//!   stored).
 
 pub mod agent_config;
 pub mod agents;
+pub mod api_keys;
 pub mod avatars;
 pub mod calls;
 pub mod collection;
@@ -27,6 +29,7 @@ pub mod error;
 pub mod fleet_protocol;
 pub mod key_cache;
 pub mod knowledge;
+pub mod knowledge_documents;
 pub mod meeting_mode;
 pub mod meeting_speakers;
 pub mod metrics;

@@ -170,3 +170,45 @@ pub async fn status_counts(db: &Db) -> Result<std::collections::BTreeMap<String,
         sqlx::query("SELECT status, COUNT(*) AS n FROM webhook_outbox GROUP BY status").fetch_all(&db.pool).await?;
     rows.iter().map(|r| Ok((r.try_get("status")?, r.try_get("n")?))).collect()
 }
+
+/// Records an attempt that will be retried: attempts so far, when the next is due, and why this one failed.
+pub async fn retry_later(
+    db: &Db,
+    id: &str,
+    attempts: i64,
+    next_attempt_at: i64,
+    error: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE webhook_outbox SET attempts = $1, next_attempt_at = $2, last_error = $3, lease_until = 0 WHERE id = $4",
+    )
+    .bind(attempts)
+    .bind(next_attempt_at)
+    .bind(error)
+    .bind(id)
+    .execute(&db.pool)
+    .await
+    .map(|_| ())
+}
+
+/// Records the last attempt: `status` `DELIVERED` or `FAILED` (with why).
+pub async fn finish(db: &Db, id: &str, status: &str, attempts: i64, error: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE webhook_outbox SET status = $1, attempts = $2, last_error = $3, lease_until = 0 WHERE id = $4")
+        .bind(status)
+        .bind(attempts)
+        .bind(error)
+        .bind(id)
+        .execute(&db.pool)
+        .await
+        .map(|_| ())
+}
+
+/// Events of a conversation still waiting to be delivered.
+pub async fn pending_count(db: &Db, conversation_id: &str) -> Result<i64, sqlx::Error> {
+    sqlx::query("SELECT COUNT(*) AS n FROM webhook_outbox WHERE conversation_id = $1 AND status = $2")
+        .bind(conversation_id)
+        .bind(PENDING)
+        .fetch_one(&db.pool)
+        .await?
+        .try_get("n")
+}

@@ -85,8 +85,8 @@ pub async fn start(
     let spec = AgentSpec::from_json(&agent.to_string()).map_err(|e| LiveError::Agent(e.to_string()))?;
     let config = spec.conversation_config().map_err(|e| LiveError::Agent(e.to_string()))?;
     let prompt = spec.system_prompt(&conversation.context);
-    let settings = ActionSettings::for_conversation(&agent, conversation_id, allow_private_urls);
-    let actions = Actions::connected(&agent, settings).await.map_err(|e| LiveError::Agent(e.to_string()))?;
+    let settings = ActionSettings::for_conversation(&spec.actions, conversation_id, allow_private_urls);
+    let actions = Actions::connected(&spec.actions, settings).await.map_err(|e| LiveError::Agent(e.to_string()))?;
     // Loading the models takes seconds (longer while the startup preload holds them): not on an I/O thread.
     let pipeline = PipelineSpec::of_agent(&spec);
     let (dir, env) = (models_dir.to_path_buf(), providers.clone());

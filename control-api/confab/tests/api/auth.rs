@@ -68,12 +68,12 @@ async fn every_route_refuses_missing_wrong_and_revoked_keys(app: TestApp) {
     assert_unauthorized(&app, None).await;
     assert_unauthorized(&app, Some("")).await;
     assert_unauthorized(&app, Some("cfb_wrong")).await;
-    let (id, revoked) = confab_http::auth::create_key(&app.db, "to revoke").await.unwrap();
+    let (id, revoked) = confab_store::api_keys::create_key(&app.db, "to revoke").await.unwrap();
     assert_eq!(
         app.send(Request::get("/v1/ext/agent").header("x-api-key", &revoked).body(Body::empty()).unwrap()).await.status,
         StatusCode::OK
     );
-    assert!(confab_http::auth::revoke_key(&app.db, &id).await.unwrap());
+    assert!(confab_store::api_keys::revoke_key(&app.db, &id).await.unwrap());
     assert_unauthorized(&app, Some(&revoked)).await;
     // A session token is not an API key.
     let agent = app.create("/v1/ext/agent", json!({ "agent_name": "A" })).await;
@@ -82,7 +82,7 @@ async fn every_route_refuses_missing_wrong_and_revoked_keys(app: TestApp) {
         .unwrap()
         .to_string();
     assert_unauthorized(&app, Some(&token)).await;
-    let keys = confab_http::auth::list_keys(&app.db).await.unwrap();
+    let keys = confab_store::api_keys::list_keys(&app.db).await.unwrap();
     assert_eq!(keys.len(), 2);
     assert!(keys.iter().any(|key| key.id == id && key.revoked_at.is_some()));
 }

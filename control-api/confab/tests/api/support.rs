@@ -6,8 +6,9 @@ use std::future::Future;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
-use confab_http::{AppConfig, AppState, app, auth};
+use confab_http::{AppConfig, AppState, app};
 use confab_store::Db;
+use confab_store::api_keys;
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
@@ -66,7 +67,7 @@ impl TestApp {
         )
         .await
         .unwrap();
-        let (_, key) = auth::create_key(&db, "test").await.unwrap();
+        let (_, key) = api_keys::create_key(&db, "test").await.unwrap();
         TestApp { router: app(state), db, key }
     }
 

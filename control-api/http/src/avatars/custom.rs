@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use crate::AppState;
 use crate::extract::{ApiJson, parse_id};
-use confab_store::avatars::assets;
+use confab_store::avatars::{assets, sources};
 use confab_store::collection::CUSTOM_AVATARS;
 use confab_store::error::{ApiError, ApiResult};
 use confab_store::validate;
@@ -209,12 +209,7 @@ async fn create_custom_avatar(State(state): State<AppState>, request: Request) -
     let failed = ApiError::internal("Failed to create custom avatar");
     let mut tx = state.db.begin_write().await.map_err(failed)?;
     CUSTOM_AVATARS.insert(&mut *tx, &record).await.map_err(ApiError::internal("Failed to create custom avatar"))?;
-    sqlx::query("INSERT INTO custom_avatar_sources (avatar_id, image_base64) VALUES ($1, $2)")
-        .bind(&id)
-        .bind(base64::engine::general_purpose::STANDARD.encode(&image))
-        .execute(&mut *tx)
-        .await
-        .map_err(ApiError::internal("Failed to create custom avatar"))?;
+    sources::insert(&mut *tx, &id, &image).await.map_err(ApiError::internal("Failed to create custom avatar"))?;
     tx.commit().await.map_err(ApiError::internal("Failed to create custom avatar"))?;
     spawn_generation(state.db.clone(), state.config.models_dir.clone(), id.clone());
     Ok(Json(
@@ -240,11 +235,7 @@ async fn delete_custom_avatar(State(state): State<AppState>, Path(id): Path<Stri
     if !CUSTOM_AVATARS.delete(&mut *tx, &id).await.map_err(ApiError::internal("Failed to delete custom avatar"))? {
         return Err(ApiError::NotFound(NOT_FOUND));
     }
-    sqlx::query("DELETE FROM custom_avatar_sources WHERE avatar_id = $1")
-        .bind(&id)
-        .execute(&mut *tx)
-        .await
-        .map_err(ApiError::internal("Failed to delete custom avatar"))?;
+    sources::delete(&mut *tx, &id).await.map_err(ApiError::internal("Failed to delete custom avatar"))?;
     assets::delete(&mut tx, &id).await.map_err(ApiError::internal("Failed to delete custom avatar"))?;
     tx.commit().await.map_err(ApiError::internal("Failed to delete custom avatar"))?;
     Ok(Json(json!({ "id": id, "message": "Custom avatar deleted successfully" })))
@@ -286,12 +277,7 @@ async fn generate(db: &Db, models_dir: &std::path::Path, id: &str) -> Result<(),
     if !set_state(db, id, |fields| fields.status = STATUS_PROCESSING.to_string()).await? {
         return Ok(()); // deleted meanwhile
     }
-    let row = sqlx::query("SELECT image_base64 FROM custom_avatar_sources WHERE avatar_id = $1")
-        .bind(id)
-        .fetch_optional(&db.pool)
-        .await?;
-    let Some(row) = row else { return Ok(()) };
-    let image_base64: String = row.try_get("image_base64")?;
+    let Some(image_base64) = sources::load_base64(db, id).await? else { return Ok(()) };
     let outcome = match base64::engine::general_purpose::STANDARD.decode(&image_base64) {
         Err(err) => Err(err.to_string()),
         Ok(bytes) => match describe_image(&bytes) {

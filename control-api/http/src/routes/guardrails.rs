@@ -15,7 +15,9 @@ use crate::extract::{ApiJson, parse_id};
 use crate::pagination::{PageQuery, with_total};
 use confab_store::collection::GUARDRAILS;
 use confab_store::error::{ApiError, ApiResult};
-use confab_store::records::guardrails::{Guardrail, GuardrailFields, GuardrailInput, base_key, to_guardrail};
+use confab_store::records::guardrails::{
+    Guardrail, GuardrailFields, GuardrailInput, base_key, release_key, release_keys_of, reserve_key, to_guardrail,
+};
 use confab_store::validate;
 use confab_store::{Db, StoredRecord};
 
@@ -42,33 +44,6 @@ fn validated(input: GuardrailInput, key: String) -> ApiResult<GuardrailFields> {
     Ok(GuardrailFields { key, name: input.name, category, prompt, response_message, callback_url })
 }
 
-/// Reserves the first free key among `base`, `base_2`, `base_3`, …; the primary key of
-/// `guardrail_keys` settles races between concurrent creates.
-async fn reserve_key(db: &Db, base: &str, guardrail_id: &str) -> Result<String, sqlx::Error> {
-    for n in 1u32.. {
-        let candidate = if n == 1 { base.to_string() } else { format!("{base}_{n}") };
-        let taken: i64 = sqlx::query("SELECT COUNT(*) AS n FROM guardrail_keys WHERE key = $1")
-            .bind(&candidate)
-            .fetch_one(&db.pool)
-            .await?
-            .try_get("n")?;
-        if taken > 0 {
-            continue;
-        }
-        let inserted = sqlx::query("INSERT INTO guardrail_keys (key, guardrail_id) VALUES ($1, $2)")
-            .bind(&candidate)
-            .bind(guardrail_id)
-            .execute(&db.pool)
-            .await;
-        match inserted {
-            Ok(_) => return Ok(candidate),
-            Err(sqlx::Error::Database(err)) if err.is_unique_violation() => continue,
-            Err(err) => return Err(err),
-        }
-    }
-    unreachable!("the key space is unbounded")
-}
-
 /// Create a guardrail; its `key` is derived from the name once and never changes.
 #[utoipa::path(post, path = "/v1/ext/guardrail", tag = "guardrails", request_body = GuardrailInput,
     responses((status = 200, description = "`{id, key, message: \"Guardrail created\"}`"), (status = 400), (status = 401)))]
@@ -83,7 +58,7 @@ async fn create_guardrail(
     fields.key = key.clone();
     let record = StoredRecord::new(id.clone(), &fields.name, &fields);
     if let Err(err) = GUARDRAILS.insert(&state.db.pool, &record).await {
-        let _ = sqlx::query("DELETE FROM guardrail_keys WHERE key = $1").bind(&key).execute(&state.db.pool).await;
+        let _ = release_key(&state.db.pool, &key).await;
         return Err(ApiError::internal("Failed to create guardrail")(err));
     }
     Ok(Json(json!({ "id": id, "key": key, "message": "Guardrail created" })))
@@ -145,11 +120,7 @@ async fn delete_guardrail(State(state): State<AppState>, Path(id): Path<String>)
     if !deleted {
         return Err(ApiError::NotFoundMessage(NOT_FOUND));
     }
-    sqlx::query("DELETE FROM guardrail_keys WHERE guardrail_id = $1")
-        .bind(&id)
-        .execute(&mut *tx)
-        .await
-        .map_err(ApiError::internal("Failed to delete guardrail"))?;
+    release_keys_of(&mut *tx, &id).await.map_err(ApiError::internal("Failed to delete guardrail"))?;
     tx.commit().await.map_err(ApiError::internal("Failed to delete guardrail"))?;
     Ok(Json(json!({ "id": id, "message": "Guardrail deleted" })))
 }

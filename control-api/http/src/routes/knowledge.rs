@@ -5,7 +5,6 @@ use axum::Json;
 use axum::extract::{Path, State};
 
 use serde_json::{Value, json};
-use sqlx::Row;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -16,11 +15,11 @@ use crate::pagination::{PageQuery, with_total};
 use confab_store::collection::KNOWLEDGE_BASES;
 use confab_store::error::{ApiError, ApiResult};
 use confab_store::records::knowledge_bases::{
-    AddDocuments, DocumentSummary, KnowledgeBase, KnowledgeBaseFields, KnowledgeBaseWithDocuments, MAX_DOCUMENT_CHARS,
+    AddDocuments, KnowledgeBase, KnowledgeBaseFields, KnowledgeBaseWithDocuments, MAX_DOCUMENT_CHARS,
     MAX_DOCUMENTS_PER_REQUEST, to_knowledge_base,
 };
 use confab_store::validate;
-use confab_store::{StoredRecord, knowledge};
+use confab_store::{StoredRecord, knowledge, knowledge_documents};
 
 const NOT_FOUND: &str = "Knowledge Base not found";
 const READ_FAILED: &str = "Failed to retrieve knowledge base";
@@ -75,26 +74,7 @@ async fn get_knowledge_base(
         .map_err(ApiError::internal(READ_FAILED))?
         .ok_or(ApiError::NotFoundMessage(NOT_FOUND))?;
     let knowledge_base = to_knowledge_base(&state.db, &record).await.map_err(ApiError::internal(READ_FAILED))?;
-    let rows = sqlx::query(
-        "SELECT id, title, content, created_at FROM knowledge_documents WHERE knowledge_base_id = $1 ORDER BY position",
-    )
-    .bind(&id)
-    .fetch_all(&state.db.pool)
-    .await
-    .map_err(ApiError::internal(READ_FAILED))?;
-    let documents = rows
-        .iter()
-        .map(|row| {
-            let content: String = row.try_get("content")?;
-            Ok(DocumentSummary {
-                id: row.try_get("id")?,
-                title: row.try_get("title")?,
-                characters: content.chars().count() as i64,
-                created_at: row.try_get("created_at")?,
-            })
-        })
-        .collect::<Result<Vec<_>, sqlx::Error>>()
-        .map_err(ApiError::internal(READ_FAILED))?;
+    let documents = knowledge_documents::summaries(&state.db, &id).await.map_err(ApiError::internal(READ_FAILED))?;
     Ok(Json(KnowledgeBaseWithDocuments { knowledge_base, documents }))
 }
 
@@ -117,45 +97,9 @@ async fn add_documents(
         validate::non_blank("documents[].content", &document.content)?;
         validate::max_chars("documents[].content", &document.content, MAX_DOCUMENT_CHARS)?;
     }
-    let failed = ApiError::internal("Failed to add documents");
-    let mut tx = state.db.begin_write().await.map_err(failed)?;
-    let exists = sqlx::query("SELECT COUNT(*) AS n FROM knowledge_bases WHERE id = $1")
-        .bind(&id)
-        .fetch_one(&mut *tx)
-        .await
-        .and_then(|row| row.try_get::<i64, _>("n"))
-        .map_err(ApiError::internal("Failed to add documents"))?;
-    if exists == 0 {
-        return Err(ApiError::NotFoundMessage(NOT_FOUND));
-    }
-    let now = confab_store::wall_clock::now_iso();
-    let first_position = sqlx::query(
-        "SELECT COALESCE(MAX(position), 0) + 1 AS next FROM knowledge_documents WHERE knowledge_base_id = $1",
-    )
-    .bind(&id)
-    .fetch_one(&mut *tx)
-    .await
-    .and_then(|row| row.try_get::<i64, _>("next"))
-    .map_err(ApiError::internal("Failed to add documents"))?;
-    let mut document_ids = Vec::with_capacity(input.documents.len());
-    for (position, document) in (first_position..).zip(&input.documents) {
-        let document_id = uuid::Uuid::new_v4().to_string();
-        sqlx::query(
-            "INSERT INTO knowledge_documents (id, knowledge_base_id, title, content, position, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(&document_id)
-        .bind(&id)
-        .bind(&document.title)
-        .bind(&document.content)
-        .bind(position)
-        .bind(&now)
-        .execute(&mut *tx)
-        .await
-        .map_err(ApiError::internal("Failed to add documents"))?;
-        document_ids.push(document_id);
-    }
-    tx.commit().await.map_err(ApiError::internal("Failed to add documents"))?;
+    let added = knowledge_documents::add(&state.db, &id, &input.documents).await;
+    let document_ids =
+        added.map_err(ApiError::internal("Failed to add documents"))?.ok_or(ApiError::NotFoundMessage(NOT_FOUND))?;
     // Chunked and embedded now; if that fails (the model is missing), the first conversation that needs
     // the documents indexes them.
     for (document_id, document) in document_ids.iter().zip(&input.documents) {
@@ -176,11 +120,7 @@ async fn delete_knowledge_base(State(state): State<AppState>, Path(id): Path<Str
     if !KNOWLEDGE_BASES.delete(&mut *tx, &id).await.map_err(ApiError::internal(READ_FAILED))? {
         return Err(ApiError::NotFoundMessage(NOT_FOUND));
     }
-    sqlx::query("DELETE FROM knowledge_documents WHERE knowledge_base_id = $1")
-        .bind(&id)
-        .execute(&mut *tx)
-        .await
-        .map_err(ApiError::internal(READ_FAILED))?;
+    knowledge_documents::delete_all(&mut *tx, &id).await.map_err(ApiError::internal(READ_FAILED))?;
     knowledge::delete_chunks(&mut tx, &id).await.map_err(ApiError::internal(READ_FAILED))?;
     tx.commit().await.map_err(ApiError::internal(READ_FAILED))?;
     Ok(Json(json!({ "id": id, "message": "Knowledge base deleted successfully" })))

@@ -13,7 +13,7 @@ use super::{schedule, signing, ssrf};
 use confab_store::Db;
 use confab_store::agents::AgentFields;
 use confab_store::collection::AGENTS;
-use confab_store::outbox::{DELIVERED, Due, FAILED, claim, now_millis};
+use confab_store::outbox::{self, DELIVERED, Due, FAILED, claim, now_millis};
 
 /// Deliveries under way at once, per deliverer (each a different conversation).
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -115,17 +115,9 @@ impl Deliverer {
                 let error = format!("gave up after {attempts} attempts, the retry window closed: {error}");
                 self.finish(&event.id, FAILED, attempts, &error).await
             }
-            (Outcome::Retry { error, .. }, Some(at)) => sqlx::query(
-                "UPDATE webhook_outbox SET attempts = $1, next_attempt_at = $2, last_error = $3, lease_until = 0 \
-                 WHERE id = $4",
-            )
-            .bind(attempts)
-            .bind(at)
-            .bind(error)
-            .bind(&event.id)
-            .execute(&self.db.pool)
-            .await
-            .map(|_| ()),
+            (Outcome::Retry { error, .. }, Some(at)) => {
+                outbox::retry_later(&self.db, &event.id, attempts, at, &error).await
+            }
         };
         if let Err(err) = result {
             tracing::error!(error = %err, webhook_id = %event.id, "cannot record a webhook attempt");
@@ -136,16 +128,7 @@ impl Deliverer {
         if status == FAILED {
             tracing::warn!(webhook_id = %id, %error, "webhook failed");
         }
-        sqlx::query(
-            "UPDATE webhook_outbox SET status = $1, attempts = $2, last_error = $3, lease_until = 0 WHERE id = $4",
-        )
-        .bind(status)
-        .bind(attempts)
-        .bind(error)
-        .bind(id)
-        .execute(&self.db.pool)
-        .await
-        .map(|_| ())
+        outbox::finish(&self.db, id, status, attempts, error).await
     }
 
     async fn send(&self, event: &Due) -> Outcome {

@@ -1,10 +1,12 @@
 //! A guardrail record (`GuardrailFields`) and its API resource (`Guardrail`); the permanent `key`
-//! derivation (lowercase, every non-alphanumeric character to `_`; `_2`, `_3`… on collision, settled by the route).
+//! derivation (lowercase, every non-alphanumeric character to `_`; `_2`, `_3`… on collision) and its reservation.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::StoredRecord;
+use sqlx::Row;
+
+use crate::{Db, StoredRecord};
 
 /// Body of create and of full replace: fields left out are cleared.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -56,4 +58,51 @@ pub fn to_guardrail(record: &StoredRecord) -> Result<Guardrail, sqlx::Error> {
         created_at: record.created_at.clone(),
         updated_at: record.updated_at.clone(),
     })
+}
+
+/// Reserves the first free key among `base`, `base_2`, `base_3`, …; the primary key of
+/// `guardrail_keys` settles races between concurrent creates.
+pub async fn reserve_key(db: &Db, base: &str, guardrail_id: &str) -> Result<String, sqlx::Error> {
+    for n in 1u32.. {
+        let candidate = if n == 1 { base.to_string() } else { format!("{base}_{n}") };
+        let taken: i64 = sqlx::query("SELECT COUNT(*) AS n FROM guardrail_keys WHERE key = $1")
+            .bind(&candidate)
+            .fetch_one(&db.pool)
+            .await?
+            .try_get("n")?;
+        if taken > 0 {
+            continue;
+        }
+        let inserted = sqlx::query("INSERT INTO guardrail_keys (key, guardrail_id) VALUES ($1, $2)")
+            .bind(&candidate)
+            .bind(guardrail_id)
+            .execute(&db.pool)
+            .await;
+        match inserted {
+            Ok(_) => return Ok(candidate),
+            Err(sqlx::Error::Database(err)) if err.is_unique_violation() => continue,
+            Err(err) => return Err(err),
+        }
+    }
+    unreachable!("the key space is unbounded")
+}
+
+/// Frees `key` (its guardrail was not stored after all).
+pub async fn release_key<'c, E>(executor: E, key: &str) -> Result<(), sqlx::Error>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Any>,
+{
+    sqlx::query("DELETE FROM guardrail_keys WHERE key = $1").bind(key).execute(executor).await.map(|_| ())
+}
+
+/// Frees the key of a deleted guardrail.
+pub async fn release_keys_of<'c, E>(executor: E, guardrail_id: &str) -> Result<(), sqlx::Error>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Any>,
+{
+    sqlx::query("DELETE FROM guardrail_keys WHERE guardrail_id = $1")
+        .bind(guardrail_id)
+        .execute(executor)
+        .await
+        .map(|_| ())
 }

@@ -168,14 +168,19 @@ async fn start(calls: &[(&str, &str)]) -> Servers {
     Servers { model, tools, llm_base, tools_base }
 }
 
+/// A record as the Agent resource carries it, typed as the engine reads it.
+fn record<T: serde::de::DeserializeOwned>(json: Value) -> T {
+    serde_json::from_value(json).expect("a well-formed record")
+}
+
 fn api_tool(name: &str, method: &str, url: &str, messages: Value) -> ApiTool {
-    ApiTool::from_record(&json!({
+    ApiTool::from_record(&record(json!({
         "type": "tool.api",
         "schema": { "type": "function", "name": name, "description": format!("The {name} tool"),
             "parameters": { "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] } },
         "request_config": { "method": method, "url": url, "headers": { "x-api-key": "k-123" } },
         "event_messages": messages,
-    }))
+    })))
     .unwrap()
 }
 
@@ -388,11 +393,11 @@ async fn a_barge_in_during_a_tool_call_neither_repeats_it_nor_loses_its_result()
 }
 
 fn guardrail(key: &str, response_message: &str, callback_url: &str) -> Guardrail {
-    Guardrail::from_record(&json!({
+    Guardrail::from_record(&record(json!({
         "id": "g-1", "key": key, "name": "No medical advice", "category": "safety",
         "prompt": "The user asks for a diagnosis or medication.",
         "response_message": response_message, "callback_url": callback_url,
-    }))
+    })))
     .unwrap()
 }
 

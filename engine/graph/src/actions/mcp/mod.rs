@@ -14,6 +14,7 @@ use rmcp::service::RunningService;
 use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
 
+use super::records::McpRecord;
 use crate::outbound::guard;
 use crate::providers::llm::ToolSpec;
 use transport::{HttpTransport, header_map};
@@ -35,18 +36,14 @@ pub struct McpServer {
 
 impl McpServer {
     /// From an MCP configuration record; None without a URL.
-    pub fn from_record(record: &Value) -> Option<McpServer> {
-        let config = &record["request_config"];
-        let url = config["url"].as_str().filter(|u| !u.is_empty())?.to_string();
-        let headers = config["headers"]
-            .as_object()
-            .map(|h| h.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
-            .unwrap_or_default();
+    pub fn from_record(record: &McpRecord) -> Option<McpServer> {
+        let config = &record.request_config;
+        let url = Some(config.url.clone()).filter(|u| !u.is_empty())?;
         Some(McpServer {
-            name: record["name"].as_str().unwrap_or_default().to_string(),
-            kind: record["type"].as_str().unwrap_or("shttp/sse").to_string(),
+            name: record.name.clone(),
+            kind: if record.mcp_type.is_empty() { "shttp/sse".to_string() } else { record.mcp_type.clone() },
             url,
-            headers,
+            headers: config.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         })
     }
 

@@ -35,17 +35,7 @@ pub fn spawn(
     let turn_models = (0..config.turn_threads.max(1))
         .map(|_| SmartTurn::load(&config.models_dir, config.inference_intra_threads))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut worker = VadWorker {
-        vad,
-        states: vec![SileroState::default(); config.max_sessions],
-        tenants: vec![0; config.max_sessions],
-        results: results.clone(),
-        counters: counters.clone(),
-        batch: Vec::with_capacity(MAX_VAD_BATCH),
-        batch_states: Vec::with_capacity(MAX_VAD_BATCH),
-        probabilities: vec![0.0; MAX_VAD_BATCH],
-        in_batch: vec![false; config.max_sessions],
-    };
+    let mut worker = VadWorker::new(vad, config.max_sessions, results.clone(), counters.clone());
     let vad_shutdown = shutdown.clone();
     let vad_thread = std::thread::Builder::new()
         .name("confab-vad".into())
@@ -118,6 +108,25 @@ struct VadWorker {
 }
 
 impl VadWorker {
+    fn new(
+        vad: SileroVad,
+        max_sessions: usize,
+        results: Vec<Sender<InferenceResult>>,
+        counters: Arc<RuntimeCounters>,
+    ) -> VadWorker {
+        VadWorker {
+            vad,
+            states: vec![SileroState::default(); max_sessions],
+            tenants: vec![0; max_sessions],
+            results,
+            counters,
+            batch: Vec::with_capacity(MAX_VAD_BATCH),
+            batch_states: Vec::with_capacity(MAX_VAD_BATCH),
+            probabilities: vec![0.0; MAX_VAD_BATCH],
+            in_batch: vec![false; max_sessions],
+        }
+    }
+
     fn run(&mut self, jobs: Receiver<VadJob>, shutdown: Receiver<()>) {
         let mut held: Option<VadJob> = None;
         loop {
@@ -193,6 +202,44 @@ impl VadWorker {
             self.in_batch[slot] = false;
             let result = VadResult { session: job.session, start: job.start, probability: *probability };
             let _ = self.results[job.thread].send(InferenceResult::Vad(result));
+        }
+    }
+}
+
+/// The inference threads' work done in line, for a runtime its caller steps (`runtime::stepped`): every
+/// waiting VAD window, one at a time in order, then every waiting turn question in the order asked. Their
+/// results go to the media thread as the threads' do, and are applied at its next step.
+pub struct InlineInference {
+    vad: VadWorker,
+    turn: SmartTurn,
+    results: Vec<Sender<InferenceResult>>,
+    counters: Arc<RuntimeCounters>,
+}
+
+impl InlineInference {
+    pub fn load(
+        config: &RuntimeConfig,
+        results: Vec<Sender<InferenceResult>>,
+        counters: Arc<RuntimeCounters>,
+    ) -> Result<InlineInference, confab_models::ModelError> {
+        let vad = SileroVad::load(&config.models_dir, 1, config.inference_intra_threads)?;
+        let turn = SmartTurn::load(&config.models_dir, config.inference_intra_threads)?;
+        Ok(InlineInference {
+            vad: VadWorker::new(vad, config.max_sessions, results.clone(), counters.clone()),
+            turn,
+            results,
+            counters,
+        })
+    }
+
+    /// Runs every job waiting now.
+    pub fn run_waiting(&mut self, vad_jobs: &Receiver<VadJob>, turn_jobs: &Receiver<TurnJob>) {
+        for job in vad_jobs.try_iter() {
+            self.vad.add(job);
+            self.vad.run_batch();
+        }
+        for job in turn_jobs.try_iter() {
+            run_turn(&mut self.turn, &self.results, &self.counters, job);
         }
     }
 }

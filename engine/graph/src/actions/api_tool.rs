@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::{Map, Value, json};
 
+use super::records::ToolRecord;
 use crate::providers::llm::ToolSpec;
 
 /// From sending the request to the last byte of the answer.
@@ -36,46 +37,39 @@ pub struct ApiTool {
 }
 
 impl ApiTool {
-    /// From a Tool record (SPEC.md's shape); None for other types or a record without a usable
-    /// name, method or URL.
-    pub fn from_record(record: &Value) -> Option<ApiTool> {
-        if record["type"].as_str().unwrap_or("tool.api") != "tool.api" {
+    /// From a Tool record; None for other types or a record without a usable name, method or URL.
+    pub fn from_record(record: &ToolRecord) -> Option<ApiTool> {
+        if !record.tool_type.is_empty() && record.tool_type != "tool.api" {
             return None;
         }
-        let schema = &record["schema"];
-        let name = schema["name"].as_str().filter(|n| !n.is_empty())?.to_string();
-        let config = &record["request_config"];
-        let method = config["method"].as_str().unwrap_or("GET").to_ascii_uppercase().parse().ok()?;
-        let url = config["url"].as_str().filter(|u| !u.is_empty())?.to_string();
-        let headers = config["headers"]
-            .as_object()
-            .map(|headers| headers.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
-            .unwrap_or_default();
-        let text = |value: &Value| value.as_str().unwrap_or_default().trim().to_string();
-        let messages = &record["event_messages"];
-        let on_delay = messages["on_delay"]["delay"]
-            .as_f64()
+        let schema = &record.schema;
+        let name = Some(schema.name.clone()).filter(|n| !n.is_empty())?;
+        let config = &record.request_config;
+        let method = if config.method.is_empty() { "GET" } else { config.method.as_str() };
+        let method = method.to_ascii_uppercase().parse().ok()?;
+        let url = Some(config.url.clone()).filter(|u| !u.is_empty())?;
+        let headers = config.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let messages = &record.event_messages;
+        let on_delay = messages
+            .on_delay
+            .delay
             .filter(|delay| delay.is_finite() && *delay > 0.0)
-            .map(|delay| (Duration::from_secs_f64(delay), text(&messages["on_delay"]["message"])))
+            .map(|delay| (Duration::from_secs_f64(delay), messages.on_delay.message.trim().to_string()))
             .filter(|(_, message)| !message.is_empty());
-        let mut parameters = schema["parameters"].clone();
-        if !parameters.is_object() {
-            parameters = json!({ "type": "object", "properties": {} });
-        }
+        let parameters = match &schema.parameters {
+            Some(parameters) if parameters.is_object() => parameters.clone(),
+            _ => json!({ "type": "object", "properties": {} }),
+        };
         Some(ApiTool {
-            spec: ToolSpec {
-                name,
-                description: schema["description"].as_str().unwrap_or_default().to_string(),
-                parameters,
-            },
+            spec: ToolSpec { name, description: schema.description.clone(), parameters },
             method,
             url,
             headers,
             messages: EventMessages {
-                on_start: text(&messages["on_start"]["message"]),
+                on_start: messages.on_start.message.trim().to_string(),
                 on_delay,
-                on_success: text(&messages["on_success"]["message"]),
-                on_error: text(&messages["on_error"]["message"]),
+                on_success: messages.on_success.message.trim().to_string(),
+                on_error: messages.on_error.message.trim().to_string(),
             },
         })
     }
@@ -150,16 +144,20 @@ async fn read_limited(response: reqwest::Response) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
 
+    fn record(json: Value) -> ToolRecord {
+        serde_json::from_value(json).unwrap()
+    }
+
     #[test]
     fn reads_the_tool_record() {
-        let tool = ApiTool::from_record(&json!({
+        let tool = ApiTool::from_record(&record(json!({
             "type": "tool.api",
             "schema": { "type": "function", "name": "get_weather", "description": "Weather in a city",
                         "parameters": { "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] } },
             "request_config": { "method": "post", "url": "https://api.example.com/w", "headers": { "x-key": "k" } },
             "event_messages": { "on_start": { "message": "Let me check." }, "on_delay": { "delay": 1.5, "message": "Still checking." },
                                 "on_success": { "message": "" }, "on_error": { "message": "That failed." } }
-        }))
+        })))
         .unwrap();
         assert_eq!(tool.spec.name, "get_weather");
         assert_eq!(tool.method, reqwest::Method::POST);
@@ -173,8 +171,8 @@ mod tests {
                 on_error: "That failed.".into(),
             }
         );
-        assert!(ApiTool::from_record(&json!({ "type": "tool.other", "schema": { "name": "x" } })).is_none());
-        assert!(ApiTool::from_record(&json!({ "schema": { "name": "x" }, "request_config": {} })).is_none());
+        assert!(ApiTool::from_record(&record(json!({ "type": "tool.other", "schema": { "name": "x" } }))).is_none());
+        assert!(ApiTool::from_record(&record(json!({ "schema": { "name": "x" }, "request_config": {} }))).is_none());
     }
 
     #[test]

@@ -143,7 +143,7 @@ mod tests {
         // Found by the `wav` fuzz target: NaN samples made the resampler's inverse FFT fail inside rubato,
         // which unwraps the error (a panic).
         let float_wav = |samples: &[f32]| mono_wav(8_000, samples);
-        let crash = include_bytes!("../../../fuzz/seeds/wav/crash-rubato-nan.wav");
+        let crash = include_bytes!("../../../../fuzz/seeds/wav/crash-rubato-nan.wav");
         assert!(decode_wav(crash).is_err());
         assert!(decode_wav(&float_wav(&[0.1, f32::NAN, 0.2])).is_err());
         assert!(decode_wav(&float_wav(&[0.1, f32::INFINITY])).is_err());

@@ -1,5 +1,7 @@
-//! The runtime in real time: several sessions on one media thread, fed spoken audio at the pace a
-//! transport would, each gets its own turn-taking events from the shared, batched inference thread.
+//! The runtime: in real time, several sessions on one media thread, fed spoken audio at the pace a
+//! transport would, each get their own turn-taking events from the shared, batched inference thread; stepped
+//! on media time (`SteppedRuntime`), slots are reused without a trace and a stalled event consumer holds up
+//! no other session.
 
 mod common;
 
@@ -9,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
-use confab_engine::runtime::{INPUT_RING_SAMPLES, Runtime, RuntimeConfig, RuntimeCounters};
+use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters, SteppedRuntime};
 use confab_engine::time::MediaTime;
 
 #[test]
@@ -62,83 +64,71 @@ fn sessions_get_their_own_events_in_real_time() {
 }
 
 /// Slots are reused: three times as many sessions as the runtime holds, opened and closed one after the
-/// other, each hears its user and ends with `call_ended` (the ninth call once deafened every call).
+/// other on the runtime stepped on media time, each hears its user at the same point of its audio (a reused
+/// slot starts from a fresh VAD state) and ends with `call_ended` (the ninth call once deafened every call).
 #[test]
 fn every_session_hears_its_user_after_the_slots_have_been_reused() {
     const MAX_SESSIONS: usize = 3;
-    let mut config = RuntimeConfig::new(confab_models::default_models_dir(), MAX_SESSIONS);
-    config.media_threads = 2;
-    let mut runtime = Runtime::start(config).expect("models are fetched");
+    let config = RuntimeConfig::new(confab_models::default_models_dir(), MAX_SESSIONS);
+    let mut runtime = SteppedRuntime::new(&config).expect("models are fetched");
     let mut audio = vec![0.0; 4_800];
     audio.extend(speak("Hello there"));
+    audio.extend(vec![0.0; 16_000]);
     let mut seen = Vec::new();
+    let mut heard_at = Vec::new();
     for call in 0..3 * MAX_SESSIONS {
         let mut session = runtime.open_session(ConversationConfig::default(), None).expect("a free slot");
         assert!(!seen.contains(&session.id), "call {call}: {} was used before", session.id);
         seen.push(session.id);
-        // Feed the audio as fast as the 1 s input ring takes it until the user is heard.
-        let mut fed = 0;
-        let heard = loop {
-            while fed < audio.len() && session.input.push(audio[fed]).is_ok() {
-                fed += 1;
+        let mut heard = None;
+        for frame in audio.chunks(320) {
+            for &sample in frame {
+                session.input.push(sample).unwrap();
             }
-            match session.events.recv_timeout(Duration::from_millis(20)) {
-                Ok(event) if event.kind.name() == "user.started_speaking" => break true,
-                Ok(_) => {}
-                Err(_) if fed == audio.len() && session.input.slots() == INPUT_RING_SAMPLES => {
-                    // The media thread has taken every sample: the VAD's last answers are on their way.
-                    let next = session.events.recv_timeout(Duration::from_secs(10));
-                    break next.is_ok_and(|e| e.kind.name() == "user.started_speaking");
-                }
-                Err(_) => {}
+            runtime.step();
+            heard = session.events.try_iter().find(|e| e.kind.name() == "user.started_speaking");
+            if heard.is_some() {
+                break;
             }
-        };
-        assert!(heard, "call {call} (session {}) did not hear its user", session.id);
-        runtime.close_session(session.id);
-        let names: Vec<&str> = session.events.iter().map(|e| e.kind.name()).collect();
-        assert_eq!(names.last(), Some(&"call_ended"), "call {call}: {names:?}");
-        while runtime.active_sessions() > 0 {
-            std::thread::sleep(Duration::from_millis(5)); // the media thread drops the ended session
         }
+        let heard = heard.unwrap_or_else(|| panic!("call {call} (session {}) did not hear its user", session.id));
+        heard_at.push(heard.media_time);
+        runtime.close_session(session.id);
+        runtime.step();
+        let names: Vec<&str> = session.events.try_iter().map(|e| e.kind.name()).collect();
+        assert_eq!(names.last(), Some(&"call_ended"), "call {call}: {names:?}");
+        assert_eq!(runtime.active_sessions(), 0, "call {call}: the ended session is dropped with its step");
     }
+    assert!(heard_at.windows(2).all(|pair| pair[0] == pair[1]), "every call heard its user at once: {heard_at:?}");
     assert_eq!(seen.iter().map(|id| id.slot).max(), Some(MAX_SESSIONS as u32 - 1), "slots are reused: {seen:?}");
     assert_eq!(RuntimeCounters::get(&runtime.counters.panics), 0);
-    assert!(runtime.is_healthy());
 }
 
 /// One session's event consumer stalls (its queue holds one event and nobody reads it) while its call
-/// ends (a 200 ms limit: warning, timeout, `call_ended`). Another session on the same media thread keeps
-/// getting its 20 ms frames (the media thread once waited on the full queue, and every call on it went
-/// silent), and the stalled session's events all arrive, in order, once its consumer reads them.
+/// ends (a 200 ms limit: warning, timeout, `call_ended`). Stepped on media time: another session on the same
+/// media thread gets its 20 ms frame at every step (the media thread once waited on the full queue, and
+/// every call on it went silent), and the stalled session's events all arrive, in order, once its consumer
+/// reads them.
 #[test]
 fn a_stalled_event_consumer_does_not_hold_up_another_session() {
     let mut config = RuntimeConfig::new(confab_models::default_models_dir(), 4);
-    config.media_threads = 1;
     config.event_queue = 1;
-    let mut runtime = Runtime::start(config).expect("models are fetched");
+    let mut runtime = SteppedRuntime::new(&config).expect("models are fetched");
     let short_call =
         ConversationConfig { max_call_duration: Some(MediaTime::from_millis(200)), ..ConversationConfig::default() };
     let stalled = runtime.open_session(short_call, None).unwrap();
     let mut other = runtime.open_session(ConversationConfig::default(), None).unwrap();
-    // A liveness bound, not a timing: a thread that waits on the stalled queue never gets there.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !stalled.events.is_full() {
-        assert!(Instant::now() < deadline, "the short call never spoke");
-        std::thread::sleep(Duration::from_millis(10));
+    for step in 1..=100 {
+        runtime.step();
+        let frame = other.output.read_chunk(other.output.slots()).expect("the other session's frame");
+        assert_eq!(frame.len(), 320, "step {step}: the other session's 20 ms frame");
+        frame.commit_all();
     }
-    let mut heard = 0;
-    while heard < 16_000 * 2 {
-        assert!(Instant::now() < deadline, "the other session's frames stopped after {heard} samples");
-        if let Ok(chunk) = other.output.read_chunk(other.output.slots()) {
-            heard += chunk.len();
-            chunk.commit_all();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(stalled.events.is_full(), "the stalled queue held its one event all along");
     let mut names = Vec::new();
-    while names.last() != Some(&"call_ended") {
-        let event = stalled.events.recv_timeout(Duration::from_secs(30)).expect("the held events arrive");
-        names.push(event.kind.name());
+    for _ in 0..10 {
+        names.extend(stalled.events.try_iter().map(|e| e.kind.name()));
+        runtime.step();
     }
     assert_eq!(names, ["max_call_duration_warning", "max_call_duration_timeout", "call_ended"]);
     assert_eq!(RuntimeCounters::get(&runtime.counters.events_dropped), 0);

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::records::GuardrailRecord;
 use crate::outbound::signing;
 use crate::providers::llm::ToolSpec;
 
@@ -31,17 +32,17 @@ pub struct Guardrail {
 
 impl Guardrail {
     /// From a Guardrail record; None without a key.
-    pub fn from_record(record: &Value) -> Option<Guardrail> {
-        let text = |field: &str| record[field].as_str().unwrap_or_default().trim().to_string();
-        let key = text("key");
+    pub fn from_record(record: &GuardrailRecord) -> Option<Guardrail> {
+        let text = |field: &str| field.trim().to_string();
+        let key = text(&record.key);
         (!key.is_empty()).then(|| Guardrail {
-            id: text("id"),
+            id: text(&record.id),
             key,
-            name: text("name"),
-            category: text("category"),
-            prompt: text("prompt"),
-            response_message: text("response_message"),
-            callback_url: text("callback_url"),
+            name: text(&record.name),
+            category: text(&record.category),
+            prompt: text(&record.prompt),
+            response_message: text(&record.response_message),
+            callback_url: text(&record.callback_url),
         })
     }
 

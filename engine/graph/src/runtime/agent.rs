@@ -101,24 +101,6 @@ async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, resul
             },
         };
         match job {
-            AgentJob::Prepare { from, to, audio } => {
-                tracing::debug!(from = ?from, to = ?to, samples = audio.len(), peak = peak(&audio), "transcribing ahead");
-                responder.prepare_transcript(from, to, &audio).await
-            }
-            AgentJob::Transcribe { turn, from, to, audio } => {
-                let text = responder.transcript_for(from, to, &audio).await.unwrap_or_else(|err| {
-                    tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
-                    String::new()
-                });
-                let timing = responder.last_transcript();
-                tracing::debug!(?turn, from = ?from, to = ?to, samples = audio.len(), peak = peak(&audio),
-                    prepared = timing.is_some_and(|t| t.prepared_ahead), %text, "committed turn transcribed");
-                if !deliver(&results, AgentResult::Transcript { turn, text, timing }).await {
-                    return;
-                }
-            }
-            AgentJob::Heard(text) => responder.heard(&text),
-            AgentJob::Cancel { .. } => {}
             AgentJob::Respond { turn, epoch, user_text } => {
                 // Unbounded, but never more than one reply: the callback cannot wait (it runs inside the
                 // reply's future), and this loop stops polling that future while it waits to deliver, so
@@ -162,6 +144,85 @@ async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, resul
                     if !deliver(&results, AgentResult::ReplyEnd { turn, timings }).await {
                         return;
                     }
+                }
+            }
+            other => {
+                if !run_job(&mut responder, other, &results).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Runs one job other than a reply; false when the media thread is gone.
+async fn run_job(responder: &mut Responder, job: AgentJob, results: &Sender<AgentResult>) -> bool {
+    match job {
+        AgentJob::Prepare { from, to, audio } => {
+            tracing::debug!(from = ?from, to = ?to, samples = audio.len(), peak = peak(&audio), "transcribing ahead");
+            responder.prepare_transcript(from, to, &audio).await
+        }
+        AgentJob::Transcribe { turn, from, to, audio } => {
+            let text = responder.transcript_for(from, to, &audio).await.unwrap_or_else(|err| {
+                tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
+                String::new()
+            });
+            let timing = responder.last_transcript();
+            tracing::debug!(?turn, from = ?from, to = ?to, samples = audio.len(), peak = peak(&audio),
+                prepared = timing.is_some_and(|t| t.prepared_ahead), %text, "committed turn transcribed");
+            return deliver(results, AgentResult::Transcript { turn, text, timing }).await;
+        }
+        AgentJob::Heard(text) => responder.heard(&text),
+        AgentJob::Cancel { .. } => {}
+        // Replies are run by the caller: cancellable live (`run`), to their end in line (`InlineAgent`).
+        AgentJob::Respond { .. } => {}
+    }
+    true
+}
+
+/// A reply's pieces waiting for a stepped runtime's media thread (`InlineAgent`): a whole reply arrives at
+/// once. Full: the later pieces of the reply are dropped (a reply of over a minute of speech).
+pub const INLINE_AGENT_RESULTS: usize = 4_096;
+
+/// A session's agent work done in line, for a runtime its caller steps (`runtime::stepped`): each waiting
+/// job runs to its end on the caller's I/O runtime before the step returns, so a reply's pieces are all
+/// there at the next step (as in `confab simulate` offline), and no reply is cancelled half-way.
+pub struct InlineAgent {
+    responder: Responder,
+    jobs: mpsc::Receiver<AgentJob>,
+    results: Sender<AgentResult>,
+}
+
+/// The link a stepped session is given, and the inline agent that answers it.
+pub fn inline(responder: Responder) -> (AgentLink, InlineAgent) {
+    let (jobs, jobs_rx) = mpsc::channel(AGENT_JOBS);
+    let (results_tx, results) = crossbeam_channel::bounded(INLINE_AGENT_RESULTS);
+    (AgentLink { jobs, results }, InlineAgent { responder, jobs: jobs_rx, results: results_tx })
+}
+
+impl InlineAgent {
+    /// Runs every job waiting now, on `io`.
+    pub fn run_waiting(&mut self, io: &tokio::runtime::Runtime) {
+        while let Ok(job) = self.jobs.try_recv() {
+            match job {
+                AgentJob::Respond { turn, epoch, user_text } => {
+                    let mut outputs = Vec::new();
+                    let outcome = {
+                        let mut collect = |output| outputs.push(output);
+                        io.block_on(self.responder.respond(turn, epoch, &user_text, &mut collect))
+                    };
+                    if let Err(err) = outcome {
+                        tracing::warn!(error = %err, "the agent's reply failed");
+                    }
+                    let timings = self.responder.last_reply();
+                    let results =
+                        outputs.into_iter().map(agent_result).chain([AgentResult::ReplyEnd { turn, timings }]);
+                    for result in results {
+                        let _ = self.results.try_send(result);
+                    }
+                }
+                other => {
+                    io.block_on(run_job(&mut self.responder, other, &self.results));
                 }
             }
         }

@@ -1,8 +1,10 @@
 //! Reads what the engine needs from an Agent resource (SPEC.md's shape, e.g. `AGENT.json` of
-//! `confab simulate`): the first avatar's pipeline settings and the agent-level `config`.
+//! `confab simulate`): the first avatar's pipeline settings, the agent-level `config`, and its actions
+//! (`actions::records`).
 
 use serde::Deserialize;
 
+use crate::actions::records::ActionsSpec;
 use crate::conversation::ConversationConfig;
 use crate::core::presets::{Interruptability, TurnHandling, endpoint_config};
 use crate::time::MediaTime;
@@ -17,6 +19,9 @@ pub struct AgentSpec {
     pub avatars: Vec<AvatarSpec>,
     #[serde(default)]
     pub config: AgentSettingsSpec,
+    /// Its tools, guardrails and MCP servers, and the secret its callbacks are signed with.
+    #[serde(flatten)]
+    pub actions: ActionsSpec,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -361,7 +361,6 @@ pub fn run_audio_on(
 /// conversation context), and its tools, guardrails and MCP servers (connected on `io`).
 fn responder_for(
     io: &tokio::runtime::Runtime,
-    agent: &Value,
     spec: &AgentSpec,
     options: &SimulateOptions,
     settings: ActionSettings,
@@ -369,7 +368,7 @@ fn responder_for(
     let prompt = spec.system_prompt("");
     let pipeline = PipelineSpec::of_agent(spec);
     let responder = Responder::from_config(&pipeline, prompt, &options.models_dir, &options.providers)?;
-    let actions = io.block_on(Actions::connected(agent, settings))?;
+    let actions = io.block_on(Actions::connected(&spec.actions, settings))?;
     Ok(responder.with_actions(actions))
 }
 
@@ -440,10 +439,9 @@ pub fn run_agent(
     let config = spec.conversation_config()?;
     let audio = wav::read_mono_16k(&options.input)?;
     let mut models = ListeningModels::load(&options.models_dir)?;
-    let agent: Value = serde_json::from_str(agent_json).map_err(AgentSpecError::Json)?;
-    let settings = ActionSettings::for_conversation(&agent, conversation_id, options.allow_private_urls);
+    let settings = ActionSettings::for_conversation(&spec.actions, conversation_id, options.allow_private_urls);
     let io = io_runtime()?;
-    let mut responder = responder_for(&io, &agent, &spec, options, settings)?;
+    let mut responder = responder_for(&io, &spec, options, settings)?;
     if let Some(retrieval) = retrieval {
         responder = responder.with_retrieval(retrieval);
     }

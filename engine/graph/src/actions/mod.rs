@@ -8,49 +8,17 @@ pub mod api_tool;
 pub mod guardrail;
 pub mod mcp;
 pub mod moderation;
-
-use serde_json::Value;
+pub mod records;
+mod settings;
 
 use crate::outbound::guard;
 use crate::providers::llm::ToolSpec;
 use api_tool::{ApiTool, TOOL_TIMEOUT};
 use guardrail::Guardrail;
 use mcp::{McpServer, McpTool};
-
-/// Where the conversation's outbound requests may go and how callbacks are signed.
-#[derive(Debug, Clone, Default)]
-pub struct ActionSettings {
-    /// Lifts the address guard (`--allow-private-urls`): tools and callbacks may reach loopback and
-    /// private addresses.
-    pub allow_private_urls: bool,
-    /// Named in guardrail callbacks.
-    pub conversation_id: String,
-    /// The agent's webhook secret: guardrail callbacks are signed with it.
-    pub webhook_secret: String,
-}
-
-impl ActionSettings {
-    /// The settings of conversation `conversation_id` of `agent` (the Agent resource: its `webhook_secret`).
-    pub fn for_conversation(agent: &Value, conversation_id: &str, allow_private_urls: bool) -> ActionSettings {
-        ActionSettings {
-            allow_private_urls,
-            conversation_id: conversation_id.to_string(),
-            webhook_secret: agent["webhook_secret"].as_str().unwrap_or_default().to_string(),
-        }
-    }
-}
-
-/// What an API tool record needs to be called.
-const TOOL_NEEDS: &str = "type \"tool.api\", schema.name, request_config.url and request_config.method";
-
-/// An attached record that cannot be used (its array and place in it, and what it lacks).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the agent's {field}[{index}] cannot be used: it needs {needs}")]
-pub struct MalformedAction {
-    pub field: &'static str,
-    pub index: usize,
-    pub needs: &'static str,
-}
+use records::ActionsSpec;
+pub use settings::{ActionSettings, MalformedAction};
+use settings::TOOL_NEEDS;
 
 /// One function the model may call.
 #[derive(Debug, Clone, Copy)]
@@ -100,8 +68,7 @@ impl Actions {
     /// resource). A record that cannot be used is refused, never skipped (the API refuses such records
     /// when they are stored; an agent file of `confab simulate` may hold one). A guardrail whose key is
     /// also a tool's name is left out (the tool keeps the name), as are repeated names, each logged.
-    pub fn from_agent(agent: &Value, settings: ActionSettings) -> Result<Actions, MalformedAction> {
-        let records = |field: &str| agent[field].as_array().cloned().unwrap_or_default();
+    pub fn from_agent(agent: &ActionsSpec, settings: ActionSettings) -> Result<Actions, MalformedAction> {
         let mut names = std::collections::HashSet::new();
         let mut keep = |name: &str| {
             let new = names.insert(name.to_string());
@@ -111,7 +78,7 @@ impl Actions {
             new
         };
         let mut tools = Vec::new();
-        for (index, record) in records("tool").iter().enumerate() {
+        for (index, record) in agent.tool.iter().enumerate() {
             let tool =
                 ApiTool::from_record(record).ok_or(MalformedAction { field: "tool", index, needs: TOOL_NEEDS })?;
             if keep(&tool.spec.name) {
@@ -119,7 +86,7 @@ impl Actions {
             }
         }
         let mut guardrails = Vec::new();
-        for (index, record) in records("guardrail").iter().enumerate() {
+        for (index, record) in agent.guardrail.iter().enumerate() {
             let guardrail =
                 Guardrail::from_record(record).ok_or(MalformedAction { field: "guardrail", index, needs: "a key" })?;
             if keep(&guardrail.key) {
@@ -127,7 +94,7 @@ impl Actions {
             }
         }
         let mut actions = Actions::new(tools, guardrails, settings);
-        for (index, record) in records("mcp").iter().enumerate() {
+        for (index, record) in agent.mcp.iter().enumerate() {
             let server = McpServer::from_record(record).ok_or(MalformedAction {
                 field: "mcp",
                 index,
@@ -139,7 +106,7 @@ impl Actions {
     }
 
     /// `from_agent`, with the MCP servers connected: what a conversation starts with.
-    pub async fn connected(agent: &Value, settings: ActionSettings) -> Result<Actions, MalformedAction> {
+    pub async fn connected(agent: &ActionsSpec, settings: ActionSettings) -> Result<Actions, MalformedAction> {
         let mut actions = Actions::from_agent(agent, settings)?;
         actions.connect_mcp().await;
         Ok(actions)
@@ -194,41 +161,4 @@ impl Actions {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn reads_tools_and_guardrails_from_the_agent() {
-        let agent = json!({
-            "tool": [
-                { "type": "tool.api", "schema": { "name": "lookup" }, "request_config": { "method": "GET", "url": "https://x.example/l" } },
-                { "type": "tool.api", "schema": { "name": "lookup" }, "request_config": { "method": "GET", "url": "https://y.example/l" } }
-            ],
-            "guardrail": [ { "id": "g", "key": "no_politics", "name": "No politics", "prompt": "Politics." }, { "key": "lookup" } ],
-        });
-        let actions = Actions::from_agent(&agent, ActionSettings::default()).unwrap();
-        let names: Vec<String> = actions.specs().into_iter().map(|spec| spec.name).collect();
-        assert_eq!(names, ["no_politics", "lookup"]);
-        assert!(matches!(actions.find("lookup"), Some(Action::Tool(tool)) if tool.url == "https://x.example/l"));
-        assert!(matches!(actions.find("no_politics"), Some(Action::Guardrail(_))));
-        assert!(Actions::from_agent(&json!({}), ActionSettings::default()).unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_record_that_cannot_be_used_is_refused_not_skipped() {
-        let agent = json!({ "tool": [
-            { "type": "tool.api", "schema": { "name": "lookup" }, "request_config": { "method": "GET", "url": "https://x.example/l" } },
-            { "type": "tool.api", "schema": { "name": "broken" } }
-        ] });
-        let refused = Actions::from_agent(&agent, ActionSettings::default()).err().unwrap();
-        assert_eq!(refused, MalformedAction { field: "tool", index: 1, needs: TOOL_NEEDS });
-        assert_eq!(
-            refused.to_string(),
-            "the agent's tool[1] cannot be used: it needs type \"tool.api\", schema.name, request_config.url and request_config.method"
-        );
-        let no_url = json!({ "mcp": [{ "name": "docs", "request_config": {} }] });
-        assert_eq!(Actions::from_agent(&no_url, ActionSettings::default()).err().unwrap().field, "mcp");
-    }
-}
+mod tests;

@@ -1,6 +1,8 @@
 //! The runtime around the sans-IO core: named media threads that each run many sessions' audio front
 //! ends on a 20 ms tick; a VAD thread that runs windows batched across every session with a window
-//! ready; and a pool of turn-model threads sharing one queue.
+//! ready; and a pool of turn-model threads sharing one queue. A media thread's work is one clockless step
+//! (`MediaThread::tick`) that its thread paces on the wall clock; `SteppedRuntime` runs the same step with
+//! the inference and agent work in line, for tests that step media time exactly.
 //!
 //! Sessions live in reusable slots (`slots`): a `SessionId` is a slot and a generation, per-session
 //! tables are arrays indexed by slot. A panic in any session's work or any inference call is contained
@@ -18,6 +20,7 @@ mod inference;
 mod jobs;
 mod media;
 mod slots;
+mod stepped;
 mod threads;
 mod turn_backlog;
 mod wait_histogram;
@@ -26,6 +29,7 @@ pub use config::RuntimeConfig;
 pub use counters::RuntimeCounters;
 pub use event_outbox::EVENT_BACKLOG;
 pub use slots::SessionId;
+pub use stepped::SteppedRuntime;
 pub use threads::{Runtime, SessionHandle};
 pub use wait_histogram::WaitHistogram;
 

@@ -133,6 +133,8 @@ pub struct MediaThread {
     inference_lost: bool,
     /// Events of ended sessions still waiting for their consumers.
     draining: Vec<EventOutbox>,
+    /// When the current step runs (`tick`).
+    wall: Instant,
 }
 
 impl MediaThread {
@@ -159,12 +161,13 @@ impl MediaThread {
             positions: vec![VACANT; max_sessions],
             inference_lost: false,
             draining: Vec::new(),
+            wall: Instant::now(),
         }
     }
 
+    /// Paces `tick` on the wall clock: one step every 20 ms until the runtime shuts down; a step that
+    /// overran counts as a missed deadline, and a thread far behind does not catch up in a burst.
     pub fn run(mut self) {
-        // One handle for the thread's life: containment borrows it while a session borrows `self`.
-        let counters = Arc::clone(&self.counters);
         let mut next_tick = Instant::now();
         let mut frame = [0.0f32; FRAME];
         loop {
@@ -172,51 +175,8 @@ impl MediaThread {
                 return;
             }
             let started = Instant::now();
-            while let Ok(command) = self.commands.try_recv() {
-                match command {
-                    Command::Open(session) => self.open(*session, &counters),
-                    Command::Close(id) => self.end_session(id, None, &counters),
-                    Command::Leave(id, participant) => self.end_session(id, Some(participant), &counters),
-                }
-            }
-            loop {
-                match self.results.try_recv() {
-                    Ok(result) => self.apply(result, &counters),
-                    Err(crossbeam_channel::TryRecvError::Empty) => break,
-                    Err(crossbeam_channel::TryRecvError::Disconnected) => {
-                        self.inference_lost = true;
-                        break;
-                    }
-                }
-            }
-            if self.inference_lost && !self.sessions.is_empty() {
-                tracing::error!(
-                    thread = self.index,
-                    calls = self.sessions.len(),
-                    "the inference threads are gone; ending every call on this media thread"
-                );
-                while !self.sessions.is_empty() {
-                    self.fail_session(0, &counters);
-                }
-            }
-            self.draining.retain_mut(|events| !events.flush());
-            let mut index = 0;
-            while index < self.sessions.len() {
-                self.sessions[index].events.flush();
-                let ticked = contain(&counters, "a session's media tick", || {
-                    self.take_agent_results(index);
-                    self.tick_session(index, &mut frame);
-                });
-                if ticked.is_none() {
-                    self.fail_session(index, &counters);
-                } else if self.sessions[index].session.conversation.is_ended() {
-                    self.remove(index);
-                } else {
-                    index += 1;
-                }
-            }
+            self.tick(started, &mut frame);
             let took = started.elapsed();
-            self.counters.ticks.fetch_add(1, Ordering::Relaxed);
             self.counters.max_tick_micros.fetch_max(took.as_micros() as u64, Ordering::Relaxed);
             if took > TICK {
                 self.counters.missed_deadlines.fetch_add(1, Ordering::Relaxed);
@@ -229,6 +189,61 @@ impl MediaThread {
                 next_tick = now; // far behind: do not try to catch up in a burst
             }
         }
+    }
+
+    /// One 20 ms step of the thread on media time: commands (open, close), the inference results that
+    /// have arrived, then each session's agent results and its tick (one frame in, one frame out). It
+    /// reads no clock and never waits: `wall` is when the step runs, which a turn question carries so the
+    /// turn threads know how long its verdict is worth computing (`run` passes the wall clock; a stepped
+    /// runtime passes its own count of steps).
+    pub fn tick(&mut self, wall: Instant, frame: &mut [f32; FRAME]) {
+        // One handle for the step: containment borrows it while a session borrows `self`.
+        let counters = Arc::clone(&self.counters);
+        self.wall = wall;
+        while let Ok(command) = self.commands.try_recv() {
+            match command {
+                Command::Open(session) => self.open(*session, &counters),
+                Command::Close(id) => self.end_session(id, None, &counters),
+                Command::Leave(id, participant) => self.end_session(id, Some(participant), &counters),
+            }
+        }
+        loop {
+            match self.results.try_recv() {
+                Ok(result) => self.apply(result, &counters),
+                Err(crossbeam_channel::TryRecvError::Empty) => break,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                    self.inference_lost = true;
+                    break;
+                }
+            }
+        }
+        if self.inference_lost && !self.sessions.is_empty() {
+            tracing::error!(
+                thread = self.index,
+                calls = self.sessions.len(),
+                "the inference threads are gone; ending every call on this media thread"
+            );
+            while !self.sessions.is_empty() {
+                self.fail_session(0, &counters);
+            }
+        }
+        self.draining.retain_mut(|events| !events.flush());
+        let mut index = 0;
+        while index < self.sessions.len() {
+            self.sessions[index].events.flush();
+            let ticked = contain(&counters, "a session's media tick", || {
+                self.take_agent_results(index);
+                self.tick_session(index, frame);
+            });
+            if ticked.is_none() {
+                self.fail_session(index, &counters);
+            } else if self.sessions[index].session.conversation.is_ended() {
+                self.remove(index);
+            } else {
+                index += 1;
+            }
+        }
+        self.counters.ticks.fetch_add(1, Ordering::Relaxed);
     }
 
     fn open(&mut self, session: MediaSession, counters: &RuntimeCounters) {
@@ -418,6 +433,7 @@ impl MediaThread {
             thread: self.index,
             id: s.id,
             now: s.now,
+            wall: self.wall,
             history: &s.history,
             agent: s.agent.as_ref(),
             events: &mut s.events,
@@ -437,6 +453,8 @@ struct LiveHost<'a> {
     thread: usize,
     id: SessionId,
     now: MediaTime,
+    /// When the step runs (`MediaThread::tick`).
+    wall: Instant,
     history: &'a VecDeque<i16>,
     agent: Option<&'a AgentLink>,
     events: &'a mut EventOutbox,
@@ -492,7 +510,7 @@ impl SessionHost for LiveHost<'_> {
         // Live, media time runs with the wall clock: the verdict is useful until the max delay.
         let since_speech = self.now.samples().saturating_sub(last_speech.samples());
         let useful = self.max_endpointing_delay.samples().saturating_sub(since_speech);
-        let asked_at = Instant::now();
+        let asked_at = self.wall;
         let answer_by = asked_at + MediaTime::from_samples(useful).as_duration();
         let job = TurnJob { thread: self.thread, session: self.id, last_speech, audio, asked_at, answer_by };
         if self.turn_jobs.try_send(job).is_err() {

@@ -1,10 +1,11 @@
 //! A live session on the runtime that answers: spoken audio in at real-time pace, speech-to-text and the
 //! language model from a local OpenAI-compatible server (real wire protocol), the espeak-ng voice; the
-//! agent's events arrive and its voice comes out of the output ring. And `confab simulate` on the same audio
-//! with the same agent says the same.
+//! agent's events arrive and its voice comes out of the output ring. `confab simulate` on the same audio
+//! with the same agent says the same; and the runtime stepped on media time puts every event at an exact time.
 
 mod common;
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,7 @@ use confab_engine::ConversationEvent;
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
 use confab_engine::responder::Responder;
-use confab_engine::runtime::{Runtime, RuntimeConfig, SessionHandle};
+use confab_engine::runtime::{Runtime, RuntimeConfig, SessionHandle, SteppedRuntime};
 use confab_engine::time::MediaTime;
 use serde_json::json;
 
@@ -170,4 +171,47 @@ fn a_simulation_says_what_the_live_session_says() {
     let live = said(&live);
     assert_eq!(said(&record.events)[..live.len()], live[..], "the simulation said what the live session said");
     assert!(live.iter().any(|(name, text)| name == "agent.stopped_speaking" && text == REPLY));
+}
+
+/// The runtime stepped on media time (`SteppedRuntime`: the media thread's tick, with the models and the
+/// agent answering in line between steps): a session opened, asked a question, answered, interrupted by the
+/// user 300 ms into its answer and answering again, then hung up — every event at its exact media time.
+#[test]
+fn a_stepped_session_has_its_events_at_exact_media_times() {
+    let io = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let base = io.block_on(serve_providers());
+    let models = confab_models::default_models_dir();
+    let mut runtime = SteppedRuntime::new(&RuntimeConfig::new(models.clone(), 2)).unwrap();
+    let mut session = runtime.open_session(turn_taking(), Some(responder(&base, &models))).unwrap();
+
+    let silence = |ms: usize| vec![0.0f32; ms * 16];
+    let mut script: VecDeque<f32> = silence(500).into_iter().chain(speak("When does the library open?")).collect();
+    let mut events: Vec<ConversationEvent> = Vec::new();
+    let mut interrupted = false;
+    for _ in 0..1_500 {
+        for _ in 0..320 {
+            session.input.push(script.pop_front().unwrap_or(0.0)).unwrap();
+        }
+        runtime.step();
+        while session.output.pop().is_ok() {}
+        for event in session.events.try_iter() {
+            match event.kind.name() {
+                "agent.started_speaking" if !interrupted => {
+                    interrupted = true;
+                    script = silence(300).into_iter().chain(speak("Wait, and on Sundays?")).collect();
+                }
+                "agent.stopped_speaking" if interrupted && !script.is_empty() => {}
+                "agent.stopped_speaking" if events.iter().any(|e| e.kind.name() == "agent.interrupted") => {
+                    runtime.close_session(session.id)
+                }
+                _ => {}
+            }
+            events.push(event);
+        }
+        if events.last().is_some_and(|e| e.kind.name() == "call_ended") {
+            break;
+        }
+    }
+    let timeline: Vec<(u128, &str)> = events.iter().map(|e| (e.media_time.as_millis(), e.kind.name())).collect();
+    assert_eq!(timeline, []);
 }

@@ -1,0 +1,88 @@
+//! API keys: minted by `confab keys create`, shown once, stored as a SHA-256 hash; a key found valid is
+//! believed for `key_cache::KEY_CACHE_TTL` (`Db::keys`). The HTTP middleware that asks is `confab_http::auth`.
+
+use base64::Engine;
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+
+use crate::Db;
+
+/// Prefix of every API key, so leaked keys are recognisable by secret scanners.
+pub const KEY_PREFIX: &str = "cfb_";
+
+pub fn hash_key(key: &str) -> String {
+    let digest = Sha256::digest(key.as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[derive(Debug, Clone)]
+pub struct ApiKeyInfo {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+/// Creates a key and returns `(id, secret)`. Only the hash is stored.
+pub async fn create_key(db: &Db, name: &str) -> Result<(String, String), sqlx::Error> {
+    let mut bytes = [0u8; 32];
+    rand::Rng::fill(&mut rand::rng(), &mut bytes[..]);
+    let secret = format!("{KEY_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes));
+    let id = uuid::Uuid::new_v4().to_string();
+    sqlx::query("INSERT INTO api_keys (id, name, key_hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, NULL)")
+        .bind(&id)
+        .bind(name)
+        .bind(hash_key(&secret))
+        .bind(crate::wall_clock::now_iso())
+        .execute(&db.pool)
+        .await?;
+    Ok((id, secret))
+}
+
+pub async fn list_keys(db: &Db) -> Result<Vec<ApiKeyInfo>, sqlx::Error> {
+    let rows = sqlx::query("SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY created_at, id")
+        .fetch_all(&db.pool)
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(ApiKeyInfo {
+                id: row.try_get("id")?,
+                name: row.try_get("name")?,
+                created_at: row.try_get("created_at")?,
+                revoked_at: row.try_get("revoked_at")?,
+            })
+        })
+        .collect()
+}
+
+/// Revokes a key; returns false when no live key has this id.
+pub async fn revoke_key(db: &Db, id: &str) -> Result<bool, sqlx::Error> {
+    let result = sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+        .bind(crate::wall_clock::now_iso())
+        .bind(id)
+        .execute(&db.pool)
+        .await?;
+    // Revocation is immediate in this process; other processes believe a key for `KEY_CACHE_TTL` at most.
+    db.keys.forget_all();
+    Ok(result.rows_affected() > 0)
+}
+
+/// True when `key` names a live key. A key found valid is believed for `key_cache::KEY_CACHE_TTL`.
+pub async fn key_is_valid(db: &Db, key: &str) -> Result<bool, sqlx::Error> {
+    if !key.starts_with(KEY_PREFIX) {
+        return Ok(false);
+    }
+    let hash = hash_key(key);
+    if db.keys.is_valid(&hash, std::time::Instant::now()) {
+        return Ok(true);
+    }
+    let row = sqlx::query("SELECT COUNT(*) AS n FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL")
+        .bind(&hash)
+        .fetch_one(&db.pool)
+        .await?;
+    let valid = row.try_get::<i64, _>("n")? > 0;
+    if valid {
+        db.keys.remember(hash, std::time::Instant::now());
+    }
+    Ok(valid)
+}
