@@ -42,6 +42,7 @@ pub async fn run(db: Db, agent_id: &str, options: SimulateOptions) -> anyhow::Re
         context: "",
         meta_data: json!({ "input": options.input.display().to_string() }),
         conversation_type: TYPE_SIMULATION,
+        avatar_key_id: None,
     };
     conversations::insert(&db, &new_summary(id.clone(), agent_id.to_string(), &fields, new, String::new())).await?;
     eprintln!("conversation {id}");

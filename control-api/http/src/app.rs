@@ -53,6 +53,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(routes::mcp::router())
         .merge(routes::knowledge::router())
         .merge(routes::conversations::router())
+        .merge(routes::auth_conversation::router())
         .merge(routes::sessions::router())
         .merge(routes::meetings::router())
         .merge(avatars::stock_catalog::router())

@@ -8,6 +8,7 @@ pub mod app;
 pub mod auth;
 pub mod avatars;
 pub mod extract;
+pub mod livekit_token;
 pub mod metrics_http;
 pub mod openapi_responses;
 pub mod openapi_rules;
@@ -20,7 +21,6 @@ pub mod session_token;
 pub mod state;
 pub mod strict_json;
 pub mod webhooks;
-
 
 pub use app::{MAX_BODY_BYTES, app, metrics_app, openapi};
 pub use state::{AppConfig, AppState, MintedSession};

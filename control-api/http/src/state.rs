@@ -3,17 +3,22 @@
 
 use std::sync::Arc;
 
+use crate::livekit_token::LiveKitKeys;
 use crate::page_cache;
 use crate::session_token::SessionKeys;
 use confab_store::Db;
 
 /// Name under which the session-token signing key is stored.
 const SESSION_SECRET_NAME: &str = "session_token_secret";
+/// Name under which the LiveKit access tokens' signing secret is stored (`livekit_token`).
+const LIVEKIT_SECRET_NAME: &str = "livekit_api_secret";
 
 #[derive(Clone)]
 pub struct AppState {
     pub db: Db,
     pub session_keys: SessionKeys,
+    /// Signs and checks LiveKit access tokens.
+    pub livekit_keys: LiveKitKeys,
     pub config: Arc<AppConfig>,
     /// Where calls go: the embedded media worker, or the fleet's workers (a replica); None when this
     /// process has no media path (no models, or `--no-media` alone).
@@ -44,11 +49,13 @@ pub struct MintedSession {
 impl AppState {
     pub async fn new(db: Db, config: AppConfig) -> Result<AppState, sqlx::Error> {
         let secret = confab_store::settings::secret(&db, SESSION_SECRET_NAME).await?;
+        let livekit_secret = confab_store::settings::secret(&db, LIVEKIT_SECRET_NAME).await?;
         let pages = Arc::new(page_cache::PageCache::new(db.backend == confab_store::Backend::Sqlite));
         Ok(AppState {
             db,
             pages,
             session_keys: SessionKeys::new(&secret),
+            livekit_keys: LiveKitKeys::new(&livekit_secret),
             config: Arc::new(config),
             calls: None,
             meetings: None,

@@ -1,4 +1,5 @@
-//! Server-wide secrets kept in the database so every replica shares them (the session-token key).
+//! Server-wide secrets kept in the database so every replica shares them (the session-token key, the
+//! LiveKit access tokens' secret).
 
 use base64::Engine;
 use sqlx::Row;

@@ -116,6 +116,15 @@ impl AgentSpec {
         Ok(serde_json::from_str(text)?)
     }
 
+    /// Makes the avatar `avatar_key_id` the first (the one a conversation speaks with: its providers, its
+    /// turn-taking, its face); unchanged when the agent has no such avatar.
+    pub fn speak_with(&mut self, avatar_key_id: &str) {
+        if let Some(index) = self.avatars.iter().position(|avatar| avatar.avatar_key_id == avatar_key_id) {
+            let chosen = self.avatars.remove(index);
+            self.avatars.insert(0, chosen);
+        }
+    }
+
     /// The language model's system prompt for one conversation: the agent's prompt, then its
     /// conversational context, then the conversation's own `context`, each when not empty. Live calls and
     /// `confab simulate` build it here alike.

@@ -48,7 +48,7 @@ pub struct LiveConversation {
     pub user_id: String,
     /// The agent's `record` flag: the transport records the call.
     pub record: bool,
-    /// The face the agent speaks with (`avatars[0].avatar_key_id`).
+    /// The face the agent speaks with (the conversation's avatar: `avatar_id`, the agent's first by default).
     pub face: String,
     /// Its rigged portrait when `face` is a completed custom avatar.
     pub custom_face: Option<(confab_engine::avatar::RgbImage, confab_engine::avatar::FaceRig)>,
@@ -80,9 +80,11 @@ pub async fn start(
         .ok_or_else(|| LiveError::NoAgent(conversation.agent_id.clone()))?;
     let agent = serde_json::to_value(to_agent(db, &record).await?).expect("agents serialize");
     let record = agent["record"].as_bool().unwrap_or(false);
-    let face = agent["avatars"][0]["avatar_key_id"].as_str().unwrap_or_default().to_string();
+    let mut spec = AgentSpec::from_json(&agent.to_string()).map_err(|e| LiveError::Agent(e.to_string()))?;
+    // The conversation's avatar (chosen at its creation; the agent's first by default) speaks.
+    spec.speak_with(&conversation.avatar_id);
+    let face = spec.avatars.first().map(|avatar| avatar.avatar_key_id.clone()).unwrap_or_default();
     let custom_face = confab_store::avatars::assets::load(db, &face).await?;
-    let spec = AgentSpec::from_json(&agent.to_string()).map_err(|e| LiveError::Agent(e.to_string()))?;
     let config = spec.conversation_config().map_err(|e| LiveError::Agent(e.to_string()))?;
     let prompt = spec.system_prompt(&conversation.context);
     let settings = ActionSettings::for_conversation(&spec.actions, conversation_id, allow_private_urls);

@@ -10,6 +10,7 @@ mod conversations;
 mod fleet_records;
 mod guardrails;
 mod knowledge;
+mod livekit_auth;
 mod meeting_records;
 mod openapi;
 mod signalling;

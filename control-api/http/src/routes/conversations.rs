@@ -108,6 +108,8 @@ pub struct NewConversation<'a> {
     pub context: &'a str,
     pub meta_data: Value,
     pub conversation_type: &'a str,
+    /// The agent's avatar to speak with (`avatar_key_id`); None: its first.
+    pub avatar_key_id: Option<&'a str>,
 }
 
 /// Creates a conversation record for an existing agent; 404 when the agent does not exist.
@@ -117,6 +119,13 @@ pub async fn create_record(state: &AppState, new: NewConversation<'_>) -> ApiRes
     let agent =
         AGENTS.get(&state.db, &agent_id).await.map_err(failed)?.ok_or(ApiError::NotFoundMessage(AGENT_NOT_FOUND))?;
     let fields: AgentFields = agent.fields().map_err(ApiError::internal("Failed to create conversation"))?;
+    if let Some(chosen) = new.avatar_key_id
+        && !fields.avatars.iter().any(|avatar| avatar.avatar_key_id == chosen)
+    {
+        return Err(ApiError::bad_request(format!(
+            "Invalid request body: avatarId \"{chosen}\" is not one of the agent's avatars"
+        )));
+    }
     let id = uuid::Uuid::new_v4().to_string();
     let join_link = if new.conversation_type == TYPE_CONVERSATION { state.join_link(&id, None) } else { String::new() };
     let conversation = new_summary(id, agent_id, &fields, new, join_link);
@@ -156,7 +165,10 @@ pub fn new_summary(
         user_id: new.user_id.to_string(),
         chat_history: json!({}),
         conversation_type: new.conversation_type.to_string(),
-        avatar_id: fields.avatars.first().map(|avatar| avatar.avatar_key_id.clone()).unwrap_or_default(),
+        avatar_id: match new.avatar_key_id {
+            Some(chosen) => chosen.to_string(),
+            None => fields.avatars.first().map(|avatar| avatar.avatar_key_id.clone()).unwrap_or_default(),
+        },
         is_recorded: false,
         recording_url: String::new(),
         end_reason: None,
@@ -195,6 +207,7 @@ async fn create_conversation(
             context: &input.context,
             meta_data,
             conversation_type: TYPE_CONVERSATION,
+            avatar_key_id: None,
         },
     )
     .await?;

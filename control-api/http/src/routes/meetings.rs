@@ -106,6 +106,7 @@ async fn create_external_meeting(
             "wake_phrase": input.wake_phrase,
         }}),
         conversation_type: TYPE_EXTERNAL_MEETING,
+        avatar_key_id: None,
     };
     let conversation = match create_record(&state, new).await {
         Ok(conversation) => conversation,

@@ -1,6 +1,7 @@
 //! HTTP routes, one module per resource; each exposes `router()`.
 
 pub mod agents;
+pub mod auth_conversation;
 pub mod conversations;
 pub mod guardrails;
 pub mod join;

@@ -62,6 +62,7 @@ async fn create_session_token(
                 context: &input.context,
                 meta_data: json!({}),
                 conversation_type: TYPE_CONVERSATION,
+                avatar_key_id: None,
             };
             create_record(&state, new).await?.id
         }

@@ -17,8 +17,8 @@ use api_tool::{ApiTool, TOOL_TIMEOUT};
 use guardrail::Guardrail;
 use mcp::{McpServer, McpTool};
 use records::ActionsSpec;
-pub use settings::{ActionSettings, MalformedAction};
 use settings::TOOL_NEEDS;
+pub use settings::{ActionSettings, MalformedAction};
 
 /// One function the model may call.
 #[derive(Debug, Clone, Copy)]

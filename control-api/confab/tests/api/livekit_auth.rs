@@ -1,0 +1,112 @@
+//! `POST /v1/auth/conversation` exactly as `trugen-sdk` 1.1.0 calls it (`TruGenClient.create_session`): its
+//! headers and body, the `{token}` it decodes, the LiveKit access token inside, and the record it starts.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::on_both_databases;
+use crate::support::{TestApp, TestResponse, UNAUTHORIZED};
+
+on_both_databases!(
+    the_sdk_starts_a_conversation_and_gets_a_livekit_token,
+    the_agent_may_be_named_by_header_and_errors_read_as_elsewhere,
+);
+
+/// The request `create_session` makes: `X-Agent-Id`, `X-API-Key` (when the client has a key), JSON body.
+async fn create_session(app: &TestApp, key: Option<&str>, agent_header: &str, body: Value) -> TestResponse {
+    let mut request = Request::post("/v1/auth/conversation")
+        .header("Content-Type", "application/json")
+        .header("X-Agent-Id", agent_header);
+    if let Some(key) = key {
+        request = request.header("X-API-Key", key);
+    }
+    app.send(request.body(Body::from(body.to_string())).unwrap()).await
+}
+
+/// The SDK's body, its defaults for what the caller left out.
+fn sdk_body(agent_id: &str, avatar_id: &str) -> Value {
+    json!({ "agentId": agent_id, "userName": "Ada", "userId": "usr_2026_11_26", "context": {}, "metaData": {},
+        "roomId": "", "meetingURL": "", "avatarId": avatar_id, "mode": "" })
+}
+
+/// A JWT's payload, decoded as the SDK does (no signature check).
+fn payload(token: &str) -> Value {
+    let part = token.split('.').nth(1).expect("a JWT");
+    serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part).unwrap()).unwrap()
+}
+
+async fn agent_with_two_faces(app: &TestApp) -> String {
+    app.create(
+        "/v1/ext/agent",
+        json!({ "agent_name": "Concierge", "avatars": [{ "avatar_key_id": "stock-malik" }, { "avatar_key_id": "stock-amara" }] }),
+    )
+    .await
+}
+
+async fn the_sdk_starts_a_conversation_and_gets_a_livekit_token(app: TestApp) {
+    let agent_id = agent_with_two_faces(&app).await;
+    let response = create_session(&app, Some(&app.key), &agent_id, sdk_body(&agent_id, "stock-amara")).await;
+    assert_eq!(response.status, StatusCode::OK, "{}", response.text());
+    let token = response.json()["token"].as_str().expect("{token}").to_string();
+    let grant = payload(&token);
+    assert_eq!(grant["rtcServerUrl"], "ws://confab.test");
+    let conversation_id = grant["conversationId"].as_str().unwrap().to_string();
+    let access = payload(grant["accessToken"].as_str().expect("accessToken"));
+    assert_eq!(access["iss"], "confab");
+    assert_eq!(access["sub"], "usr_2026_11_26");
+    assert_eq!(access["name"], "Ada");
+    assert_eq!(access["video"]["roomJoin"], true);
+    assert_eq!(access["video"]["room"], conversation_id.as_str());
+    assert_eq!(access["exp"].as_i64().unwrap() - access["nbf"].as_i64().unwrap(), 600);
+
+    let record = app.get(&format!("/v1/ext/conversation/{conversation_id}")).await.json();
+    assert_eq!(record["status"], "STARTED");
+    assert_eq!(record["type"], "conversation");
+    assert_eq!(record["agent_id"], agent_id.as_str());
+    assert_eq!(record["avatar_id"], "stock-amara", "avatarId chose the agent's second avatar");
+    assert_eq!(record["user_name"], "Ada");
+    assert_eq!(record["context"], "");
+    assert_eq!(record["meta_data"], json!({}));
+
+    // Left empty, the agent's first avatar speaks; the SDK's other fields are kept in meta_data.
+    let mut body = sdk_body(&agent_id, "");
+    body["context"] = json!({ "plan": "pro" });
+    body["metaData"] = json!({ "source": "kiosk" });
+    body["mode"] = json!("voice");
+    let response = create_session(&app, Some(&app.key), &agent_id, body).await;
+    let conversation_id = payload(response.json()["token"].as_str().unwrap())["conversationId"].clone();
+    let record = app.get(&format!("/v1/ext/conversation/{}", conversation_id.as_str().unwrap())).await.json();
+    assert_eq!(record["avatar_id"], "stock-malik");
+    assert_eq!(record["context"], r#"{"plan":"pro"}"#);
+    assert_eq!(record["meta_data"], json!({ "source": "kiosk", "mode": "voice" }));
+}
+
+async fn the_agent_may_be_named_by_header_and_errors_read_as_elsewhere(app: TestApp) {
+    let agent_id = agent_with_two_faces(&app).await;
+    let by_header = create_session(&app, Some(&app.key), &agent_id, sdk_body("", "")).await;
+    assert_eq!(by_header.status, StatusCode::OK, "{}", by_header.text());
+
+    let no_key = create_session(&app, None, &agent_id, sdk_body(&agent_id, "")).await;
+    assert_eq!(no_key.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(no_key.json(), json!({ "error": UNAUTHORIZED }));
+    let bad_key = create_session(&app, Some("cfb_not-a-key"), &agent_id, sdk_body(&agent_id, "")).await;
+    assert_eq!(bad_key.status, StatusCode::UNAUTHORIZED);
+
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    let missing = create_session(&app, Some(&app.key), unknown, sdk_body(unknown, "")).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(missing.json(), json!({ "message": "Agent details not found" }));
+
+    let stranger = create_session(&app, Some(&app.key), &agent_id, sdk_body(&agent_id, "stock-zara")).await;
+    assert_eq!(stranger.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        stranger.json(),
+        json!({ "error": "Invalid request body: avatarId \"stock-zara\" is not one of the agent's avatars" })
+    );
+    let mut odd = sdk_body(&agent_id, "");
+    odd["metaData"] = json!([1]);
+    let refused = create_session(&app, Some(&app.key), &agent_id, odd).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+}
