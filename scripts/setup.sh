@@ -63,6 +63,14 @@ if ! "$tools_dir/schemathesis/bin/python" -c "import importlib.metadata as m; as
   python3 -m venv "$tools_dir/schemathesis"
   "$tools_dir/schemathesis/bin/pip" install --quiet "schemathesis==$schemathesis_version" >&2
 fi
+# TruGen's official SDK and LiveKit's Python client, pinned: real clients of POST /v1/auth/conversation.
+trugen_version="1.1.0"
+livekit_version="1.2.0"
+if ! "$tools_dir/trugen/bin/python" -c "import importlib.metadata as m; assert (m.version('trugen-sdk'), m.version('livekit')) == ('$trugen_version', '$livekit_version')" 2>/dev/null; then
+  echo "setup: installing trugen-sdk $trugen_version and livekit $livekit_version" >&2
+  python3 -m venv "$tools_dir/trugen"
+  "$tools_dir/trugen/bin/pip" install --quiet "trugen-sdk==$trugen_version" "livekit==$livekit_version" >&2
+fi
 python_mcp_version="2.3.0"
 if ! "$tools_dir/mcp-python/bin/python" -c "import mcp, importlib.metadata as m; assert m.version('mcp') == '$python_mcp_version'" 2>/dev/null; then
   echo "setup: installing the Python MCP SDK $python_mcp_version" >&2

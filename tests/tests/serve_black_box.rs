@@ -1,5 +1,6 @@
 //! Starts the real `confab serve` on a free loopback port, creates a key with `confab keys create`, and
-//! walks create → list (with `X-Total-Count`) → delete over HTTP; then stops it with SIGTERM.
+//! walks create → list (with `X-Total-Count`) → TruGen's SDK starting a session → delete over HTTP; then
+//! stops it with SIGTERM.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -104,6 +105,8 @@ async fn walk(database_url: Option<&str>) {
     assert_eq!(listed.headers()["x-total-count"], "1");
     assert_eq!(listed.json::<Value>().await.unwrap()[0]["id"], id);
 
+    trugen_sdk_starts_a_session(&server.base, &key, &id, &client).await;
+
     let deleted =
         client.delete(format!("{}/v1/ext/agent/{id}", server.base)).header("x-api-key", &key).send().await.unwrap();
     assert_eq!(deleted.json::<Value>().await.unwrap(), json!({ "id": id, "message": "Agent deleted successfully" }));
@@ -115,6 +118,44 @@ async fn walk(database_url: Option<&str>) {
     let status = server.child.wait().unwrap();
     assert!(status.success(), "graceful shutdown exits 0: {status}");
     let _ = std::fs::remove_dir_all(&data);
+}
+
+/// TruGen's official Python SDK (`trugen-sdk` 1.1.0, installed by `scripts/setup.sh` under
+/// `CONFAB_TEST_TOOLS`) starts a session with `base_url` pointed at the server: it gets the LiveKit URL and an
+/// access token for the conversation it started.
+async fn trugen_sdk_starts_a_session(base: &str, key: &str, agent_id: &str, client: &reqwest::Client) {
+    let tools =
+        std::env::var_os("CONFAB_TEST_TOOLS").map(PathBuf::from).unwrap_or_else(|| "/var/tmp/confab-tools".into());
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/trugen_create_session.py");
+    let output = tokio::process::Command::new(tools.join("trugen/bin/python"))
+        .arg(script)
+        .args([&format!("{base}/v1"), key, agent_id])
+        .output()
+        .await
+        .expect("the trugen-sdk venv (scripts/setup.sh)");
+    assert!(output.status.success(), "create_session failed: {}", String::from_utf8_lossy(&output.stderr));
+    let got: Value = serde_json::from_slice(&output.stdout).expect("the script's JSON line");
+    assert_eq!(got["rtc_server_url"], base.replacen("http://", "ws://", 1));
+    let access = got["access_token"].as_str().unwrap();
+    let claims: Value = serde_json::from_slice(
+        &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, access.split('.').nth(1).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["sub"], "usr_black_box");
+    let room = claims["video"]["room"].as_str().unwrap();
+    let record: Value = client
+        .get(format!("{base}/v1/ext/conversation/{room}"))
+        .header("x-api-key", key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(record["status"], "STARTED");
+    assert_eq!(record["agent_id"], agent_id);
+    assert_eq!(record["user_name"], "Ada");
 }
 
 fn tempfile_dir() -> PathBuf {
