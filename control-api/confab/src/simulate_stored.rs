@@ -13,7 +13,6 @@ use std::time::Duration;
 use anyhow::Context;
 use confab_engine::simulate::{Observed, SimulateOptions};
 use serde_json::json;
-use sqlx::Row;
 use tokio::sync::mpsc;
 
 use confab_http::routes::conversations::{NewConversation, new_summary};

@@ -213,5 +213,32 @@ fn a_stepped_session_has_its_events_at_exact_media_times() {
         }
     }
     let timeline: Vec<(u128, &str)> = events.iter().map(|e| (e.media_time.as_millis(), e.kind.name())).collect();
-    assert_eq!(timeline, []);
+    // The question is heard from its first VAD window with speech to its last (32 ms windows, the input taken
+    // once 60 ms of it waits); the turn commits at the 500 ms minimum delay (the turn model says "done"),
+    // the answer starts at the next step; the user speaks 300 ms into it and interrupts after 500 ms of
+    // speech; that turn commits and is answered; the hang-up ends the call at the next step.
+    assert_eq!(
+        timeline,
+        [
+            (512, "user.started_speaking"),
+            (2176, "user.stopped_speaking"),
+            (2700, "utterance_committed"),
+            (2720, "agent.started_speaking"),
+            (3072, "user.started_speaking"),
+            (3572, "agent.interrupted"),
+            (3572, "agent.stopped_speaking"),
+            (4672, "user.stopped_speaking"),
+            (5200, "utterance_committed"),
+            (5220, "agent.started_speaking"),
+            (6674, "agent.stopped_speaking"),
+            (6680, "call_ended"),
+        ]
+    );
+    let said: Vec<serde_json::Value> = events
+        .iter()
+        .filter(|e| e.kind.name() == "agent.stopped_speaking")
+        .map(|e| e.kind.payload()["text"].clone())
+        .collect();
+    assert_ne!(said[0], REPLY, "the interrupted answer is cut to what was heard: {}", said[0]);
+    assert_eq!(said[1], REPLY);
 }

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use candle_core::Device;
 use candle_core::quantized::gguf_file;
-use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama;
 use tokenizers::Tokenizer;
 

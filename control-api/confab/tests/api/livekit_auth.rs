@@ -37,6 +37,11 @@ fn payload(token: &str) -> Value {
     serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part).unwrap()).unwrap()
 }
 
+/// The conversation record as stored.
+async fn stored(app: &TestApp, id: &str) -> confab_store::conversations::ConversationSummary {
+    confab_store::conversations::get(&app.db, id).await.unwrap().expect("the conversation is stored")
+}
+
 async fn agent_with_two_faces(app: &TestApp) -> String {
     app.create(
         "/v1/ext/agent",
@@ -61,14 +66,14 @@ async fn the_sdk_starts_a_conversation_and_gets_a_livekit_token(app: TestApp) {
     assert_eq!(access["video"]["room"], conversation_id.as_str());
     assert_eq!(access["exp"].as_i64().unwrap() - access["nbf"].as_i64().unwrap(), 600);
 
-    let record = app.get(&format!("/v1/ext/conversation/{conversation_id}")).await.json();
-    assert_eq!(record["status"], "STARTED");
-    assert_eq!(record["type"], "conversation");
-    assert_eq!(record["agent_id"], agent_id.as_str());
-    assert_eq!(record["avatar_id"], "stock-amara", "avatarId chose the agent's second avatar");
-    assert_eq!(record["user_name"], "Ada");
-    assert_eq!(record["context"], "");
-    assert_eq!(record["meta_data"], json!({}));
+    let detail = app.get(&format!("/v1/ext/conversation/{conversation_id}")).await.json();
+    assert_eq!(detail["status"], "STARTED");
+    let record = stored(&app, &conversation_id).await;
+    assert_eq!(record.agent_id, agent_id);
+    assert_eq!(record.avatar_id, "stock-amara", "avatarId chose the agent's second avatar");
+    assert_eq!(record.user_name, "Ada");
+    assert_eq!(record.context, "");
+    assert_eq!(record.meta_data, json!({}));
 
     // Left empty, the agent's first avatar speaks; the SDK's other fields are kept in meta_data.
     let mut body = sdk_body(&agent_id, "");
@@ -77,10 +82,10 @@ async fn the_sdk_starts_a_conversation_and_gets_a_livekit_token(app: TestApp) {
     body["mode"] = json!("voice");
     let response = create_session(&app, Some(&app.key), &agent_id, body).await;
     let conversation_id = payload(response.json()["token"].as_str().unwrap())["conversationId"].clone();
-    let record = app.get(&format!("/v1/ext/conversation/{}", conversation_id.as_str().unwrap())).await.json();
-    assert_eq!(record["avatar_id"], "stock-malik");
-    assert_eq!(record["context"], r#"{"plan":"pro"}"#);
-    assert_eq!(record["meta_data"], json!({ "source": "kiosk", "mode": "voice" }));
+    let record = stored(&app, conversation_id.as_str().unwrap()).await;
+    assert_eq!(record.avatar_id, "stock-malik");
+    assert_eq!(record.context, r#"{"plan":"pro"}"#);
+    assert_eq!(record.meta_data, json!({ "source": "kiosk", "mode": "voice" }));
 }
 
 async fn the_agent_may_be_named_by_header_and_errors_read_as_elsewhere(app: TestApp) {

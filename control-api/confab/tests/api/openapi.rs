@@ -33,6 +33,7 @@ async fn openapi_document_lists_every_route(app: TestApp) {
         ("/v1/ext/conversation/{id}/recording", vec!["get"]),
         ("/v1/ext/conversation/{id}/turn-metrics", vec!["get"]),
         ("/v1/ext/session-token", vec!["post"]),
+        ("/v1/auth/conversation", vec!["post"]),
         ("/v1/session/conversation/{id}", vec!["get"]),
         ("/v1/session/conversation/{id}/webrtc", vec!["post", "delete"]),
         ("/v1/ext/externalmeeting", vec!["post"]),

@@ -5,7 +5,6 @@ use axum::Json;
 use axum::extract::{Path, State};
 
 use serde_json::{Value, json};
-use sqlx::Row;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -13,13 +12,13 @@ use crate::AppState;
 use crate::extract::ApiQuery;
 use crate::extract::{ApiJson, parse_id};
 use crate::pagination::{PageQuery, with_total};
+use confab_store::StoredRecord;
 use confab_store::collection::GUARDRAILS;
 use confab_store::error::{ApiError, ApiResult};
 use confab_store::records::guardrails::{
     Guardrail, GuardrailFields, GuardrailInput, base_key, release_key, release_keys_of, reserve_key, to_guardrail,
 };
 use confab_store::validate;
-use confab_store::{Db, StoredRecord};
 
 const NOT_FOUND: &str = "Guardrail not found";
 

@@ -128,11 +128,12 @@ mod tests {
 
     #[test]
     fn a_guardrail_is_a_tool_named_by_its_key() {
-        let guardrail = Guardrail::from_record(&json!({
+        let record = |json: Value| -> GuardrailRecord { serde_json::from_value(json).unwrap() };
+        let guardrail = Guardrail::from_record(&record(json!({
             "id": "g1", "key": "no_medical_advice", "name": "No medical advice", "category": "safety",
             "prompt": "The user asks for a diagnosis.", "response_message": "I can't give medical advice.",
             "callback_url": "https://hooks.example.com/g"
-        }))
+        })))
         .unwrap();
         let spec = guardrail.spec();
         assert_eq!(spec.name, "no_medical_advice");
@@ -141,6 +142,6 @@ mod tests {
         assert_eq!(body["event"]["name"], "guardrail_triggered");
         assert_eq!(body["event"]["payload"]["guardrail_id"], "g1");
         assert_eq!(body["event"]["payload"]["user_message"], "Do I have the flu?");
-        assert!(Guardrail::from_record(&json!({ "name": "x" })).is_none());
+        assert!(Guardrail::from_record(&record(json!({ "name": "x" }))).is_none());
     }
 }
