@@ -100,6 +100,12 @@ fn rules() -> Vec<(&'static str, &'static str, Value)> {
             json!({ "exclusiveMinimum": 0, "maximum": MAX_CALL_DURATION_LIMIT_SECONDS }),
         ),
         ("CreateAgent", "avatars", json!({ "maxItems": MAX_AVATARS })),
+        // trugen-sdk sends `{}` when the caller gives no context; text is kept as given, an object as its JSON.
+        (
+            "AuthConversation",
+            "context",
+            json!({ "type": ["string", "object", "null"], "maxLength": confab_store::validate::MAX_TEXT_CHARS }),
+        ),
         ("DocumentInput", "content", json!({ "pattern": *NAME_PATTERN })),
         ("FunctionSchema", "type", string_enum(&["function"])),
         ("FunctionSchema", "name", json!({ "pattern": FUNCTION_NAME_PATTERN })),
