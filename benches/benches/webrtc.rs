@@ -78,7 +78,7 @@ fn open_call(server: &Runtime, client: &Runtime, microphone: Arc<Vec<Bytes>>) ->
 
     // Server: the agent's voice out, the participant's voice in.
     let (voice, output) = rtrb::RingBuffer::new(16_000);
-    let (input, mut engine_input) = rtrb::RingBuffer::<f32>::new(16_000);
+    let (mut input, mut engine_input) = rtrb::RingBuffer::<f32>::new(16_000);
     let track = VoiceTrack {
         track: negotiated.audio.clone(),
         ssrc: negotiated.audio_ssrc,
@@ -90,7 +90,8 @@ fn open_call(server: &Runtime, client: &Runtime, microphone: Arc<Vec<Bytes>>) ->
     server.spawn(async move {
         let track = first_audio_track(&mut remote_tracks).await;
         let (first_packet, _) = tokio::sync::oneshot::channel();
-        receive_voice(track, input, &MediaClock::default(), first_packet, &RecordingSlot::default()).await;
+        receive_voice(track, &mut input, &MediaClock::default(), &mut Some(first_packet), &RecordingSlot::default())
+            .await;
     });
     let drained = received.clone();
     server.spawn(async move {

@@ -100,6 +100,7 @@ pub fn app(state: AppState) -> Router {
         .route("/join/{id}", get(routes::join::join_page))
         .route("/openapi.json", get(move || std::future::ready(axum::Json(document.clone()))))
         .merge(session)
+        .merge(routes::livekit::router())
         .merge(api)
         .merge(metrics)
         .fallback(not_found)

@@ -37,6 +37,24 @@ pub struct IceServers {
     pub credential: Option<String>,
 }
 
+/// A LiveKit client admitted by its access token to the room of `conversation_id`.
+#[derive(Debug, Clone)]
+pub struct LiveKitJoin {
+    pub conversation_id: String,
+    /// The token's `sub`: the participant's identity.
+    pub identity: String,
+    /// The token's `name`.
+    pub name: String,
+}
+
+/// LiveKit signalling frames (binary `SignalRequest`s in, `SignalResponse`s out) between the client's
+/// WebSocket and the call. The call dropping `to_client` closes the WebSocket; the client closing it ends
+/// `from_client`.
+pub struct SignalSocket {
+    pub from_client: tokio::sync::mpsc::Receiver<Vec<u8>>,
+    pub to_client: tokio::sync::mpsc::Sender<Vec<u8>>,
+}
+
 /// The calls this process holds itself (its embedded media worker), for `/metrics`.
 pub struct LocalCalls {
     pub active: usize,
@@ -50,6 +68,12 @@ pub trait CallPlacer: Send + Sync {
     /// Places the call of `conversation_id` with the participant's SDP offer; the SDP answer. The call
     /// then runs until hang-up, the participant leaving, its maximum duration or shutdown.
     async fn join(&self, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError>;
+    /// Places the call of a LiveKit client (`/rtc`): the call speaks LiveKit's signalling on `socket` and
+    /// runs until the client leaves, hang-up, its maximum duration or shutdown.
+    async fn join_livekit(&self, join: LiveKitJoin, socket: SignalSocket) -> Result<(), JoinError> {
+        let _ = (join, socket);
+        Err(JoinError::Unavailable("LiveKit signalling is not served by this placer".into()))
+    }
     /// Hangs up the call of `conversation_id`; false when none is in progress.
     async fn hang_up(&self, conversation_id: &str) -> Result<bool, JoinError>;
     /// The STUN/TURN servers participants are given.

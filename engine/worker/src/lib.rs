@@ -7,6 +7,7 @@
 
 pub mod call_session;
 pub mod fleet;
+pub mod livekit;
 pub mod media;
 pub mod placer;
 pub mod session_binding;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::media::MediaWorker;
-use confab_store::calls::{CallPlacer, IceServers, JoinError, LocalCalls};
+use confab_store::calls::{CallPlacer, IceServers, JoinError, LiveKitJoin, LocalCalls, SignalSocket};
 
 pub struct EmbeddedPlacer(pub Arc<MediaWorker>);
 
@@ -12,6 +12,10 @@ pub struct EmbeddedPlacer(pub Arc<MediaWorker>);
 impl CallPlacer for EmbeddedPlacer {
     async fn join(&self, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError> {
         self.0.join_alone(conversation_id, offer_sdp).await
+    }
+
+    async fn join_livekit(&self, join: LiveKitJoin, socket: SignalSocket) -> Result<(), JoinError> {
+        self.0.join_livekit_alone(join, socket).await
     }
 
     async fn hang_up(&self, conversation_id: &str) -> Result<bool, JoinError> {

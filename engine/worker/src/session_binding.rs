@@ -14,7 +14,7 @@ use confab_engine::providers::env::ProviderEnv;
 use confab_engine::responder::{ReplyRule, Responder};
 use confab_engine::runtime::Runtime;
 use confab_engine::turn_metrics::TurnMetrics;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, broadcast, mpsc};
 
 use confab_store::Db;
 use confab_store::agents::to_agent;
@@ -25,6 +25,8 @@ use confab_store::metrics::Providers;
 
 /// Events waiting between the bridge thread and the recorder. Full: the bridge thread waits.
 pub const BRIDGE_QUEUE: usize = 256;
+/// Events kept for a transport that shows them (LiveKit's room); one that falls further behind skips them.
+pub const SHOWN_EVENTS: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
@@ -46,6 +48,12 @@ pub struct LiveConversation {
     pub session_id: confab_engine::runtime::SessionId,
     /// The conversation's `user_id` (the participant named by `participant_left`).
     pub user_id: String,
+    pub agent_id: String,
+    /// The agent's `agent_name`.
+    pub agent_name: String,
+    /// The session's events as the engine emits them, from the first, for a transport that shows them to
+    /// the participant (one that does not drops this).
+    pub events: broadcast::Receiver<ConversationEvent>,
     /// The agent's `record` flag: the transport records the call.
     pub record: bool,
     /// The face the agent speaks with (the conversation's avatar: `avatar_id`, the agent's first by default).
@@ -108,10 +116,12 @@ pub async fn start(
 
     let (tx, rx) = mpsc::channel(BRIDGE_QUEUE);
     let (metrics_tx, metrics_rx) = mpsc::channel(BRIDGE_QUEUE);
+    let (shown, shown_events) = broadcast::channel(SHOWN_EVENTS);
     let (events, turn_metrics) = (session.events, session.turn_metrics);
+    let outputs = BridgeOutputs { events: tx, shown, metrics: metrics_tx };
     std::thread::Builder::new()
         .name(format!("confab-bridge-{}", session.id))
-        .spawn(move || bridge(events, turn_metrics, tx, metrics_tx))
+        .spawn(move || bridge(events, turn_metrics, outputs))
         .expect("spawning a bridge thread");
     tokio::spawn(store_turn_metrics(db.clone(), conversation_id.to_string(), stage_providers, metrics_rx));
     let finished =
@@ -120,6 +130,9 @@ pub async fn start(
         conversation_id: conversation_id.to_string(),
         session_id: session.id,
         user_id: conversation.user_id.clone(),
+        agent_id: conversation.agent_id.clone(),
+        agent_name: agent["agent_name"].as_str().unwrap_or_default().to_string(),
+        events: shown_events,
         record,
         face,
         custom_face,
@@ -158,13 +171,20 @@ fn reply_rule(conversation: &conversations::ConversationSummary, agent: &serde_j
     }
 }
 
+/// Where the bridge puts what it moves: events to the recorder (waits when full) and to whoever shows
+/// them (never waits), turn metrics to their store.
+struct BridgeOutputs {
+    events: mpsc::Sender<ConversationEvent>,
+    shown: broadcast::Sender<ConversationEvent>,
+    metrics: mpsc::Sender<TurnMetrics>,
+}
+
 /// Moves a session's events and turn metrics from the engine's channels to the async side, until the
 /// engine closes both.
 fn bridge(
     events: crossbeam_channel::Receiver<ConversationEvent>,
     turn_metrics: crossbeam_channel::Receiver<TurnMetrics>,
-    events_out: mpsc::Sender<ConversationEvent>,
-    metrics_out: mpsc::Sender<TurnMetrics>,
+    outputs: BridgeOutputs,
 ) {
     let (mut events, mut turn_metrics) = (Some(events), Some(turn_metrics));
     let (no_events, no_metrics) = (crossbeam_channel::never(), crossbeam_channel::never());
@@ -172,7 +192,8 @@ fn bridge(
         crossbeam_channel::select! {
             recv(events.as_ref().unwrap_or(&no_events)) -> event => match event {
                 Ok(event) => {
-                    if events_out.blocking_send(event).is_err() {
+                    let _ = outputs.shown.send(event.clone());
+                    if outputs.events.blocking_send(event).is_err() {
                         return;
                     }
                 }
@@ -180,7 +201,7 @@ fn bridge(
             },
             recv(turn_metrics.as_ref().unwrap_or(&no_metrics)) -> metrics => match metrics {
                 Ok(metrics) => {
-                    let _ = metrics_out.blocking_send(metrics);
+                    let _ = outputs.metrics.blocking_send(metrics);
                 }
                 Err(_) => turn_metrics = None,
             },

@@ -6,6 +6,7 @@ pub mod conversations;
 pub mod guardrails;
 pub mod join;
 pub mod knowledge;
+pub mod livekit;
 pub mod mcp;
 pub mod meetings;
 pub mod sessions;

@@ -53,7 +53,7 @@ impl MediaClock {
     }
 
     /// How long since the last audio packet (or since the call started, before the first).
-    fn silent_for(&self) -> Duration {
+    pub fn silent_for(&self) -> Duration {
         let last = Duration::from_millis(self.last_audio_ms.load(Ordering::Relaxed));
         self.started.elapsed().saturating_sub(last)
     }
@@ -107,8 +107,8 @@ pub async fn run(
                 if track.kind().await != RtpCodecKind::Audio {
                     continue;
                 }
-                let (Some(input), Some(first_packet)) = (input.take(), first_packet.take()) else { continue };
-                receive_voice(track, input, &shared, first_packet, &recording).await;
+                let Some(mut input) = input.take() else { continue };
+                receive_voice(track, &mut input, &shared, &mut first_packet, &recording).await;
                 return;
             }
         })
@@ -238,16 +238,16 @@ pub async fn send_voice(
 
 /// Receives the participant's voice: each Opus packet of `track` is decoded (to 16 kHz), recorded and
 /// written to `input`, the engine's ring (what does not fit is dropped and counted). `first_packet` fires
-/// with the first packet. Returns when the track ends or the engine abandons `input`.
+/// with the first packet (and is taken). Returns when the track ends or the engine abandons `input`; a
+/// participant who publishes another track is heard on the same ring.
 pub async fn receive_voice(
     track: Arc<dyn TrackRemote>,
-    mut input: rtrb::Producer<f32>,
+    input: &mut rtrb::Producer<f32>,
     clock: &MediaClock,
-    first_packet: tokio::sync::oneshot::Sender<()>,
+    first_packet: &mut Option<tokio::sync::oneshot::Sender<()>>,
     recording: &RecordingSlot,
 ) {
     let Ok(mut decoder) = OpusIngress::new() else { return };
-    let mut first_packet = Some(first_packet);
     let mut dropped = 0u64;
     while let Some(event) = track.poll().await {
         let TrackRemoteEvent::OnRtpPacket(packet) = event else {

@@ -14,13 +14,22 @@ use tokio::sync::Notify;
 use super::config::MediaConfig;
 use super::{call, peer, recording_slot};
 use crate::call_session::CallSession;
+use crate::livekit::{self, LiveKitCall};
 use crate::session_binding::{self, LiveError};
 use confab_store::Db;
-use confab_store::calls::JoinError;
+use confab_store::calls::{JoinError, LiveKitJoin, SignalSocket};
 use confab_store::conversations::{self, STATUS_ENDED};
 
 /// On shutdown, how long calls get to end cleanly (`call_ended` recorded) before the process exits.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How a participant's media reaches the call.
+enum Transport {
+    /// WHIP-style: their SDP offer; the call's answer is returned.
+    Whip(String),
+    /// LiveKit's signalling on a WebSocket the HTTP side relays.
+    LiveKit(LiveKitJoin, SignalSocket),
+}
 
 /// What the worker keeps of a call in progress.
 struct CallEntry {
@@ -77,6 +86,22 @@ impl MediaWorker {
     /// Admits the participant of `conversation_id` with their SDP offer; returns the SDP answer. The call
     /// then runs until hang-up, the participant leaving, the maximum duration or shutdown.
     pub async fn join(self: &Arc<Self>, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError> {
+        Ok(self.join_with(conversation_id, Transport::Whip(offer_sdp)).await?.unwrap_or_default())
+    }
+
+    /// Admits a LiveKit client to the room of `join.conversation_id`; the call then speaks LiveKit's
+    /// signalling on `socket` (`crate::livekit`) until it ends.
+    pub async fn join_livekit(self: &Arc<Self>, join: LiveKitJoin, socket: SignalSocket) -> Result<(), JoinError> {
+        let conversation_id = join.conversation_id.clone();
+        self.join_with(&conversation_id, Transport::LiveKit(join, socket)).await.map(|_| ())
+    }
+
+    /// Admits the participant of `conversation_id`; the SDP answer for a WHIP-style join.
+    async fn join_with(
+        self: &Arc<Self>,
+        conversation_id: &str,
+        transport: Transport,
+    ) -> Result<Option<String>, JoinError> {
         let conversation = conversations::get(&self.db, conversation_id)
             .await?
             .ok_or_else(|| JoinError::Live(format!("conversation {conversation_id} not found")))?;
@@ -91,7 +116,7 @@ impl MediaWorker {
             let over = tokio::sync::watch::Sender::new(());
             calls.insert(conversation_id.to_string(), CallEntry { hang_up: None, done: None, over });
         }
-        let admitted = self.admit(conversation_id, offer_sdp).await;
+        let admitted = self.admit(conversation_id, transport).await;
         match admitted {
             Ok((answer, hang_up, done)) => {
                 if let Some(entry) = lock(&self.calls).get_mut(conversation_id) {
@@ -110,6 +135,25 @@ impl MediaWorker {
     /// `join` for `confab serve` alone: the conversation is first claimed as `LOCAL_WORKER` (so a restart
     /// after a crash knows which calls it held), and released when the call cannot be admitted.
     pub async fn join_alone(self: &Arc<Self>, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError> {
+        self.claimed(conversation_id, self.join(conversation_id, offer_sdp)).await
+    }
+
+    /// `join_livekit` for `confab serve` alone, claimed as `join_alone` claims.
+    pub async fn join_livekit_alone(
+        self: &Arc<Self>,
+        join: LiveKitJoin,
+        socket: SignalSocket,
+    ) -> Result<(), JoinError> {
+        let conversation_id = join.conversation_id.clone();
+        self.claimed(&conversation_id, self.join_livekit(join, socket)).await
+    }
+
+    /// Claims `conversation_id` as `LOCAL_WORKER`, runs `join`, and releases the claim when it fails.
+    async fn claimed<T>(
+        &self,
+        conversation_id: &str,
+        join: impl std::future::Future<Output = Result<T, JoinError>>,
+    ) -> Result<T, JoinError> {
         use confab_store::workers::{self, Claim, LOCAL_WORKER};
         match workers::claim(&self.db, conversation_id, LOCAL_WORKER).await? {
             Claim::Claimed => {}
@@ -117,7 +161,7 @@ impl MediaWorker {
             Claim::Ended => return Err(JoinError::Ended),
             Claim::Missing => return Err(JoinError::Live(format!("conversation {conversation_id} not found"))),
         }
-        let joined = self.join(conversation_id, offer_sdp).await;
+        let joined = join.await;
         if joined.is_err() {
             workers::release(&self.db, conversation_id, LOCAL_WORKER).await?;
         }
@@ -127,10 +171,13 @@ impl MediaWorker {
     async fn admit(
         self: &Arc<Self>,
         conversation_id: &str,
-        offer_sdp: String,
-    ) -> Result<(String, Arc<Notify>, tokio::task::JoinHandle<()>), JoinError> {
+        transport: Transport,
+    ) -> Result<(Option<String>, Arc<Notify>, tokio::task::JoinHandle<()>), JoinError> {
         let asked = std::time::Instant::now();
-        let negotiated = peer::negotiate(&self.config, offer_sdp).await?;
+        let (negotiated, livekit_join) = match transport {
+            Transport::Whip(offer_sdp) => (Some(peer::negotiate(&self.config, offer_sdp).await?), None),
+            Transport::LiveKit(join, socket) => (None, Some((join, socket))),
+        };
         let negotiated_after = asked.elapsed();
         let recording = recording_slot::RecordingSlot::default();
         let hook = recording.call_end_hook(self.recording_url(conversation_id));
@@ -148,7 +195,9 @@ impl MediaWorker {
         let live = match started {
             Ok(live) => live,
             Err(err) => {
-                let _ = negotiated.connection.close().await;
+                if let Some(negotiated) = &negotiated {
+                    let _ = negotiated.connection.close().await;
+                }
                 return Err(match err {
                     LiveError::Full => JoinError::Full,
                     LiveError::Store(err) => JoinError::Store(err),
@@ -157,13 +206,15 @@ impl MediaWorker {
             }
         };
         if live.record {
-            let face = negotiated.video_payload_type.map(|_| {
+            // A LiveKit client always receives the face; a WHIP offer may take no video.
+            let has_face = negotiated.as_ref().is_none_or(|negotiated| negotiated.video_payload_type.is_some());
+            let face = has_face.then(|| {
                 let size = confab_engine::video::vp8::Vp8Config::default();
                 (size.width, size.height)
             });
             recording.start(&self.recording_path(conversation_id), face);
         }
-        let answer = negotiated.answer_sdp.clone();
+        let answer = negotiated.as_ref().map(|negotiated| negotiated.answer_sdp.clone());
         tracing::info!(%conversation_id, negotiate_ms = negotiated_after.as_millis() as u64,
             admit_ms = asked.elapsed().as_millis() as u64, "call admitted");
         let hang_up = Arc::new(Notify::new());
@@ -175,7 +226,26 @@ impl MediaWorker {
             no_media_timeout: self.config.no_media_timeout,
             over: Box::new(move || worker.forget(&id)),
         };
-        let done = tokio::spawn(call::run(session, live, negotiated, recording, hang_up.clone()));
+        let done = match (negotiated, livekit_join) {
+            (Some(negotiated), _) => tokio::spawn(call::run(session, live, negotiated, recording, hang_up.clone())),
+            (None, Some((join, socket))) => {
+                let room = livekit::Room::new(
+                    &join.conversation_id,
+                    &join.identity,
+                    &join.name,
+                    &live.agent_id,
+                    &live.agent_name,
+                );
+                let call = LiveKitCall {
+                    room,
+                    signal: livekit::signal::Signal::new(socket.to_client),
+                    from_client: socket.from_client,
+                };
+                let config = self.config.clone();
+                tokio::spawn(livekit::call::run(session, live, call, config, recording, hang_up.clone()))
+            }
+            (None, None) => unreachable!("every transport is one of the two"),
+        };
         Ok((answer, hang_up, done))
     }
 

@@ -14,6 +14,7 @@ use rtc::rtp_transceiver::rtp_sender::{
 };
 use rtc::rtp_transceiver::{PayloadType, RTCRtpTransceiverDirection, RTCRtpTransceiverInit};
 use tokio::sync::{mpsc, watch};
+use webrtc::data_channel::DataChannel;
 use webrtc::media_stream::MediaStreamTrack;
 use webrtc::media_stream::track_local::TrackLocal;
 use webrtc::media_stream::track_local::static_sample::TrackLocalStaticSample;
@@ -53,7 +54,7 @@ impl From<PeerError> for confab_store::calls::JoinError {
     }
 }
 
-fn transport(err: impl std::fmt::Display) -> PeerError {
+pub(crate) fn transport(err: impl std::fmt::Display) -> PeerError {
     PeerError::Transport(err.to_string())
 }
 
@@ -78,6 +79,7 @@ pub struct Negotiated {
 struct Events {
     gathered: mpsc::Sender<()>,
     tracks: mpsc::Sender<Arc<dyn TrackRemote>>,
+    data_channels: mpsc::Sender<Arc<dyn DataChannel>>,
     state: watch::Sender<RTCPeerConnectionState>,
 }
 
@@ -97,9 +99,13 @@ impl PeerConnectionEventHandler for Events {
     async fn on_track(&self, track: Arc<dyn TrackRemote>) {
         let _ = self.tracks.try_send(track);
     }
+
+    async fn on_data_channel(&self, channel: Arc<dyn DataChannel>) {
+        let _ = self.data_channels.try_send(channel);
+    }
 }
 
-fn opus() -> RTCRtpCodec {
+pub(crate) fn opus() -> RTCRtpCodec {
     RTCRtpCodec {
         mime_type: "audio/opus".to_owned(),
         clock_rate: 48_000,
@@ -109,7 +115,7 @@ fn opus() -> RTCRtpCodec {
     }
 }
 
-fn vp8() -> RTCRtpCodec {
+pub(crate) fn vp8() -> RTCRtpCodec {
     RTCRtpCodec {
         mime_type: "video/VP8".to_owned(),
         clock_rate: 90_000,
@@ -120,9 +126,20 @@ fn vp8() -> RTCRtpCodec {
 }
 
 fn local_track(kind: RtpCodecKind, codec: RTCRtpCodec, ssrc: u32) -> Result<Arc<TrackLocalStaticSample>, PeerError> {
+    named_local_track(kind, codec, ssrc, "confab", &format!("confab-{kind}"))
+}
+
+/// A local track of `kind` sending `codec` on `ssrc`, with the stream and track ids its `msid` carries.
+pub(crate) fn named_local_track(
+    kind: RtpCodecKind,
+    codec: RTCRtpCodec,
+    ssrc: u32,
+    stream_id: &str,
+    track_id: &str,
+) -> Result<Arc<TrackLocalStaticSample>, PeerError> {
     let track = MediaStreamTrack::new(
-        "confab".to_owned(),
-        format!("confab-{kind}"),
+        stream_id.to_owned(),
+        track_id.to_owned(),
         format!("agent {kind}"),
         kind,
         vec![RTCRtpEncodingParameters {
@@ -170,14 +187,16 @@ const ICE_DISCONNECTED_AFTER: Duration = Duration::from_secs(5);
 const ICE_KEEPALIVE: Duration = Duration::from_secs(2);
 
 /// A peer connection with our codecs (Opus, VP8), ICE settings and event channels.
-struct Built {
-    connection: Arc<dyn PeerConnection>,
-    gathered: mpsc::Receiver<()>,
-    remote_tracks: mpsc::Receiver<Arc<dyn TrackRemote>>,
-    state: watch::Receiver<RTCPeerConnectionState>,
+pub(crate) struct Built {
+    pub connection: Arc<dyn PeerConnection>,
+    pub gathered: mpsc::Receiver<()>,
+    pub remote_tracks: mpsc::Receiver<Arc<dyn TrackRemote>>,
+    /// Data channels the other side opens.
+    pub data_channels: mpsc::Receiver<Arc<dyn DataChannel>>,
+    pub state: watch::Receiver<RTCPeerConnectionState>,
 }
 
-async fn build(config: &MediaConfig) -> Result<Built, PeerError> {
+pub(crate) async fn build(config: &MediaConfig) -> Result<Built, PeerError> {
     let mut media = MediaEngine::default();
     media
         .register_codec(
@@ -204,18 +223,24 @@ async fn build(config: &MediaConfig) -> Result<Built, PeerError> {
     }
     let (gathered_tx, gathered) = mpsc::channel(1);
     let (tracks, remote_tracks) = mpsc::channel(TRACK_QUEUE);
+    let (data_channels_tx, data_channels) = mpsc::channel(TRACK_QUEUE);
     let (state_tx, state) = watch::channel(RTCPeerConnectionState::New);
     let connection = PeerConnectionBuilder::new()
         .with_configuration(RTCConfigurationBuilder::new().with_ice_servers(ice_servers(config)).build())
         .with_media_engine(media)
         .with_setting_engine(settings.build())
         .with_interceptor_registry(registry)
-        .with_handler(Arc::new(Events { gathered: gathered_tx, tracks, state: state_tx }))
+        .with_handler(Arc::new(Events {
+            gathered: gathered_tx,
+            tracks,
+            data_channels: data_channels_tx,
+            state: state_tx,
+        }))
         .with_udp_addrs(vec![udp_bind_addr(config)?])
         .build()
         .await
         .map_err(transport)?;
-    Ok(Built { connection: Arc::new(connection), gathered, remote_tracks, state })
+    Ok(Built { connection: Arc::new(connection), gathered, remote_tracks, data_channels, state })
 }
 
 /// Our Opus track on `connection`: (track, its SSRC, its sender).
@@ -229,13 +254,13 @@ async fn add_voice(
 }
 
 /// The payload type negotiated for `sender`'s codec, if any.
-async fn negotiated_payload_type(sender: &Arc<dyn RtpSender>) -> Result<Option<PayloadType>, PeerError> {
+pub(crate) async fn negotiated_payload_type(sender: &Arc<dyn RtpSender>) -> Result<Option<PayloadType>, PeerError> {
     let parameters = sender.get_parameters().await.map_err(transport)?;
     Ok(parameters.rtp_parameters.codecs.first().map(|codec| codec.payload_type))
 }
 
 /// Our complete local description, once ICE gathering completes (or `GATHERING_TIMEOUT` passes).
-async fn gathered_description(built: &mut Built) -> Result<String, PeerError> {
+pub(crate) async fn gathered_description(built: &mut Built) -> Result<String, PeerError> {
     let _ = tokio::time::timeout(GATHERING_TIMEOUT, built.gathered.recv()).await;
     let description = built.connection.local_description().await.ok_or_else(|| transport("no local description"))?;
     Ok(description.sdp)
