@@ -11,7 +11,7 @@ use confab_store::Db;
 /// Name under which the session-token signing key is stored.
 const SESSION_SECRET_NAME: &str = "session_token_secret";
 /// Name under which the LiveKit access tokens' signing secret is stored (`livekit_token`).
-const LIVEKIT_SECRET_NAME: &str = "livekit_api_secret";
+pub const LIVEKIT_SECRET_NAME: &str = "livekit_api_secret";
 
 #[derive(Clone)]
 pub struct AppState {

@@ -12,6 +12,7 @@ use crate::support::{TestApp, TestResponse, UNAUTHORIZED};
 on_both_databases!(
     the_sdk_starts_a_conversation_and_gets_a_livekit_token,
     the_agent_may_be_named_by_header_and_errors_read_as_elsewhere,
+    the_signalling_endpoints_check_the_access_token,
 );
 
 /// The request `create_session` makes: `X-Agent-Id`, `X-API-Key` (when the client has a key), JSON body.
@@ -114,4 +115,57 @@ async fn the_agent_may_be_named_by_header_and_errors_read_as_elsewhere(app: Test
     odd["metaData"] = json!([1]);
     let refused = create_session(&app, Some(&app.key), &agent_id, odd).await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+}
+
+/// `GET {path}` with `token` as the `access_token` query parameter or as `Authorization: Bearer`.
+async fn get_with_token(app: &TestApp, path: &str, token: &str, as_bearer: bool) -> TestResponse {
+    let request = if as_bearer {
+        Request::get(path).header("Authorization", format!("Bearer {token}"))
+    } else {
+        Request::get(format!("{path}?access_token={token}"))
+    };
+    app.send(request.body(Body::empty()).unwrap()).await
+}
+
+/// `/rtc` and `/rtc/validate` admit only this deployment's access tokens, for a conversation that can still
+/// be joined, and say why as plain text (LiveKit's clients show it); `/rtc/v1` is a true 404, so clients
+/// fall back to `/rtc`. This router has no media worker: an admitted token is told so.
+async fn the_signalling_endpoints_check_the_access_token(app: TestApp) {
+    let agent_id = agent_with_two_faces(&app).await;
+    let response = create_session(&app, Some(&app.key), &agent_id, sdk_body(&agent_id, "")).await;
+    let grant = payload(response.json()["token"].as_str().unwrap());
+    let access = grant["accessToken"].as_str().unwrap();
+
+    for as_bearer in [false, true] {
+        let validated = get_with_token(&app, "/rtc/validate", access, as_bearer).await;
+        assert_eq!(validated.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(validated.text(), confab_http::routes::webrtc::NO_MEDIA_WORKER);
+        let signal = get_with_token(&app, "/rtc", access, as_bearer).await;
+        assert_eq!(signal.status, StatusCode::SERVICE_UNAVAILABLE, "checked before any upgrade");
+    }
+    let none = app.send(Request::get("/rtc/validate").body(Body::empty()).unwrap()).await;
+    assert_eq!((none.status, none.text().as_str()), (StatusCode::UNAUTHORIZED, "no access token"));
+    let forged = confab_http::livekit_token::LiveKitKeys::new("another deployment").access_token(
+        grant["conversationId"].as_str().unwrap(),
+        "usr_2026_11_26",
+        "Ada",
+        chrono::Utc::now().timestamp(),
+    );
+    let refused = get_with_token(&app, "/rtc", &forged, false).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    assert!(refused.text().starts_with("invalid access token"), "{}", refused.text());
+    let v1 = get_with_token(&app, "/rtc/v1", access, false).await;
+    assert_eq!(v1.status, StatusCode::NOT_FOUND, "single-PeerConnection clients fall back to /rtc on a 404");
+
+    let conversation_id = grant["conversationId"].as_str().unwrap();
+    confab_store::conversations::advance_status(&app.db, conversation_id, confab_store::conversations::STATUS_ENDED)
+        .await
+        .unwrap();
+    let ended = get_with_token(&app, "/rtc/validate", access, false).await;
+    assert_eq!((ended.status, ended.text().as_str()), (StatusCode::CONFLICT, "Conversation has ended"));
+    let secret = confab_store::settings::secret(&app.db, confab_http::state::LIVEKIT_SECRET_NAME).await.unwrap();
+    let now = chrono::Utc::now().timestamp();
+    let gone = confab_http::livekit_token::LiveKitKeys::new(&secret).access_token("no-such-room", "u", "U", now);
+    let missing = get_with_token(&app, "/rtc/validate", &gone, false).await;
+    assert_eq!((missing.status, missing.text().as_str()), (StatusCode::NOT_FOUND, "room not found"));
 }

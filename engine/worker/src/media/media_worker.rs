@@ -31,6 +31,13 @@ enum Transport {
     LiveKit(LiveKitJoin, SignalSocket),
 }
 
+/// A participant whose transport is ready for the engine: a negotiated peer connection, or a LiveKit
+/// client waiting for its JoinResponse.
+enum Ready {
+    Whip(peer::Negotiated),
+    LiveKit(LiveKitJoin, SignalSocket),
+}
+
 /// What the worker keeps of a call in progress.
 struct CallEntry {
     /// Asks the call to hang up (set once the call runs).
@@ -174,9 +181,9 @@ impl MediaWorker {
         transport: Transport,
     ) -> Result<(Option<String>, Arc<Notify>, tokio::task::JoinHandle<()>), JoinError> {
         let asked = std::time::Instant::now();
-        let (negotiated, livekit_join) = match transport {
-            Transport::Whip(offer_sdp) => (Some(peer::negotiate(&self.config, offer_sdp).await?), None),
-            Transport::LiveKit(join, socket) => (None, Some((join, socket))),
+        let ready = match transport {
+            Transport::Whip(offer_sdp) => Ready::Whip(peer::negotiate(&self.config, offer_sdp).await?),
+            Transport::LiveKit(join, socket) => Ready::LiveKit(join, socket),
         };
         let negotiated_after = asked.elapsed();
         let recording = recording_slot::RecordingSlot::default();
@@ -195,7 +202,7 @@ impl MediaWorker {
         let live = match started {
             Ok(live) => live,
             Err(err) => {
-                if let Some(negotiated) = &negotiated {
+                if let Ready::Whip(negotiated) = &ready {
                     let _ = negotiated.connection.close().await;
                 }
                 return Err(match err {
@@ -207,14 +214,20 @@ impl MediaWorker {
         };
         if live.record {
             // A LiveKit client always receives the face; a WHIP offer may take no video.
-            let has_face = negotiated.as_ref().is_none_or(|negotiated| negotiated.video_payload_type.is_some());
+            let has_face = match &ready {
+                Ready::Whip(negotiated) => negotiated.video_payload_type.is_some(),
+                Ready::LiveKit(..) => true,
+            };
             let face = has_face.then(|| {
                 let size = confab_engine::video::vp8::Vp8Config::default();
                 (size.width, size.height)
             });
             recording.start(&self.recording_path(conversation_id), face);
         }
-        let answer = negotiated.as_ref().map(|negotiated| negotiated.answer_sdp.clone());
+        let answer = match &ready {
+            Ready::Whip(negotiated) => Some(negotiated.answer_sdp.clone()),
+            Ready::LiveKit(..) => None,
+        };
         tracing::info!(%conversation_id, negotiate_ms = negotiated_after.as_millis() as u64,
             admit_ms = asked.elapsed().as_millis() as u64, "call admitted");
         let hang_up = Arc::new(Notify::new());
@@ -226,9 +239,9 @@ impl MediaWorker {
             no_media_timeout: self.config.no_media_timeout,
             over: Box::new(move || worker.forget(&id)),
         };
-        let done = match (negotiated, livekit_join) {
-            (Some(negotiated), _) => tokio::spawn(call::run(session, live, negotiated, recording, hang_up.clone())),
-            (None, Some((join, socket))) => {
+        let done = match ready {
+            Ready::Whip(negotiated) => tokio::spawn(call::run(session, live, negotiated, recording, hang_up.clone())),
+            Ready::LiveKit(join, socket) => {
                 let room = livekit::Room::new(
                     &join.conversation_id,
                     &join.identity,
@@ -244,7 +257,6 @@ impl MediaWorker {
                 let config = self.config.clone();
                 tokio::spawn(livekit::call::run(session, live, call, config, recording, hang_up.clone()))
             }
-            (None, None) => unreachable!("every transport is one of the two"),
         };
         Ok((answer, hang_up, done))
     }
