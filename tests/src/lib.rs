@@ -69,6 +69,7 @@ pub mod caller;
 pub mod fake_meeting;
 pub mod fleet;
 pub mod netns;
+pub mod private_postgres;
 pub mod receiver;
 pub mod server;
 pub mod sound;

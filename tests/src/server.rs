@@ -36,7 +36,10 @@ impl Server {
             .arg(data)
             .args(extra)
             .env_remove("DATABASE_URL")
-            .env("RUST_LOG", "info,confab_engine=debug,sqlx=warn,webrtc=warn,rtc=warn")
+            .env(
+                "RUST_LOG",
+                "info,confab_engine=debug,sqlx=warn,webrtc=warn,rtc=warn,tower_http=debug,confab_http=debug",
+            )
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)

@@ -4,13 +4,16 @@
 //! `connect` (`/rtc`: it tries `/rtc/v1` first and falls back on its 404), the agent's tracks arrive,
 //! `upload_audio(question.wav)` publishes a track and speaks the question, the answer is heard and arrives as
 //! a final `lk.transcription` stream, `disconnect`. The record then reads ENDED with question and answer,
-//! and `call_ended` was delivered signed. libwebrtc gathers no loopback candidates: the test runs in a
+//! and `call_ended` was delivered signed. Once on `confab serve` alone, once through a fleet replica (the
+//! client's WebSocket) and a media worker (the call). libwebrtc gathers no loopback candidates: the test runs in a
 //! network namespace whose other interfaces are a veth pair leading nowhere (`confab_tests::netns`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use confab_tests::fleet::{self, Nats, Worker};
 use confab_tests::netns::enter_loopback_only;
+use confab_tests::private_postgres::PrivatePostgres;
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key, geographer, wait_for_preload};
 use confab_tests::spoken_wav;
@@ -33,40 +36,73 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-#[test]
-fn trugen_sdk_holds_a_spoken_conversation() {
-    if enter_loopback_only("trugen_sdk_holds_a_spoken_conversation") {
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(trugen_conversation());
+/// The tests take turns: each starts a server (or a fleet) that loads the models.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn run_in_namespace(test_name: &str, body: impl std::future::Future<Output = ()>) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if enter_loopback_only(test_name) {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(body);
     }
 }
 
-async fn trugen_conversation() {
+#[test]
+fn trugen_sdk_holds_a_spoken_conversation() {
+    run_in_namespace("trugen_sdk_holds_a_spoken_conversation", on_the_embedded_server());
+}
+
+#[test]
+fn trugen_sdk_talks_through_a_fleet_replica_and_worker() {
+    run_in_namespace("trugen_sdk_talks_through_a_fleet_replica_and_worker", through_a_fleet());
+}
+
+async fn on_the_embedded_server() {
     let dir = scratch("trugen-livekit");
-    let question = dir.join("question.wav");
-    spoken_wav(&question, "What is the capital of France?", 2.5, 2.0);
     let receiver = Receiver::start(vec![]).await;
     let data = dir.join("data");
     let key = create_key(&data);
     let server = Server::start(&data, &["--allow-private-webhooks"]).await;
     wait_for_preload(&data).await;
+    converse(&dir, &server.base, &key, &receiver).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The replica holds the client's WebSocket and relays its frames over NATS to the worker that holds the
+/// call; the media goes straight to the worker. PostgreSQL and NATS are the namespace's own.
+async fn through_a_fleet() {
+    let dir = scratch("trugen-fleet");
+    let postgres = PrivatePostgres::start(&dir);
+    let nats = Nats::start(&dir);
+    let key = fleet::create_key(&postgres.url);
+    let replica_args = ["--database-url", &postgres.url, "--nats", &nats.url, "--allow-private-urls"];
+    let replica = Server::start(&dir.join("replica"), &replica_args).await;
+    let worker = Worker::start(&dir, "w1", &nats.url, &postgres.url, &[], &[]).await;
+    let receiver = Receiver::start(vec![]).await;
+    converse(&dir, &replica.base, &key, &receiver).await;
+    assert!(worker.log_text().contains("LiveKit call over"), "the worker held the call:\n{}", worker.log_text());
+    drop((replica, worker));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The SDK's README flow against `base`, judged: the participant, the face, the voice, the words, the
+/// agent's state, and the record and webhooks after.
+async fn converse(dir: &std::path::Path, base: &str, key: &str, receiver: &Receiver) {
+    let question = dir.join("question.wav");
+    spoken_wav(&question, "What is the capital of France?", 2.5, 2.0);
     let client = reqwest::Client::new();
-    let (agent_id, secret) = geographer(&client, &key, &server.base, &receiver.hook_url, &EVENTS, false).await;
+    let (agent_id, secret) = geographer(&client, key, base, &receiver.hook_url, &EVENTS, false).await;
 
     let tools =
         std::env::var_os("CONFAB_TEST_TOOLS").map(PathBuf::from).unwrap_or_else(|| "/var/tmp/confab-tools".into());
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/trugen_conversation.py");
     let output = tokio::process::Command::new(tools.join("trugen/bin/python"))
         .arg(script)
-        .args([&format!("{}/v1", server.base), &key, &agent_id])
+        .args([&format!("{base}/v1"), key, &agent_id])
         .arg(&question)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(180), output).await.expect("the SDK's flow ends").unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the trugen-sdk flow failed: {stderr}\nserver log: {}",
-        data.join("serve.log").display()
-    );
+    assert!(output.status.success(), "the trugen-sdk flow failed: {stderr}");
     let seen: Value = serde_json::from_slice(&output.stdout).expect("the script's JSON line");
     eprintln!("the client saw: {seen}");
 
@@ -85,34 +121,28 @@ async fn trugen_conversation() {
     assert!(user.iter().any(|t| t.as_str().unwrap().to_lowercase().contains("capital")), "{seen}");
     let answer = seen["agent_final"][0].as_str().unwrap().to_lowercase();
     assert!(answer.contains("paris"), "{answer}");
-    // `lk.agent.state` followed the engine.
+    // `lk.agent.state` followed the engine; the speakers too.
     let states: Vec<&str> = seen["agent_states"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
     for state in ["thinking", "speaking", "listening"] {
         assert!(states.contains(&state), "{states:?}");
     }
+    let speaking = seen["speaking"].to_string();
+    assert!(speaking.contains("user") && speaking.contains("agent"), "{speaking}");
 
-    // The record: ENDED, with the question and the answer; `call_ended` delivered, signed.
-    let detail = api(
-        &client,
-        &key,
-        Method::GET,
-        format!("{}/v1/ext/conversation/{}", server.base, conversation_of(&receiver, &secret)),
-        None,
-    )
-    .await;
-    let id = detail["id"].as_str().unwrap().to_string();
+    // The record: ENDED, with the question and the answer; `participant_left` and `call_ended` delivered,
+    // signed.
+    let id = conversation_of(receiver);
     receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(20)).await;
-    let detail = api(&client, &key, Method::GET, format!("{}/v1/ext/conversation/{id}", server.base), None).await;
+    let detail = api(&client, key, Method::GET, format!("{base}/v1/ext/conversation/{id}"), None).await;
     assert_eq!(detail["status"], "ENDED");
     let transcript = detail["transcript"].to_string().to_lowercase();
     assert!(transcript.contains("capital") && transcript.contains("paris"), "{transcript}");
     let names = receiver.event_names(&secret, &id);
     assert!(names.contains(&"participant_left".to_string()), "{names:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The conversation the SDK started (the only one whose events reached the receiver).
-fn conversation_of(receiver: &Receiver, _secret: &str) -> String {
+fn conversation_of(receiver: &Receiver) -> String {
     let deliveries = receiver.deliveries();
     let (_, body) = deliveries.first().expect("the conversation's first webhook");
     serde_json::from_str::<Value>(body).unwrap()["conversation_id"].as_str().unwrap().to_string()

@@ -78,6 +78,9 @@ pub struct Taken {
 pub enum Rpc {
     /// The participant's SDP offer for the job the worker took.
     Offer { job_id: String, conversation_id: String, sdp: String },
+    /// A LiveKit client for the job the worker took: its identity and name (from its access token), and the
+    /// relay subjects its signalling frames travel on (`fleet_relay`).
+    LiveKit { job_id: String, conversation_id: String, identity: String, name: String, relay: String },
     /// Hang up the conversation's call.
     HangUp { conversation_id: String },
 }
@@ -86,9 +89,18 @@ pub enum Rpc {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum RpcReply {
-    Answer { sdp: String },
-    HungUp { found: bool },
-    Refused { reason: Refusal, message: String },
+    Answer {
+        sdp: String,
+    },
+    /// The LiveKit client is admitted: its frames flow on the relay.
+    Joined,
+    HungUp {
+        found: bool,
+    },
+    Refused {
+        reason: Refusal,
+        message: String,
+    },
 }
 
 /// Why a worker did not admit a call; the replica turns each into the HTTP answer `confab serve` alone gives.

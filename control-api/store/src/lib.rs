@@ -12,7 +12,8 @@
 //!   transcript, the status), `conversation_knowledge` (retrieval), `recordings`, `avatars` (the pictures and
 //!   rigs an agent's face is drawn from), `meeting_mode` and `meeting_speakers`;
 //! - the seams between roles: `calls` (where the HTTP side places calls: the embedded worker or the fleet),
-//!   `fleet_protocol` (what replicas and workers say over NATS), `metrics` (the process's one registry);
+//!   `fleet_protocol` (what replicas and workers say over NATS), `fleet_relay` (LiveKit signalling between a
+//!   replica and a worker), `metrics` (the process's one registry);
 //! - `api_keys` (hashed, with `key_cache` remembering the keys seen recently) and `wall_clock` (timestamps as
 //!   stored).
 
@@ -27,6 +28,7 @@ pub mod conversation_knowledge;
 pub mod conversations;
 pub mod error;
 pub mod fleet_protocol;
+pub mod fleet_relay;
 pub mod key_cache;
 pub mod knowledge;
 pub mod knowledge_documents;

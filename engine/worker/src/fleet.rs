@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::media::MediaWorker;
-use confab_store::calls::JoinError;
+use confab_store::calls::{JoinError, LiveKitJoin, SignalSocket};
 use confab_store::fleet_protocol::{self as protocol, CallJob, Heartbeat, Refusal, Rpc, RpcReply, Taken};
 
 /// What holds a worker's calls: the media worker (WebRTC and the engine), or a simulated one in the
@@ -24,6 +24,11 @@ use confab_store::fleet_protocol::{self as protocol, CallJob, Heartbeat, Refusal
 pub trait CallHost: Send + Sync + 'static {
     /// Admits the participant with their SDP offer; the SDP answer.
     async fn join(&self, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError>;
+    /// Admits a LiveKit client whose signalling travels on `socket` (a host may take none).
+    async fn join_livekit(&self, join: LiveKitJoin, socket: SignalSocket) -> Result<(), JoinError> {
+        let _ = (join, socket);
+        Err(JoinError::Unavailable("this host takes no LiveKit calls".into()))
+    }
     /// Resolves when the call is over.
     fn finished(&self, conversation_id: &str) -> futures_util::future::BoxFuture<'static, ()>;
     /// Hangs up the call; false when there is none.
@@ -38,6 +43,9 @@ pub trait CallHost: Send + Sync + 'static {
 impl CallHost for Arc<MediaWorker> {
     async fn join(&self, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError> {
         MediaWorker::join(self, conversation_id, offer_sdp).await
+    }
+    async fn join_livekit(&self, join: LiveKitJoin, socket: SignalSocket) -> Result<(), JoinError> {
+        MediaWorker::join_livekit(self, join, socket).await
     }
     fn finished(&self, conversation_id: &str) -> futures_util::future::BoxFuture<'static, ()> {
         Box::pin(MediaWorker::finished(self, conversation_id))
@@ -68,8 +76,16 @@ const FETCH_WAIT: Duration = Duration::from_secs(10);
 
 /// An offer the rpc handler hands to the job that waits for it, with the subject to answer on.
 struct Offer {
-    sdp: String,
+    participant: Participant,
     reply_to: async_nats::Subject,
+}
+
+/// Who the replica relays for a job.
+enum Participant {
+    /// A WHIP-style participant's SDP offer.
+    Sdp(String),
+    /// A LiveKit client, and the relay its frames travel on.
+    LiveKit { identity: String, name: String, relay: String },
 }
 
 pub struct FleetWorker {
@@ -323,12 +339,20 @@ impl FleetWorker {
             tracing::info!(worker = %self.id, conversation_id = %job.conversation_id, "the offer never came");
             return false;
         };
-        let joined = self.media.join(&job.conversation_id, offer.sdp).await;
-        let admitted = joined.is_ok();
-        let reply = match joined {
-            Ok(sdp) => RpcReply::Answer { sdp },
-            Err(err) => refusal(err),
+        let joined = match offer.participant {
+            Participant::Sdp(sdp) => {
+                self.media.join(&job.conversation_id, sdp).await.map(|sdp| RpcReply::Answer { sdp })
+            }
+            Participant::LiveKit { identity, name, relay } => {
+                let join = LiveKitJoin { conversation_id: job.conversation_id.clone(), identity, name };
+                match confab_store::fleet_relay::worker_socket(&self.client, &relay).await {
+                    Ok(socket) => self.media.join_livekit(join, socket).await.map(|()| RpcReply::Joined),
+                    Err(err) => Err(JoinError::Unavailable(format!("the relay: {err}"))),
+                }
+            }
         };
+        let admitted = joined.is_ok();
+        let reply = joined.unwrap_or_else(refusal);
         self.reply(offer.reply_to, &reply).await;
         admitted
     }
@@ -344,23 +368,36 @@ impl FleetWorker {
         while let Some(message) = requests.next().await {
             let Some(reply_to) = message.reply.clone() else { continue };
             let reply = match serde_json::from_slice::<Rpc>(&message.payload) {
-                Ok(Rpc::Offer { job_id, sdp, .. }) => {
-                    let waiting = lock(&self.awaiting_offer).remove(&job_id);
-                    match waiting {
-                        // The job's task answers once the call is admitted.
-                        Some(job) => match job.send(Offer { sdp, reply_to }) {
-                            Ok(()) => continue,
-                            Err(offer) => refused(Refusal::NoJob, "the job expired", offer.reply_to),
-                        },
-                        None => refused(Refusal::NoJob, "no such job on this worker", reply_to),
-                    }
+                Ok(Rpc::Offer { job_id, sdp, .. }) => self.hand_over(job_id, Participant::Sdp(sdp), reply_to),
+                Ok(Rpc::LiveKit { job_id, identity, name, relay, .. }) => {
+                    self.hand_over(job_id, Participant::LiveKit { identity, name, relay }, reply_to)
                 }
                 Ok(Rpc::HangUp { conversation_id }) => {
-                    (reply_to, RpcReply::HungUp { found: self.media.hang_up(&conversation_id) })
+                    Some((reply_to, RpcReply::HungUp { found: self.media.hang_up(&conversation_id) }))
                 }
-                Err(err) => refused(Refusal::Internal, &format!("malformed request: {err}"), reply_to),
+                Err(err) => Some(refused(Refusal::Internal, &format!("malformed request: {err}"), reply_to)),
             };
-            self.reply(reply.0, &reply.1).await;
+            if let Some((to, reply)) = reply {
+                self.reply(to, &reply).await;
+            }
+        }
+    }
+
+    /// Gives the participant to the task of job `job_id`, which answers once the call is admitted; the
+    /// refusal to send when there is no such job.
+    fn hand_over(
+        &self,
+        job_id: String,
+        participant: Participant,
+        reply_to: async_nats::Subject,
+    ) -> Option<(async_nats::Subject, RpcReply)> {
+        let waiting = lock(&self.awaiting_offer).remove(&job_id);
+        match waiting {
+            Some(job) => match job.send(Offer { participant, reply_to }) {
+                Ok(()) => None,
+                Err(offer) => Some(refused(Refusal::NoJob, "the job expired", offer.reply_to)),
+            },
+            None => Some(refused(Refusal::NoJob, "no such job on this worker", reply_to)),
         }
     }
 }

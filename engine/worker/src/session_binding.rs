@@ -48,9 +48,6 @@ pub struct LiveConversation {
     pub session_id: confab_engine::runtime::SessionId,
     /// The conversation's `user_id` (the participant named by `participant_left`).
     pub user_id: String,
-    pub agent_id: String,
-    /// The agent's `agent_name`.
-    pub agent_name: String,
     /// The session's events as the engine emits them, from the first, for a transport that shows them to
     /// the participant (one that does not drops this).
     pub events: broadcast::Receiver<ConversationEvent>,
@@ -130,8 +127,6 @@ pub async fn start(
         conversation_id: conversation_id.to_string(),
         session_id: session.id,
         user_id: conversation.user_id.clone(),
-        agent_id: conversation.agent_id.clone(),
-        agent_name: agent["agent_name"].as_str().unwrap_or_default().to_string(),
         events: shown_events,
         record,
         face,

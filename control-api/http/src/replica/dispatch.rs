@@ -11,9 +11,10 @@ use async_nats::jetstream;
 use futures_util::StreamExt;
 
 use confab_store::Db;
-use confab_store::calls::{IceServers, JoinError};
+use confab_store::calls::{IceServers, JoinError, LiveKitJoin, SignalSocket};
 use confab_store::conversations::STATUS_ENDED;
 use confab_store::fleet_protocol::{self as protocol, CallJob, Refusal, Rpc, RpcReply, Taken};
+use confab_store::fleet_relay;
 use confab_store::workers;
 
 /// Default for `--dispatch-timeout`: how long a call waits for a worker with a free slot.
@@ -60,24 +61,42 @@ impl Dispatcher {
 
     /// Admits the participant of `conversation_id` on some worker; returns the SDP answer.
     pub async fn join(&self, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError> {
-        match workers::holder(&self.db, conversation_id).await? {
-            None => return Err(JoinError::Live(format!("conversation {conversation_id} not found"))),
-            Some((_, status)) if status == STATUS_ENDED => return Err(JoinError::Ended),
-            Some((worker, _)) if !worker.is_empty() => return Err(JoinError::Busy),
-            Some(_) => {}
-        }
+        self.joinable(conversation_id).await?;
         let taken = self.queue_job(conversation_id).await?;
         let request = Rpc::Offer { job_id: taken.job_id, conversation_id: conversation_id.to_string(), sdp: offer_sdp };
         match self.rpc(&taken.worker_id, &request, ADMIT_TIMEOUT).await? {
             RpcReply::Answer { sdp } => Ok(sdp),
-            RpcReply::Refused { reason, message } => Err(match reason {
-                Refusal::Ended => JoinError::Ended,
-                Refusal::Busy => JoinError::Busy,
-                Refusal::Full | Refusal::NoJob => JoinError::Full,
-                Refusal::InvalidOffer => JoinError::InvalidOffer(message),
-                Refusal::Internal => JoinError::Live(message),
-            }),
-            other => Err(JoinError::Unavailable(format!("unexpected reply {other:?}"))),
+            other => Err(refused(other)),
+        }
+    }
+
+    /// Admits a LiveKit client on some worker; its frames travel between `socket` and the worker on a relay
+    /// of the job's own (`fleet_relay`), from the worker's taking the job until either side closes.
+    pub async fn join_livekit(&self, join: LiveKitJoin, socket: SignalSocket) -> Result<(), JoinError> {
+        let conversation_id = join.conversation_id.clone();
+        self.joinable(&conversation_id).await?;
+        let taken = self.queue_job(&conversation_id).await?;
+        let relay = taken.job_id.clone();
+        let (up, down) = fleet_relay::subjects(&relay);
+        let from_worker = self.client.subscribe(down).await.map_err(|e| JoinError::Unavailable(e.to_string()))?;
+        // Frames flow from now on: the worker sends the JoinResponse before the engine session starts.
+        tokio::spawn(fleet_relay::deliver_frames(from_worker, socket.to_client));
+        tokio::spawn(fleet_relay::publish_frames(self.client.clone(), up, socket.from_client));
+        let request =
+            Rpc::LiveKit { job_id: taken.job_id, conversation_id, identity: join.identity, name: join.name, relay };
+        match self.rpc(&taken.worker_id, &request, ADMIT_TIMEOUT).await? {
+            RpcReply::Joined => Ok(()),
+            other => Err(refused(other)),
+        }
+    }
+
+    /// Whether `conversation_id` can be joined: it exists, has not ended and no worker holds it.
+    async fn joinable(&self, conversation_id: &str) -> Result<(), JoinError> {
+        match workers::holder(&self.db, conversation_id).await? {
+            None => Err(JoinError::Live(format!("conversation {conversation_id} not found"))),
+            Some((_, status)) if status == STATUS_ENDED => Err(JoinError::Ended),
+            Some((worker, _)) if !worker.is_empty() => Err(JoinError::Busy),
+            Some(_) => Ok(()),
         }
     }
 
@@ -140,5 +159,19 @@ impl Dispatcher {
             RpcReply::HungUp { found } => Ok(found),
             _ => Ok(false),
         }
+    }
+}
+
+/// The `JoinError` of a worker's reply that admitted nothing.
+fn refused(reply: RpcReply) -> JoinError {
+    match reply {
+        RpcReply::Refused { reason, message } => match reason {
+            Refusal::Ended => JoinError::Ended,
+            Refusal::Busy => JoinError::Busy,
+            Refusal::Full | Refusal::NoJob => JoinError::Full,
+            Refusal::InvalidOffer => JoinError::InvalidOffer(message),
+            Refusal::Internal => JoinError::Live(message),
+        },
+        other => JoinError::Unavailable(format!("unexpected reply {other:?}")),
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::replica::dispatch::Dispatcher;
-use confab_store::calls::{CallPlacer, IceServers, JoinError, LocalCalls};
+use confab_store::calls::{CallPlacer, IceServers, JoinError, LiveKitJoin, LocalCalls, SignalSocket};
 
 pub struct FleetPlacer {
     pub dispatcher: Arc<Dispatcher>,
@@ -16,6 +16,10 @@ pub struct FleetPlacer {
 impl CallPlacer for FleetPlacer {
     async fn join(&self, conversation_id: &str, offer_sdp: String) -> Result<String, JoinError> {
         self.dispatcher.join(conversation_id, offer_sdp).await
+    }
+
+    async fn join_livekit(&self, join: LiveKitJoin, socket: SignalSocket) -> Result<(), JoinError> {
+        self.dispatcher.join_livekit(join, socket).await
     }
 
     async fn hang_up(&self, conversation_id: &str) -> Result<bool, JoinError> {

@@ -94,32 +94,38 @@ async fn signal(
     upgrade.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| relay(state, socket, join))
 }
 
-/// Places the call and relays its frames until either side closes.
+/// Places the call and relays its frames until either side closes. Frames flow while the call is being
+/// placed: the JoinResponse comes first, before the engine session has started.
 async fn relay(state: AppState, socket: WebSocket, join: LiveKitJoin) {
     let Some(calls) = state.calls.clone() else { return };
     let (to_client, mut outgoing) = mpsc::channel(FRAME_QUEUE);
     let (incoming, from_client) = mpsc::channel(FRAME_QUEUE);
     let conversation_id = join.conversation_id.clone();
     let (mut sink, mut stream) = socket.split();
-    if let Err(err) = calls.join_livekit(join, SignalSocket { from_client, to_client }).await {
-        let reason = match &err {
-            JoinError::Ended | JoinError::Busy | JoinError::Full => err.to_string(),
-            other => {
-                tracing::warn!(%conversation_id, error = %other, "a LiveKit call could not be placed");
-                "Cannot start the call".to_string()
-            }
-        };
-        let close = axum::extract::ws::CloseFrame { code: 1011, reason: reason.into() };
-        let _ = sink.send(Message::Close(Some(close))).await;
-        return;
-    }
+    let placing = calls.join_livekit(join, SignalSocket { from_client, to_client });
+    tokio::pin!(placing);
+    let mut placed = false;
     loop {
         tokio::select! {
+            result = &mut placing, if !placed => {
+                placed = true;
+                if let Err(err) = result {
+                    refuse(&mut sink, &conversation_id, err).await;
+                    return;
+                }
+            }
             frame = outgoing.recv() => match frame {
                 Some(frame) => {
                     if sink.send(Message::Binary(frame.into())).await.is_err() {
                         return;
                     }
+                }
+                None if !placed => {
+                    // The call was refused before it ran: say why.
+                    if let Err(err) = (&mut placing).await {
+                        refuse(&mut sink, &conversation_id, err).await;
+                    }
+                    return;
                 }
                 None => {
                     let _ = sink.send(Message::Close(None)).await;
@@ -137,4 +143,21 @@ async fn relay(state: AppState, socket: WebSocket, join: LiveKitJoin) {
             },
         }
     }
+}
+
+/// Closes the socket of a call that could not be placed, with the reason.
+async fn refuse(
+    sink: &mut futures_util::stream::SplitSink<WebSocket, Message>,
+    conversation_id: &str,
+    err: JoinError,
+) {
+    let reason = match &err {
+        JoinError::Ended | JoinError::Busy | JoinError::Full => err.to_string(),
+        other => {
+            tracing::warn!(%conversation_id, error = %other, "a LiveKit call could not be placed");
+            "Cannot start the call".to_string()
+        }
+    };
+    let close = axum::extract::ws::CloseFrame { code: 1011, reason: reason.into() };
+    let _ = sink.send(Message::Close(Some(close))).await;
 }

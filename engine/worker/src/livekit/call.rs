@@ -1,5 +1,6 @@
-//! One call of a LiveKit client, from its JoinResponse to its end. The signalling session runs here:
-//! the JoinResponse first (the agent already in the room with its tracks), then Confab's subscriber offer;
+//! One call of a LiveKit client, from its JoinResponse (sent by the worker as it admits the call: the agent
+//! already in the room with its tracks) to its end. The signalling session runs here: Confab's subscriber
+//! offer first;
 //! the client's answer starts the agent's voice and face on it; the client's publisher offers are answered
 //! and the person's audio tracks are heard, one after another, on the engine's input; trickled candidates
 //! go to their connection; pings are answered. The engine's events become what the room shows
@@ -147,7 +148,8 @@ struct AgentLook {
     recording: RecordingSlot,
 }
 
-/// Sends the JoinResponse and the subscriber's offer; the call, and the person's tracks as they come.
+/// Sends the subscriber's offer (the client has its JoinResponse); the call, and the person's tracks as
+/// they come.
 async fn open(
     config: &MediaConfig,
     room: Room,
@@ -155,9 +157,6 @@ async fn open(
     output: rtrb::Consumer<f32>,
     agent: AgentLook,
 ) -> Result<(Call, mpsc::Receiver<Arc<dyn TrackRemote>>), String> {
-    if !signal.send(signal_response::Message::Join(room.join_response(ice_servers(config)))).await {
-        return Err("the client's socket closed".into());
-    }
     let (subscriber, offer) = Subscriber::offer(config, &room).await.map_err(|e| e.to_string())?;
     let mut publisher = Publisher::new(config).await.map_err(|e| e.to_string())?;
     if !signal.send(signal_response::Message::Offer(signal::description("offer", offer, 1))).await {
@@ -184,7 +183,8 @@ async fn open(
     Ok((call, remote_tracks))
 }
 
-fn ice_servers(config: &MediaConfig) -> Vec<proto::IceServer> {
+/// The STUN/TURN servers the JoinResponse gives the client.
+pub fn ice_servers(config: &MediaConfig) -> Vec<proto::IceServer> {
     let servers = config.ice_servers();
     if servers.urls.is_empty() {
         return vec![];

@@ -27,15 +27,15 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 enum Transport {
     /// WHIP-style: their SDP offer; the call's answer is returned.
     Whip(String),
-    /// LiveKit's signalling on a WebSocket the HTTP side relays.
-    LiveKit(LiveKitJoin, SignalSocket),
+    /// LiveKit's signalling on a WebSocket the HTTP side relays; the client has its JoinResponse.
+    LiveKit(livekit::Room, SignalSocket),
 }
 
 /// A participant whose transport is ready for the engine: a negotiated peer connection, or a LiveKit
 /// client waiting for its JoinResponse.
 enum Ready {
     Whip(peer::Negotiated),
-    LiveKit(LiveKitJoin, SignalSocket),
+    LiveKit(livekit::Room, SignalSocket),
 }
 
 /// What the worker keeps of a call in progress.
@@ -97,10 +97,28 @@ impl MediaWorker {
     }
 
     /// Admits a LiveKit client to the room of `join.conversation_id`; the call then speaks LiveKit's
-    /// signalling on `socket` (`crate::livekit`) until it ends.
+    /// signalling on `socket` (`crate::livekit`) until it ends. The client gets its JoinResponse at once,
+    /// before the engine session starts (which may wait for the models): LiveKit's clients give up on a
+    /// JoinResponse after 5 s, on the connection after 15 more.
     pub async fn join_livekit(self: &Arc<Self>, join: LiveKitJoin, socket: SignalSocket) -> Result<(), JoinError> {
         let conversation_id = join.conversation_id.clone();
-        self.join_with(&conversation_id, Transport::LiveKit(join, socket)).await.map(|_| ())
+        let conversation = conversations::get(&self.db, &conversation_id)
+            .await?
+            .ok_or_else(|| JoinError::Live(format!("conversation {conversation_id} not found")))?;
+        let agent = confab_store::collection::AGENTS
+            .get(&self.db, &conversation.agent_id)
+            .await?
+            .ok_or_else(|| JoinError::Live(format!("agent {} not found", conversation.agent_id)))?;
+        let agent: confab_store::agents::AgentFields = agent.fields()?;
+        let room =
+            livekit::Room::new(&conversation_id, &join.identity, &join.name, &conversation.agent_id, &agent.agent_name);
+        let joined = livekit_protocol::signal_response::Message::Join(
+            room.join_response(livekit::call::ice_servers(&self.config)),
+        );
+        if !livekit::signal::Signal::new(socket.to_client.clone()).send(joined).await {
+            return Err(JoinError::Transport("the client's socket closed".into()));
+        }
+        self.join_with(&conversation_id, Transport::LiveKit(room, socket)).await.map(|_| ())
     }
 
     /// Admits the participant of `conversation_id`; the SDP answer for a WHIP-style join.
@@ -183,7 +201,7 @@ impl MediaWorker {
         let asked = std::time::Instant::now();
         let ready = match transport {
             Transport::Whip(offer_sdp) => Ready::Whip(peer::negotiate(&self.config, offer_sdp).await?),
-            Transport::LiveKit(join, socket) => Ready::LiveKit(join, socket),
+            Transport::LiveKit(room, socket) => Ready::LiveKit(room, socket),
         };
         let negotiated_after = asked.elapsed();
         let recording = recording_slot::RecordingSlot::default();
@@ -241,14 +259,7 @@ impl MediaWorker {
         };
         let done = match ready {
             Ready::Whip(negotiated) => tokio::spawn(call::run(session, live, negotiated, recording, hang_up.clone())),
-            Ready::LiveKit(join, socket) => {
-                let room = livekit::Room::new(
-                    &join.conversation_id,
-                    &join.identity,
-                    &join.name,
-                    &live.agent_id,
-                    &live.agent_name,
-                );
+            Ready::LiveKit(room, socket) => {
                 let call = LiveKitCall {
                     room,
                     signal: livekit::signal::Signal::new(socket.to_client),
