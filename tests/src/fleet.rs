@@ -116,7 +116,7 @@ impl Worker {
             .args(["--allow-private-urls"])
             .args(extra)
             .envs(env.iter().copied())
-            .env("RUST_LOG", "debug,sqlx=warn,webrtc=warn,rtc=warn,async_nats=info,ort=warn")
+            .env("RUST_LOG", "info,sqlx=warn,webrtc=warn,rtc=warn")
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()

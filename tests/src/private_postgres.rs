@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 pub struct PrivatePostgres {
     child: Child,
-    data: PathBuf,
+    /// The server's own process (runuser does not pass SIGINT on).
+    pid: String,
     /// `postgres://postgres@127.0.0.1:<port>/postgres`.
     pub url: String,
 }
@@ -65,7 +66,9 @@ impl PrivatePostgres {
         loop {
             let ready = Command::new("psql").args([url.as_str(), "-q", "-c", "SELECT 1"]).output();
             if ready.is_ok_and(|output| output.status.success()) {
-                return PrivatePostgres { child, data, url };
+                let pid = std::fs::read_to_string(data.join("postmaster.pid")).unwrap_or_default();
+                let pid = pid.lines().next().unwrap_or_default().trim().to_string();
+                return PrivatePostgres { child, pid, url };
             }
             assert!(Instant::now() < deadline, "PostgreSQL did not start; see {}", dir.join("postgres.log").display());
             std::thread::sleep(Duration::from_millis(100));
@@ -75,10 +78,9 @@ impl PrivatePostgres {
 
 impl Drop for PrivatePostgres {
     fn drop(&mut self) {
-        // The server's own pid (runuser does not pass SIGINT on): a fast shutdown.
-        let pid = std::fs::read_to_string(self.data.join("postmaster.pid")).unwrap_or_default();
-        if let Some(pid) = pid.lines().next() {
-            let _ = Command::new("kill").args(["-INT", pid.trim()]).status();
+        // A fast shutdown.
+        if !self.pid.is_empty() {
+            let _ = Command::new("kill").args(["-INT", &self.pid]).status();
         }
         let _ = self.child.wait();
     }

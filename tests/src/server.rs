@@ -36,10 +36,7 @@ impl Server {
             .arg(data)
             .args(extra)
             .env_remove("DATABASE_URL")
-            .env(
-                "RUST_LOG",
-                "info,confab_engine=debug,sqlx=warn,webrtc=warn,rtc=warn,tower_http=debug,confab_http=debug",
-            )
+            .env("RUST_LOG", "info,confab_engine=debug,sqlx=warn,webrtc=warn,rtc=warn")
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)

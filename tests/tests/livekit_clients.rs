@@ -80,7 +80,7 @@ async fn through_a_fleet() {
     let receiver = Receiver::start(vec![]).await;
     converse(&dir, &replica.base, &key, &receiver).await;
     assert!(worker.log_text().contains("LiveKit call over"), "the worker held the call:\n{}", worker.log_text());
-    drop((replica, worker));
+    drop((replica, worker, nats, postgres));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
