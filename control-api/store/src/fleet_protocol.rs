@@ -80,6 +80,7 @@ pub enum Rpc {
     Offer { job_id: String, conversation_id: String, sdp: String },
     /// A LiveKit client for the job the worker took: its identity and name (from its access token), and the
     /// relay subjects its signalling frames travel on (`fleet_relay`).
+    #[serde(rename = "livekit")]
     LiveKit { job_id: String, conversation_id: String, identity: String, name: String, relay: String },
     /// Hang up the conversation's call.
     HangUp { conversation_id: String },
@@ -180,6 +181,18 @@ mod tests {
             serde_json::to_value(&refused).unwrap(),
             serde_json::json!({"result": "refused", "reason": "invalid_offer", "message": "bad"})
         );
+        let livekit = Rpc::LiveKit {
+            job_id: "j".into(),
+            conversation_id: "c".into(),
+            identity: "u".into(),
+            name: "U".into(),
+            relay: "j".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&livekit).unwrap(),
+            serde_json::json!({"op": "livekit", "job_id": "j", "conversation_id": "c", "identity": "u", "name": "U", "relay": "j"})
+        );
+        assert_eq!(serde_json::to_value(RpcReply::Joined).unwrap(), serde_json::json!({"result": "joined"}));
         assert_eq!(rpc_subject("w1"), "confab.worker.w1.rpc");
         assert_eq!(job_subject(DEFAULT_QUEUE), "confab.calls.jobs.default");
         assert!(is_token("eu-west_1") && !is_token("a.b") && !is_token("") && !is_token("a b"));

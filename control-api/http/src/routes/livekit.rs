@@ -146,11 +146,7 @@ async fn relay(state: AppState, socket: WebSocket, join: LiveKitJoin) {
 }
 
 /// Closes the socket of a call that could not be placed, with the reason.
-async fn refuse(
-    sink: &mut futures_util::stream::SplitSink<WebSocket, Message>,
-    conversation_id: &str,
-    err: JoinError,
-) {
+async fn refuse(sink: &mut futures_util::stream::SplitSink<WebSocket, Message>, conversation_id: &str, err: JoinError) {
     let reason = match &err {
         JoinError::Ended | JoinError::Busy | JoinError::Full => err.to_string(),
         other => {
