@@ -156,3 +156,11 @@ pub fn peak_of_audio(path: &Path) -> u16 {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     output.stdout.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]]).unsigned_abs()).max().unwrap_or(0)
 }
+
+/// A scratch directory for one test, emptied first: `<tmp>/confab-<name>-<pid>`, with a `data` directory in it.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("confab-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    dir
+}

@@ -12,7 +12,7 @@ use confab_tests::browser::Browser;
 use confab_tests::netns::enter_loopback_only;
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key, geographer, wait_for_preload};
-use confab_tests::{ffprobe_streams, peak_of_audio, silent_wav, spoken_wav};
+use confab_tests::{ffprobe_streams, peak_of_audio, scratch, silent_wav, spoken_wav};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -134,14 +134,6 @@ async fn assert_the_mouth_follows_the_voice(browser: &mut Browser, quiet: usize)
     eprintln!("the mouth lines up best with the voice {best} samples (of 80 ms) later; {} samples", samples.len());
     assert!(moving >= 3, "the mouth moved in {moving} samples while the agent spoke: {samples:?}");
     assert!(still < 5.0, "the mouth moved by {still} while the agent was silent: {samples:?}");
-}
-
-/// A scratch directory for one test: `<tmp>/confab-<name>-<pid>`.
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("confab-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("data")).unwrap();
-    dir
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -16,7 +16,7 @@ use confab_tests::netns::enter_loopback_only;
 use confab_tests::private_postgres::PrivatePostgres;
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key, geographer, wait_for_preload};
-use confab_tests::spoken_wav;
+use confab_tests::{scratch, spoken_wav};
 use reqwest::Method;
 use serde_json::Value;
 
@@ -28,13 +28,6 @@ const EVENTS: [&str; 6] = [
     "participant_left",
     "call_ended",
 ];
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("confab-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("data")).unwrap();
-    dir
-}
 
 /// The tests take turns: each starts a server (or a fleet) that loads the models.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
