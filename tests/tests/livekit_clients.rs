@@ -4,7 +4,7 @@
 //! `connect` (`/rtc`: it tries `/rtc/v1` first and falls back on its 404), the agent's tracks arrive,
 //! `upload_audio(question.wav)` publishes a track and speaks the question, the answer is heard and arrives as
 //! a final `lk.transcription` stream, `disconnect`. The record then reads ENDED with question and answer,
-//! and `call_ended` was delivered signed. Once on `confab serve` alone, once through a fleet replica (the
+//! and `call_ended` was delivered signed; a call Confab ends is a `leave` the SDK reports. Once on `confab serve` alone, once through a fleet replica (the
 //! client's WebSocket) and a media worker (the call). libwebrtc gathers no loopback candidates: the test runs in a
 //! network namespace whose other interfaces are a veth pair leading nowhere (`confab_tests::netns`).
 
@@ -57,7 +57,40 @@ async fn on_the_embedded_server() {
     let server = Server::start(&data, &["--allow-private-webhooks"]).await;
     wait_for_preload(&data).await;
     converse(&dir, &server.base, &key, &receiver).await;
+    ended_by_the_server(&server.base, &key).await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A call Confab ends (the agent's `maxCallDuration`, 4 s): the client hears `leave` (ROOM_CLOSED) and
+/// says so, and the record reads ENDED.
+async fn ended_by_the_server(base: &str, key: &str) {
+    let client = reqwest::Client::new();
+    let agent = serde_json::json!({
+        "agent_name": "Brief",
+        "agent_system_prompt": "Be brief.",
+        "avatars": [{ "avatar_key_id": "stock-amara" }],
+        "config": { "maxCallDuration": 4 }
+    });
+    let agent = api(&client, key, Method::POST, format!("{base}/v1/ext/agent"), Some(agent)).await;
+    let agent_id = agent["id"].as_str().unwrap();
+    let seen = run_script("trugen_ended_by_server.py", &[&format!("{base}/v1"), key, agent_id]).await;
+    assert_eq!(seen["reason"], "ROOM_CLOSED", "{seen}");
+    let after = seen["after_ms"].as_u64().unwrap();
+    assert!((3_000..15_000).contains(&after), "ended {after} ms after connecting: {seen}");
+}
+
+/// Runs `tests/fixtures/<script>` with `args` in the trugen-sdk venv; the JSON line it prints.
+async fn run_script(script: &str, args: &[&str]) -> Value {
+    let tools =
+        std::env::var_os("CONFAB_TEST_TOOLS").map(PathBuf::from).unwrap_or_else(|| "/var/tmp/confab-tools".into());
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(script);
+    let output = tokio::process::Command::new(tools.join("trugen/bin/python")).arg(script).args(args).output();
+    let output = tokio::time::timeout(Duration::from_secs(180), output).await.expect("the SDK's flow ends").unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the trugen-sdk flow failed: {stderr}");
+    let seen: Value = serde_json::from_slice(&output.stdout).expect("the script's JSON line");
+    eprintln!("the client saw: {seen}");
+    seen
 }
 
 /// The replica holds the client's WebSocket and relays its frames over NATS to the worker that holds the
@@ -85,19 +118,8 @@ async fn converse(dir: &std::path::Path, base: &str, key: &str, receiver: &Recei
     let client = reqwest::Client::new();
     let (agent_id, secret) = geographer(&client, key, base, &receiver.hook_url, &EVENTS, false).await;
 
-    let tools =
-        std::env::var_os("CONFAB_TEST_TOOLS").map(PathBuf::from).unwrap_or_else(|| "/var/tmp/confab-tools".into());
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/trugen_conversation.py");
-    let output = tokio::process::Command::new(tools.join("trugen/bin/python"))
-        .arg(script)
-        .args([&format!("{base}/v1"), key, &agent_id])
-        .arg(&question)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(180), output).await.expect("the SDK's flow ends").unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the trugen-sdk flow failed: {stderr}");
-    let seen: Value = serde_json::from_slice(&output.stdout).expect("the script's JSON line");
-    eprintln!("the client saw: {seen}");
+    let question_path = question.to_str().unwrap();
+    let seen = run_script("trugen_conversation.py", &[&format!("{base}/v1"), key, &agent_id, question_path]).await;
 
     // The agent is a participant of kind AGENT named after the agent, listening when the person joins.
     let agent = &seen["participants"][0];
@@ -119,6 +141,9 @@ async fn converse(dir: &std::path::Path, base: &str, key: &str, receiver: &Recei
     for state in ["thinking", "speaking", "listening"] {
         assert!(states.contains(&state), "{states:?}");
     }
+    // The SDK published its microphone again after the upload (a renegotiation): published, still connected.
+    assert_eq!(seen["published_after_upload"], serde_json::json!(["mic"]), "{seen}");
+    assert_eq!(seen["connected_after_upload"], true, "{seen}");
     let speaking = seen["speaking"].to_string();
     assert!(speaking.contains("user") && speaking.contains("agent"), "{speaking}");
 
