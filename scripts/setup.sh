@@ -71,6 +71,12 @@ if ! "$tools_dir/trugen/bin/python" -c "import importlib.metadata as m; assert (
   python3 -m venv "$tools_dir/trugen"
   "$tools_dir/trugen/bin/pip" install --quiet "trugen-sdk==$trugen_version" "livekit==$livekit_version" >&2
 fi
+# LiveKit's JS client SDK, pinned: its UMD build is the test page's client (tests/tests/livekit_clients.rs).
+livekit_js_version="2.23.0"
+if ! grep -qs "\"version\": \"$livekit_js_version\"" "$tools_dir/livekit-js/node_modules/livekit-client/package.json"; then
+  echo "setup: installing livekit-client $livekit_js_version" >&2
+  npm install --silent --no-audit --no-fund --prefix "$tools_dir/livekit-js" "livekit-client@$livekit_js_version" >&2
+fi
 python_mcp_version="2.3.0"
 if ! "$tools_dir/mcp-python/bin/python" -c "import mcp, importlib.metadata as m; assert m.version('mcp') == '$python_mcp_version'" 2>/dev/null; then
   echo "setup: installing the Python MCP SDK $python_mcp_version" >&2

@@ -68,7 +68,15 @@ impl Receiver {
                     async move {
                         match files.iter().find(|(n, _)| *n == name) {
                             Some((_, bytes)) => {
-                                ([(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")], bytes.clone()).into_response()
+                                let kind = match name.rsplit_once('.').map(|(_, extension)| extension) {
+                                    Some("html") => "text/html; charset=utf-8",
+                                    Some("js") => "text/javascript",
+                                    Some("wav") => "audio/wav",
+                                    _ => "application/octet-stream",
+                                };
+                                let headers =
+                                    [(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"), (header::CONTENT_TYPE, kind)];
+                                (headers, bytes.clone()).into_response()
                             }
                             None => StatusCode::NOT_FOUND.into_response(),
                         }

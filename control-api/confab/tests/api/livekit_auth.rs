@@ -156,6 +156,13 @@ async fn the_signalling_endpoints_check_the_access_token(app: TestApp) {
     assert!(refused.text().starts_with("invalid access token"), "{}", refused.text());
     let v1 = get_with_token(&app, "/rtc/v1", access, false).await;
     assert_eq!(v1.status, StatusCode::NOT_FOUND, "single-PeerConnection clients fall back to /rtc on a 404");
+    // LiveKit's JS SDK asks `/rtc/v1/validate` from the app's page (another origin) before it falls back.
+    let v1_validate = get_with_token(&app, "/rtc/v1/validate", access, false).await;
+    assert_eq!(v1_validate.status, StatusCode::NOT_FOUND);
+    assert_eq!(v1_validate.headers["access-control-allow-origin"], "*");
+    assert!(!v1_validate.text().contains("requested room does not exist"), "that text would stop the fallback");
+    let validated = get_with_token(&app, "/rtc/validate", access, false).await;
+    assert_eq!(validated.headers["access-control-allow-origin"], "*");
 
     let conversation_id = grant["conversationId"].as_str().unwrap();
     confab_store::conversations::advance_status(&app.db, conversation_id, confab_store::conversations::STATUS_ENDED)

@@ -27,8 +27,21 @@ const FRAME_QUEUE: usize = 64;
 /// Largest signalling frame read (offers with every candidate are a few kilobytes).
 const MAX_FRAME_BYTES: usize = 256 * 1024;
 
+/// What `/rtc/v1/validate` answers (404: clients then fall back to `/rtc`).
+pub const NO_V1: &str = "the single-PeerConnection protocol (/rtc/v1) is not served here: use /rtc";
+
 pub fn router() -> Router<AppState> {
-    Router::new().route("/rtc", get(signal)).route("/rtc/validate", get(validate))
+    Router::new()
+        .route("/rtc", get(signal))
+        .route("/rtc/validate", get(validate))
+        .route("/rtc/v1/validate", get(|| async { with_cors((StatusCode::NOT_FOUND, NO_V1).into_response()) }))
+}
+
+/// Validation is read by pages on other origins (LiveKit's JS SDK fetches it from the app's page).
+fn with_cors(mut response: Response) -> Response {
+    let any = axum::http::HeaderValue::from_static("*");
+    response.headers_mut().insert(axum::http::header::ACCESS_CONTROL_ALLOW_ORIGIN, any);
+    response
 }
 
 #[derive(Debug, Deserialize)]
@@ -68,12 +81,13 @@ async fn admitted(state: &AppState, query: &TokenQuery, headers: &HeaderMap) -> 
     Ok(LiveKitJoin { conversation_id: claims.video.room, identity: claims.sub, name: claims.name })
 }
 
-/// `GET /rtc/validate`: 200 `success` when the token would be admitted, else the refusal.
+/// `GET /rtc/validate`: 200 `success` when the token would be admitted, else the refusal (readable from any
+/// origin).
 async fn validate(State(state): State<AppState>, Query(query): Query<TokenQuery>, headers: HeaderMap) -> Response {
-    match admitted(&state, &query, &headers).await {
+    with_cors(match admitted(&state, &query, &headers).await {
         Ok(_) => (StatusCode::OK, "success").into_response(),
         Err(refusal) => refusal.into_response(),
-    }
+    })
 }
 
 /// `GET /rtc`: the signalling WebSocket.
