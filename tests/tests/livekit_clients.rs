@@ -185,6 +185,13 @@ async fn through_a_fleet() {
     let replica_args = ["--database-url", &postgres.url, "--nats", &nats.url, "--allow-private-urls"];
     let replica = Server::start(&dir.join("replica"), &replica_args).await;
     let worker = Worker::start(&dir, "w1", &nats.url, &postgres.url, &[], &[]).await;
+    // A call arriving while the worker still loads its models waits for them (4–6 s here, 20 s seen on a
+    // loaded machine): past the client's 15 s for the connection, that is a failed join, not what is tested.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !worker.log_text().contains("local models preloaded") {
+        assert!(std::time::Instant::now() < deadline, "the worker did not preload its models:\n{}", worker.log_text());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let receiver = Receiver::start(vec![]).await;
     converse(&dir, &replica.base, &key, &receiver).await;
     assert!(worker.log_text().contains("LiveKit call over"), "the worker held the call:\n{}", worker.log_text());
