@@ -31,6 +31,24 @@ impl CallSession {
         lock(&self.runtime).participant_left(session, participant);
     }
 
+    /// The sender whose first message marks the record IN_PROGRESS (the participant's first media), and
+    /// the task that waits for it.
+    pub fn in_progress_on_first_media(
+        &self,
+        conversation_id: &str,
+    ) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+        let (first_media, first_media_rx) = tokio::sync::oneshot::channel();
+        let (db, id) = (self.db.clone(), conversation_id.to_string());
+        let marking = tokio::spawn(async move {
+            if first_media_rx.await.is_ok()
+                && let Err(err) = confab_store::conversation_events::media_started(&db, &id).await
+            {
+                tracing::error!(conversation_id = %id, error = %err, "cannot mark the conversation IN_PROGRESS");
+            }
+        });
+        (first_media, marking)
+    }
+
     /// The call is over.
     pub fn finish(self) {
         (self.over)();

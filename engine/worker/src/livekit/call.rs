@@ -31,7 +31,6 @@ use crate::media::call::{MediaClock, VoiceTrack, receive_voice, send_voice};
 use crate::media::face::{self, FaceFeed, VideoTrack};
 use crate::media::recording_slot::RecordingSlot;
 use crate::session_binding::LiveConversation;
-use confab_store::conversation_events;
 
 /// How often the call looks at its connections and the client's pings.
 const SUPERVISE_INTERVAL: Duration = Duration::from_millis(200);
@@ -205,16 +204,8 @@ fn hear(
     mut tracks: mpsc::Receiver<Arc<dyn TrackRemote>>,
     recording: RecordingSlot,
 ) -> tokio::task::JoinHandle<()> {
-    let (first_packet, first_packet_rx) = tokio::sync::oneshot::channel();
-    let (db, id) = (session.db.clone(), conversation_id.to_string());
+    let (first_packet, marking) = session.in_progress_on_first_media(conversation_id);
     tokio::spawn(async move {
-        let marking = tokio::spawn(async move {
-            if first_packet_rx.await.is_ok()
-                && let Err(err) = conversation_events::media_started(&db, &id).await
-            {
-                tracing::error!(conversation_id = %id, error = %err, "cannot mark the conversation IN_PROGRESS");
-            }
-        });
         let clock = MediaClock::default();
         let mut first_packet = Some(first_packet);
         let mut next = tracks.recv().await;

@@ -25,7 +25,6 @@ use super::presence::{Connection, Presence};
 use super::recording_slot::RecordingSlot;
 use crate::call_session::CallSession;
 use crate::session_binding::LiveConversation;
-use confab_store::conversation_events;
 
 /// How often the agent's audio is taken from the engine and sent (it arrives in 20 ms frames).
 const SEND_INTERVAL: Duration = Duration::from_millis(10);
@@ -97,7 +96,7 @@ pub async fn run(
     let shared = Arc::new(MediaClock::default());
 
     // The browser's microphone into the engine; the record goes IN_PROGRESS with its first packet.
-    let (first_packet, first_packet_rx) = tokio::sync::oneshot::channel();
+    let (first_packet, marking) = session.in_progress_on_first_media(&conversation_id);
     let receiving = {
         let (shared, recording) = (shared.clone(), recording.clone());
         tokio::spawn(async move {
@@ -113,17 +112,6 @@ pub async fn run(
             }
         })
     };
-    let marking = {
-        let (db, id) = (session.db.clone(), conversation_id.clone());
-        tokio::spawn(async move {
-            if first_packet_rx.await.is_ok()
-                && let Err(err) = conversation_events::media_started(&db, &id).await
-            {
-                tracing::error!(conversation_id = %id, error = %err, "cannot mark the conversation IN_PROGRESS");
-            }
-        })
-    };
-
     // The engine's voice to the browser.
     let sending = tokio::spawn(send_voice(
         output,
