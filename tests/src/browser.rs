@@ -109,6 +109,7 @@ impl Browser {
                 "--use-fake-device-for-media-stream",
                 "--allow-loopback-in-peer-connection",
                 "--autoplay-policy=no-user-gesture-required",
+                "--window-size=1280,900",
             ])
             .arg(format!("--user-data-dir={}", profile.display()))
             .arg(format!("--use-file-for-fake-audio-capture={}", microphone.display()))
@@ -247,6 +248,20 @@ impl Browser {
         }
     }
 
+    /// Saves what the page shows as a PNG at `path`.
+    pub async fn screenshot(&mut self, path: &Path) {
+        use base64::Engine;
+        let data = match &self.protocol {
+            Protocol::Cdp => self.command("Page.captureScreenshot", json!({ "format": "png" })).await,
+            Protocol::Bidi { context } => {
+                let params = json!({ "context": context });
+                self.command("browsingContext.captureScreenshot", params).await
+            }
+        };
+        let png = base64::engine::general_purpose::STANDARD.decode(data["data"].as_str().unwrap()).unwrap();
+        std::fs::write(path, png).unwrap();
+    }
+
     /// The browser's sound device, when it has one of its own (Firefox).
     pub fn sound(&self) -> Option<&SoundServer> {
         self.sound.as_ref()
@@ -267,12 +282,21 @@ impl Browser {
     }
 }
 
-/// A WebDriver BiDi remote value as plain JSON (primitives and arrays; anything else as sent).
+/// A WebDriver BiDi remote value as plain JSON (primitives, arrays and plain objects with string keys;
+/// anything else as sent).
 fn from_remote_value(value: &Value) -> Value {
     match value["type"].as_str() {
         Some("string" | "number" | "boolean") => value["value"].clone(),
         Some("null" | "undefined") => Value::Null,
         Some("array") => Value::Array(value["value"].as_array().into_iter().flatten().map(from_remote_value).collect()),
+        Some("object") => Value::Object(
+            value["value"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|pair| Some((pair[0].as_str()?.to_string(), from_remote_value(&pair[1]))))
+                .collect(),
+        ),
         _ => value.clone(),
     }
 }
@@ -282,4 +306,28 @@ impl Drop for Browser {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.profile);
     }
+}
+
+/// Makes the page's microphone a spoken WAV, through Web Audio, before the page asks for it: Firefox's
+/// own Opus encoder and WebRTC stack still carry it. Until `speak()` starts the WAV (once the call is
+/// live) the microphone carries silence from a running source, so the track is live from the first
+/// packet and speaking changes only the samples. Firefox's fake device is never used, because it is a
+/// 1 kHz tone: its automatic gain control raises the tone within a second or two until the VAD takes it
+/// for speech, so a page that sent it first (and swapped in the WAV later) had a "turn" of tone
+/// committed before the question whenever the machine was slow to swap.
+pub fn microphone_from_wav(wav_url: &str) -> String {
+    microphone_from_wav_in("window", wav_url)
+}
+
+/// `microphone_from_wav` for the page in another window of the same origin (`target`, an expression such
+/// as `document.getElementById('call').contentWindow`); `speak()` is this window's.
+pub fn microphone_from_wav_in(target: &str, wav_url: &str) -> String {
+    format!(
+        "(() => {{ const w = {target}; w.navigator.mediaDevices.getUserMedia = async () => {{ const ctx = new w.AudioContext(); \
+         const buffer = await ctx.decodeAudioData(await (await w.fetch('{wav_url}')).arrayBuffer()); \
+         const sink = ctx.createMediaStreamDestination(); \
+         const silence = ctx.createConstantSource(); silence.offset.value = 0; silence.connect(sink); silence.start(); \
+         const source = ctx.createBufferSource(); source.buffer = buffer; source.connect(sink); await ctx.resume(); \
+         window.speak = () => {{ source.start(); return ctx.state; }}; return sink.stream; }}; return true; }})()"
+    )
 }

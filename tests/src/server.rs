@@ -130,6 +130,27 @@ pub async fn api(
     serde_json::from_str(&text).unwrap()
 }
 
+/// Waits until the conversation `id` reads `status` (the media worker sets it as media flows); panics
+/// after `timeout` with the status it has.
+pub async fn wait_for_status(
+    client: &reqwest::Client,
+    key: &str,
+    base: &str,
+    id: &str,
+    status: &str,
+    timeout: Duration,
+) {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let detail = api(client, key, reqwest::Method::GET, format!("{base}/v1/ext/conversation/{id}"), None).await;
+        if detail["status"] == status {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{id} is {}, not {status}, after {timeout:?}", detail["status"]);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Creates the live tests' agent on the local models ("Geographer", one-sentence answers, the stock face)
 /// whose `events` go to `hook_url`; returns (agent id, webhook secret).
 pub async fn geographer(

@@ -8,10 +8,10 @@
 
 use std::time::Duration;
 
-use confab_tests::browser::Browser;
+use confab_tests::browser::{Browser, microphone_from_wav};
 use confab_tests::netns::enter_loopback_only;
 use confab_tests::receiver::Receiver;
-use confab_tests::server::{Server, api, create_key, geographer, wait_for_preload};
+use confab_tests::server::{Server, api, create_key, geographer, wait_for_preload, wait_for_status};
 use confab_tests::{ffprobe_streams, peak_of_audio, scratch, silent_wav, spoken_wav};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -64,19 +64,7 @@ impl Setup {
 
     /// Waits until the conversation's status is `status` (the media worker sets it as media flows).
     async fn wait_for_status(&self, id: &str, status: &str, timeout: Duration) {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            let detail = self.detail(id).await;
-            if detail["status"] == status {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{id} is {}, not {status}, after {timeout:?}",
-                detail["status"]
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_for_status(&self.client, &self.key, &self.server.base, id, status, timeout).await;
     }
 }
 
@@ -264,24 +252,6 @@ fn a_person_talks_to_the_agent_in_firefox() {
     if enter_loopback_only("a_person_talks_to_the_agent_in_firefox") {
         runtime().block_on(talk_in_firefox());
     }
-}
-
-/// Makes the page's microphone a spoken WAV, through Web Audio, before the page asks for it: Firefox's
-/// own Opus encoder and WebRTC stack still carry it. Until `speak()` starts the WAV (once the call is
-/// live) the microphone carries silence from a running source, so the track is live from the first
-/// packet and speaking changes only the samples. Firefox's fake device is never used, because it is a
-/// 1 kHz tone: its automatic gain control raises the tone within a second or two until the VAD takes it
-/// for speech, so a page that sent it first (and swapped in the WAV later) had a "turn" of tone
-/// committed before the question whenever the machine was slow to swap.
-fn microphone_from_wav(wav_url: &str) -> String {
-    format!(
-        "(() => {{ navigator.mediaDevices.getUserMedia = async () => {{ const ctx = new AudioContext(); \
-         const buffer = await ctx.decodeAudioData(await (await fetch('{wav_url}')).arrayBuffer()); \
-         const sink = ctx.createMediaStreamDestination(); \
-         const silence = ctx.createConstantSource(); silence.offset.value = 0; silence.connect(sink); silence.start(); \
-         const source = ctx.createBufferSource(); source.buffer = buffer; source.connect(sink); await ctx.resume(); \
-         window.speak = () => {{ source.start(); return ctx.state; }}; return sink.stream; }}; return true; }})()"
-    )
 }
 
 /// Waits until a committed utterance holds `word` and "france" and the agent has then finished speaking;

@@ -14,7 +14,7 @@ use confab_tests::browser::Browser;
 use confab_tests::fake_meeting::{Admission, FakeMeeting};
 use confab_tests::netns::enter_loopback_only;
 use confab_tests::receiver::Receiver;
-use confab_tests::server::{Server, api, create_key, geographer};
+use confab_tests::server::{self, Server, api, create_key, geographer};
 use confab_tests::{silent_wav, spoken_wav};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -85,11 +85,7 @@ impl Setup {
     }
 
     async fn wait_for_status(&self, id: &str, status: &str, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while self.detail(id).await["status"] != status {
-            assert!(Instant::now() < deadline, "{id} did not become {status} within {timeout:?}");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        server::wait_for_status(&self.client, &self.key, &self.server.base, id, status, timeout).await;
     }
 
     async fn wait_until_ended(&self, id: &str, timeout: Duration) -> Value {

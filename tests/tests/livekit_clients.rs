@@ -5,19 +5,20 @@
 //! `upload_audio(question.wav)` publishes a track and speaks the question, the answer is heard and arrives as
 //! a final `lk.transcription` stream, `disconnect`. The record then reads ENDED with question and answer,
 //! and `call_ended` was delivered signed; a call Confab ends is a `leave` the SDK reports. LiveKit's JS SDK
-//! (`livekit-client`, pinned) in Chromium holds the same conversation through its fake microphone. Once on `confab serve` alone, once through a fleet replica (the
-//! client's WebSocket) and a media worker (the call). libwebrtc gathers no loopback candidates: the test runs in a
+//! (`livekit-client`, pinned) holds the same conversation in Chromium (its fake microphone; the SDK's
+//! defaults) and in Firefox (Web Audio; forced onto `/rtc`). Once on `confab serve` alone, once through a
+//! fleet replica (the client's WebSocket) and a media worker (the call). libwebrtc gathers no loopback candidates: the test runs in a
 //! network namespace whose other interfaces are a veth pair leading nowhere (`confab_tests::netns`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use confab_tests::browser::Browser;
+use confab_tests::browser::{Browser, microphone_from_wav};
 use confab_tests::fleet::{self, Nats, Worker};
 use confab_tests::netns::enter_loopback_only;
 use confab_tests::private_postgres::PrivatePostgres;
 use confab_tests::receiver::Receiver;
-use confab_tests::server::{Server, api, create_key, geographer, wait_for_preload};
+use confab_tests::server::{Server, api, create_key, geographer, wait_for_preload, wait_for_status};
 use confab_tests::{scratch, spoken_wav};
 use reqwest::Method;
 use serde_json::Value;
@@ -59,19 +60,23 @@ fn trugen_sdk_talks_through_a_fleet_replica_and_worker() {
 
 async fn on_the_embedded_server() {
     let dir = scratch("trugen-livekit");
-    let receiver = Receiver::start(js_client_files()).await;
+    let spoken = dir.join("js-question.wav");
+    spoken_wav(&spoken, QUESTION, 1.0, 5.0);
+    let files = Receiver::start(js_client_files(&spoken)).await;
     let data = dir.join("data");
     let key = create_key(&data);
     let server = Server::start(&data, &["--allow-private-webhooks"]).await;
     wait_for_preload(&data).await;
-    converse(&dir, &server.base, &key, &receiver).await;
+    converse(&dir, &server.base, &key, &files).await;
     ended_by_the_server(&server.base, &key).await;
-    js_sdk_in_chromium(&dir, &server.base, &key, &receiver).await;
+    js_sdk_in(JsBrowser::Chromium, &dir, &server.base, &key, &files).await;
+    js_sdk_in(JsBrowser::Firefox, &dir, &server.base, &key, &files).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The test page and LiveKit's JS client SDK (`livekit-client`, pinned, installed by `scripts/setup.sh`).
-fn js_client_files() -> Vec<(String, Vec<u8>)> {
+/// The test page, LiveKit's JS client SDK (`livekit-client`, pinned, installed by `scripts/setup.sh`) and
+/// the question Firefox's page speaks.
+fn js_client_files(question: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     let tools =
         std::env::var_os("CONFAB_TEST_TOOLS").map(PathBuf::from).unwrap_or_else(|| "/var/tmp/confab-tools".into());
     let umd = tools.join("livekit-js/node_modules/livekit-client/dist/livekit-client.umd.js");
@@ -79,13 +84,24 @@ fn js_client_files() -> Vec<(String, Vec<u8>)> {
     vec![
         ("livekit-client.umd.js".into(), std::fs::read(&umd).expect("livekit-client (scripts/setup.sh)")),
         ("lk.html".into(), std::fs::read(page).unwrap()),
+        ("question.wav".into(), std::fs::read(question).unwrap()),
     ]
 }
 
-/// LiveKit's JS SDK in Chromium (its fake microphone speaking the question): connects (trying `/rtc/v1`,
-/// falling back to `/rtc`), publishes the microphone, plays the agent's face and voice, receives the words
-/// and sees `lk.agent.state` change; then leaves, and the record reads ENDED.
-async fn js_sdk_in_chromium(dir: &std::path::Path, base: &str, key: &str, files: &Receiver) {
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum JsBrowser {
+    /// Speaks through Chromium's fake microphone (the WAV); the SDK's defaults (it tries `/rtc/v1`, then
+    /// falls back to `/rtc` on its 404).
+    Chromium,
+    /// Speaks through Web Audio once the call is live (`microphone_from_wav`); the SDK forced onto `/rtc`
+    /// (`singlePeerConnection: false`). Firefox names remote tracks itself: the SDK finds the agent's
+    /// tracks by `mid` (the offer's `mid_to_track_id`).
+    Firefox,
+}
+
+/// LiveKit's JS SDK in a browser: connects, publishes the microphone, plays the agent's face and voice,
+/// receives the words and sees `lk.agent.state` change; then leaves, and the record reads ENDED.
+async fn js_sdk_in(which: JsBrowser, dir: &std::path::Path, base: &str, key: &str, files: &Receiver) {
     let client = reqwest::Client::new();
     // Webhooks to a receiver of this agent's own (a receiver checks every delivery against one secret).
     let receiver = Receiver::start(vec![]).await;
@@ -104,13 +120,25 @@ async fn js_sdk_in_chromium(dir: &std::path::Path, base: &str, key: &str, files:
     let (url, access) = (grant["rtcServerUrl"].as_str().unwrap(), grant["accessToken"].as_str().unwrap());
     let id = grant["conversationId"].as_str().unwrap();
 
-    let microphone = dir.join("js-question.wav");
-    spoken_wav(&microphone, QUESTION, 3.0, 40.0);
     let page = format!("{}/lk.html", files.files_url);
-    let mut browser = Browser::chromium(&page, &microphone, &dir.join("chromium.log")).await;
+    let (mut browser, options) = match which {
+        JsBrowser::Chromium => {
+            let microphone = dir.join("chromium-question.wav");
+            spoken_wav(&microphone, QUESTION, 3.0, 40.0);
+            (Browser::chromium(&page, &microphone, &dir.join("chromium.log")).await, "{}")
+        }
+        JsBrowser::Firefox => {
+            let mut browser = Browser::firefox(&page, &dir.join("firefox.log")).await;
+            let wav_url = format!("{}/question.wav", files.files_url);
+            assert_eq!(browser.eval(&microphone_from_wav(&wav_url)).await, serde_json::json!(true));
+            (browser, "{ singlePeerConnection: false }")
+        }
+    };
     browser.wait_for("typeof window.joinRoom", &serde_json::json!("function"), Duration::from_secs(15)).await;
-    let participants = browser.eval(&format!("window.joinRoom({url:?}, {access:?})")).await;
-    assert_eq!(participants[0]["identity"], format!("agent-{agent_id}"), "{participants}");
+    // As JSON text: both browsers hand a string back alike.
+    let joined = browser.eval(&format!("window.joinRoom({url:?}, {access:?}, {options}).then(JSON.stringify)")).await;
+    let participants: Value = serde_json::from_str(joined.as_str().unwrap()).unwrap();
+    assert_eq!(participants[0]["identity"], format!("agent-{agent_id}"), "{which:?}: {participants}");
     assert_eq!(participants[0]["kind"], 4, "ParticipantKind.AGENT: {participants}");
     assert_eq!(participants[0]["state"], "listening");
     browser
@@ -120,15 +148,20 @@ async fn js_sdk_in_chromium(dir: &std::path::Path, base: &str, key: &str, files:
             Duration::from_secs(15),
         )
         .await;
+    if which == JsBrowser::Firefox {
+        // The microphone's silence reached the engine: the question can be asked.
+        wait_for_status(&client, key, base, id, "IN_PROGRESS", Duration::from_secs(10)).await;
+        assert_eq!(browser.eval("window.speak()").await, serde_json::json!("running"));
+    }
     let answered = "lk.words.some((w) => w.final === 'true' && w.who.startsWith('agent-') && w.text.length > 0)";
     browser.wait_for(answered, &serde_json::json!(true), Duration::from_secs(60)).await;
     let words = browser.eval("JSON.stringify(lk.words)").await;
     let words = words.as_str().unwrap().to_lowercase();
-    assert!(words.contains("capital") && words.contains("usr_js"), "the person's words on their identity: {words}");
+    assert!(words.contains("capital") && words.contains("usr_js"), "{which:?}: the person's words: {words}");
     let states = browser.eval("lk.states").await.to_string();
-    assert!(states.contains("thinking") && states.contains("speaking"), "{states}");
+    assert!(states.contains("thinking") && states.contains("speaking"), "{which:?}: {states}");
     let packets = browser.eval("window.audioPacketsReceived()").await.as_u64().unwrap();
-    assert!(packets >= 25, "the page received {packets} audio packets from the agent");
+    assert!(packets >= 25, "{which:?}: the page received {packets} audio packets from the agent");
     browser.eval("room.disconnect()").await;
     receiver.wait_for_event(&secret, id, "call_ended", Duration::from_secs(20)).await;
     let detail = api(&client, key, Method::GET, format!("{base}/v1/ext/conversation/{id}"), None).await;

@@ -4,11 +4,11 @@
 //! the participant's id, then `call_ended`, and the record is ENDED. Signalling errors are checked too:
 //! a second offer while a call runs (409) and an API key instead of the session token (401).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use confab_tests::caller::{Caller, client_config, offer, token_of};
 use confab_tests::receiver::Receiver;
-use confab_tests::server::{Server, api, create_key};
+use confab_tests::server::{Server, api, create_key, wait_for_status};
 use confab_worker::media::peer::Offerer;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -18,14 +18,6 @@ const NO_MEDIA_TIMEOUT_S: &str = "2";
 
 async fn status(client: &reqwest::Client, base: &str, key: &str, id: &str) -> Value {
     api(client, key, Method::GET, format!("{base}/v1/ext/conversation/{id}"), None).await["status"].clone()
-}
-
-async fn wait_for_status(client: &reqwest::Client, base: &str, key: &str, id: &str, expected: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while status(client, base, key, id).await != expected {
-        assert!(Instant::now() < deadline, "{id} never became {expected}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -61,7 +53,7 @@ async fn a_silent_or_vanished_participant_ends_the_call() {
     let unauthorized = offer(&client, &base, &id, &key, "v=0".into()).await;
     assert_eq!(unauthorized.status(), 401, "signalling takes the session token, never the API key");
     let joined = Caller::join(&client, &base, &id, &token, vec![]).await;
-    wait_for_status(&client, &base, &key, &id, "IN_PROGRESS").await;
+    wait_for_status(&client, &key, &base, &id, "IN_PROGRESS", Duration::from_secs(10)).await;
     let busy = offer(&client, &base, &id, &token, Offerer::new(&client_config()).await.unwrap().offer_sdp).await;
     assert_eq!(busy.status(), 409);
     // When silence counts as leaving is decided on exact times by `worker::media::presence` (unit tests);
@@ -79,7 +71,7 @@ async fn a_silent_or_vanished_participant_ends_the_call() {
     let id = second["id"].as_str().unwrap().to_string();
     let token = token_of(&second);
     let joined = Caller::join(&client, &base, &id, &token, vec![]).await;
-    wait_for_status(&client, &base, &key, &id, "IN_PROGRESS").await;
+    wait_for_status(&client, &key, &base, &id, "IN_PROGRESS", Duration::from_secs(10)).await;
     joined.offerer.connection.close().await.unwrap();
     receiver.wait_for_event(&secret, &id, "call_ended", Duration::from_secs(15)).await;
     let names = receiver.event_names(&secret, &id);

@@ -1,6 +1,8 @@
 //! LiveKit signalling frames: each WebSocket message is one binary protobuf, a `SignalRequest` from the
 //! client or a `SignalResponse` from Confab.
 
+use std::collections::HashMap;
+
 use livekit_protocol as proto;
 use prost::Message;
 use proto::{signal_request, signal_response};
@@ -46,9 +48,25 @@ pub fn leave(reason: proto::DisconnectReason) -> signal_response::Message {
     })
 }
 
-/// The session description message LiveKit carries offers and answers in.
+/// The session description message LiveKit carries offers and answers in, with each media section's
+/// track id by its `mid`: Firefox gives remote tracks ids of its own (not the `TR_` ids in `a=msid`), and
+/// LiveKit's clients then find the track a receiver carries by its `mid` in this map.
 pub fn description(kind: &str, sdp: String, id: u32) -> proto::SessionDescription {
-    proto::SessionDescription { r#type: kind.to_string(), sdp, id, mid_to_track_id: Default::default() }
+    let mid_to_track_id = track_ids_by_mid(&sdp);
+    proto::SessionDescription { r#type: kind.to_string(), sdp, id, mid_to_track_id }
+}
+
+/// `mid` → track id of every media section of `sdp` that names both (`a=mid:`, `a=msid:<stream> <track>`).
+fn track_ids_by_mid(sdp: &str) -> HashMap<String, String> {
+    let mut found = HashMap::new();
+    for section in sdp.split("\nm=").skip(1) {
+        let attribute = |name: &str| section.lines().find_map(|line| line.trim_end().strip_prefix(name));
+        let track = attribute("a=msid:").and_then(|msid| msid.split_whitespace().nth(1));
+        if let (Some(mid), Some(track)) = (attribute("a=mid:"), track) {
+            found.insert(mid.to_string(), track.to_string());
+        }
+    }
+    found
 }
 
 #[cfg(test)]
@@ -60,5 +78,18 @@ mod tests {
         let frame = proto::SignalRequest { message: Some(signal_request::Message::Ping(42)) }.encode_to_vec();
         assert_eq!(decode(&frame), Some(signal_request::Message::Ping(42)));
         assert_eq!(decode(&[0xff, 0xff, 0xff]), None);
+    }
+
+    #[test]
+    fn an_offer_names_each_sections_track_by_its_mid() {
+        let sdp = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n\
+                   m=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=mid:0\r\na=msid:PA_a|PA_a-av TR_voice\r\n\
+                   m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=msid:PA_a|PA_a-av TR_face\r\na=mid:1\r\n\
+                   m=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\na=mid:2\r\n";
+        let description = description("offer", sdp.to_string(), 1);
+        let expected: HashMap<String, String> =
+            [("0".into(), "TR_voice".into()), ("1".into(), "TR_face".into())].into_iter().collect();
+        assert_eq!(description.mid_to_track_id, expected);
+        assert_eq!((description.r#type.as_str(), description.id), ("offer", 1));
     }
 }
