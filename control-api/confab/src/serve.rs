@@ -24,8 +24,14 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     })?;
     let listening = listener.local_addr()?;
     let database_url = store::resolve_url(args.database.database_url.as_deref(), &args.database.data)?;
+    // One server per SQLite data directory: a second would end the first's calls as "left over" and send
+    // its webhooks twice. Held until this process exits.
+    let _data_lock = match database_url.starts_with("sqlite:") {
+        true => Some(crate::first_start::lock_data_dir(&args.database.data)?),
+        false => None,
+    };
     tracing::info!(
-        "confab {} will serve http://{listening} (the API; GET / answers without a key)",
+        "confab {} will serve http://{listening} (the API, and the console for a browser at /)",
         env!("CARGO_PKG_VERSION")
     );
     tracing::info!(
@@ -121,6 +127,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None => None,
     };
     tracing::info!(addr = %listening, backend = ?db.backend, live_calls = state.calls.is_some(), "confab serving");
+    confab_http::console::print_sign_in_link(&state).await;
     confab_http::server::serve(listener, confab_http::app(state), args.max_connections, shutdown_signal()).await?;
     if let Some(bots) = bots {
         bots.shutdown(confab_worker::media::SHUTDOWN_GRACE * 2).await;

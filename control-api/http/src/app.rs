@@ -11,7 +11,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
-use crate::{auth, avatars, metrics_http, openapi_responses, openapi_rules, page_cache, routes};
+use crate::{auth, avatars, console, metrics_http, openapi_responses, openapi_rules, page_cache, routes};
 use confab_store::error::ApiError;
 
 /// Request body limit of every JSON route except custom-avatar creation.
@@ -96,7 +96,7 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(metrics_http::serve_metrics))
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_api_key));
     Router::new()
-        .route("/", get(landing))
+        .merge(console::router())
         .route("/join/{id}", get(routes::join::join_page))
         .route("/openapi.json", get(move || std::future::ready(axum::Json(document.clone()))))
         .merge(session)
@@ -108,10 +108,6 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(metrics_http::track_http))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
-}
-
-async fn landing() -> impl IntoResponse {
-    axum::Json(json!({ "service": "confab", "version": env!("CARGO_PKG_VERSION"), "openapi": "/openapi.json" }))
 }
 
 /// Requests no route handles still answer 401 first, like every route, to a caller under `/v1` or `/v2`

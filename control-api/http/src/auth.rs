@@ -1,5 +1,6 @@
 //! The API key check: a request is admitted only when its `x-api-key` header (any case) names a live key
-//! (`confab_store::api_keys`).
+//! (`confab_store::api_keys`), or, without one, when it is the console's own request on its session
+//! (`crate::console`).
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -17,7 +18,9 @@ pub async fn require_api_key(
 ) -> Result<Response, ApiError> {
     let key = request.headers().get("x-api-key").and_then(|value| value.to_str().ok()).map(str::trim);
     let Some(key) = key.filter(|key| !key.is_empty()) else {
-        return Err(ApiError::Unauthorized);
+        // No key: the console's own request on its session cookie, or nothing.
+        crate::console::admit(&state, request.headers()).await?;
+        return Ok(next.run(request).await);
     };
     if !key_is_valid(&state.db, key).await.map_err(ApiError::internal("Internal server error"))? {
         return Err(ApiError::Unauthorized);

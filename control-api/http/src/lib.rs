@@ -7,6 +7,7 @@
 pub mod app;
 pub mod auth;
 pub mod avatars;
+pub mod console;
 pub mod extract;
 pub mod livekit_token;
 pub mod metrics_http;

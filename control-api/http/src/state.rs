@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::console::session::ConsoleKeys;
 use crate::livekit_token::LiveKitKeys;
 use crate::page_cache;
 use crate::session_token::SessionKeys;
@@ -12,6 +13,8 @@ use confab_store::Db;
 const SESSION_SECRET_NAME: &str = "session_token_secret";
 /// Name under which the LiveKit access tokens' signing secret is stored (`livekit_token`).
 pub const LIVEKIT_SECRET_NAME: &str = "livekit_api_secret";
+/// Name under which the console sessions' signing secret is stored (`console::session`).
+const CONSOLE_SECRET_NAME: &str = "console_session_secret";
 
 #[derive(Clone)]
 pub struct AppState {
@@ -19,6 +22,8 @@ pub struct AppState {
     pub session_keys: SessionKeys,
     /// Signs and checks LiveKit access tokens.
     pub livekit_keys: LiveKitKeys,
+    /// Signs and checks console session cookies.
+    pub console_keys: ConsoleKeys,
     pub config: Arc<AppConfig>,
     /// Where calls go: the embedded media worker, or the fleet's workers (a replica); None when this
     /// process has no media path (no models, or `--no-media` alone).
@@ -50,12 +55,14 @@ impl AppState {
     pub async fn new(db: Db, config: AppConfig) -> Result<AppState, sqlx::Error> {
         let secret = confab_store::settings::secret(&db, SESSION_SECRET_NAME).await?;
         let livekit_secret = confab_store::settings::secret(&db, LIVEKIT_SECRET_NAME).await?;
+        let console_secret = confab_store::settings::secret(&db, CONSOLE_SECRET_NAME).await?;
         let pages = Arc::new(page_cache::PageCache::new(db.backend == confab_store::Backend::Sqlite));
         Ok(AppState {
             db,
             pages,
             session_keys: SessionKeys::new(&secret),
             livekit_keys: LiveKitKeys::new(&livekit_secret),
+            console_keys: ConsoleKeys::new(&console_secret),
             config: Arc::new(config),
             calls: None,
             meetings: None,

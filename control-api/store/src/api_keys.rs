@@ -86,3 +86,24 @@ pub async fn key_is_valid(db: &Db, key: &str) -> Result<bool, sqlx::Error> {
     }
     Ok(valid)
 }
+
+/// The id of the live key `key`, if it is one (the console's "sign in with a key").
+pub async fn live_key_id(db: &Db, key: &str) -> Result<Option<String>, sqlx::Error> {
+    if !key.starts_with(KEY_PREFIX) {
+        return Ok(None);
+    }
+    let row = sqlx::query("SELECT id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL")
+        .bind(hash_key(key))
+        .fetch_optional(&db.pool)
+        .await?;
+    row.map(|row| row.try_get("id")).transpose()
+}
+
+/// Whether the key with this id is live (a console session begun with it lasts as long as the key).
+pub async fn id_is_live(db: &Db, id: &str) -> Result<bool, sqlx::Error> {
+    let row = sqlx::query("SELECT COUNT(*) AS n FROM api_keys WHERE id = $1 AND revoked_at IS NULL")
+        .bind(id)
+        .fetch_one(&db.pool)
+        .await?;
+    Ok(row.try_get::<i64, _>("n")? > 0)
+}

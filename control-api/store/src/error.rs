@@ -26,6 +26,9 @@ pub enum ApiError {
     /// 404 `{error}`: every other resource.
     #[error("not found: {0}")]
     NotFound(&'static str),
+    /// 403 `{error}`: the caller is known but may not make this request (a cross-site console request).
+    #[error("forbidden: {0}")]
+    Forbidden(&'static str),
     /// 409 `{error}`: the resource's state forbids the request.
     #[error("conflict: {0}")]
     Conflict(&'static str),
@@ -67,6 +70,7 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(message) => (StatusCode::BAD_REQUEST, json!({ "error": message })),
             ApiError::NotFoundMessage(message) => (StatusCode::NOT_FOUND, json!({ "message": message })),
             ApiError::NotFound(message) => (StatusCode::NOT_FOUND, json!({ "error": message })),
+            ApiError::Forbidden(message) => (StatusCode::FORBIDDEN, json!({ "error": message })),
             ApiError::Conflict(message) => (StatusCode::CONFLICT, json!({ "error": message })),
             ApiError::UnsupportedMediaType(message) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, json!({ "error": message }))

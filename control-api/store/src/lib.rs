@@ -23,6 +23,7 @@ pub mod api_keys;
 pub mod avatars;
 pub mod calls;
 pub mod collection;
+pub mod console_links;
 pub mod conversation_events;
 pub mod conversation_knowledge;
 pub mod conversations;
@@ -43,6 +44,7 @@ pub mod settings;
 pub mod turn_metrics;
 pub mod validate;
 pub mod wall_clock;
+pub mod webhook_deliveries;
 pub mod workers;
 
 use std::path::Path;

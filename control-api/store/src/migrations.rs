@@ -266,6 +266,18 @@ fn migration_10(backend: Backend) -> Vec<String> {
     statements
 }
 
+/// One-time console sign-in links (`console_links`).
+fn migration_11() -> Vec<String> {
+    vec![
+        "CREATE TABLE IF NOT EXISTS console_links (
+        code_hash TEXT PRIMARY KEY,
+        expires_ms BIGINT NOT NULL,
+        used_ms BIGINT
+    )"
+        .to_string(),
+    ]
+}
+
 /// Applies every migration newer than the recorded version, each in its own transaction.
 pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
     sqlx::query("CREATE TABLE IF NOT EXISTS confab_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
@@ -282,6 +294,7 @@ pub async fn run(db: &Db) -> Result<(), sqlx::Error> {
         (8, migration_8()),
         (9, migration_9(db.backend)),
         (10, migration_10(db.backend)),
+        (11, migration_11()),
     ];
     for (version, statements) in migrations {
         let mut tx = db.begin_write().await?;

@@ -6,6 +6,7 @@ mod agents;
 mod auth;
 mod avatars;
 mod bad_input;
+mod console;
 mod conversations;
 mod fleet_records;
 mod guardrails;
