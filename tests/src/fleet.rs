@@ -40,6 +40,12 @@ impl Nats {
         }
         Nats { child, url: format!("nats://127.0.0.1:{port}"), port }
     }
+
+    /// Stops the server (its clients' connections drop).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Drop for Nats {

@@ -12,6 +12,9 @@ pub struct PrivatePostgres {
     pid: String,
     /// `postgres://postgres@127.0.0.1:<port>/postgres`.
     pub url: String,
+    data: PathBuf,
+    port: u16,
+    log: PathBuf,
 }
 
 fn bin_dir() -> PathBuf {
@@ -48,31 +51,53 @@ impl PrivatePostgres {
             .unwrap();
         assert!(initdb.status.success(), "initdb: {}", String::from_utf8_lossy(&initdb.stderr));
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let log = std::fs::File::create(dir.join("postgres.log")).unwrap();
-        let child = Command::new("runuser")
-            .args(["-u", "postgres", "--"])
-            .arg(bin.join("postgres"))
-            .arg("-D")
-            .arg(&data)
-            .args(["-c", "listen_addresses=127.0.0.1", "-c", &format!("port={port}"), "-c"])
-            .arg(format!("unix_socket_directories={}", data.display()))
-            .args(["-c", "fsync=off"])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
         let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
-        loop {
-            let ready = Command::new("psql").args([url.as_str(), "-q", "-c", "SELECT 1"]).output();
-            if ready.is_ok_and(|output| output.status.success()) {
-                let pid = std::fs::read_to_string(data.join("postmaster.pid")).unwrap_or_default();
-                let pid = pid.lines().next().unwrap_or_default().trim().to_string();
-                return PrivatePostgres { child, pid, url };
-            }
-            assert!(Instant::now() < deadline, "PostgreSQL did not start; see {}", dir.join("postgres.log").display());
-            std::thread::sleep(Duration::from_millis(100));
+        let (child, pid) = serve(&data, port, &dir.join("postgres.log"));
+        PrivatePostgres { child, pid, url, data, port, log: dir.join("postgres.log") }
+    }
+
+    /// Stops the server (a fast shutdown: its clients' connections are cut); `start_again` brings it back.
+    pub fn stop(&mut self) {
+        if !self.pid.is_empty() {
+            let _ = Command::new("kill").args(["-INT", &self.pid]).status();
+            self.pid.clear();
         }
+        let _ = self.child.wait();
+    }
+
+    /// Starts the stopped server again, on the same data and port.
+    pub fn start_again(&mut self) {
+        let (child, pid) = serve(&self.data, self.port, &self.log);
+        (self.child, self.pid) = (child, pid);
+    }
+}
+
+/// Starts `postgres` on `data` and `port`, appending to `log`; waits until it accepts connections. The
+/// child (runuser) and the server's pid.
+fn serve(data: &Path, port: u16, log: &Path) -> (Child, String) {
+    let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    let child = Command::new("runuser")
+        .args(["-u", "postgres", "--"])
+        .arg(bin_dir().join("postgres"))
+        .arg("-D")
+        .arg(data)
+        .args(["-c", "listen_addresses=127.0.0.1", "-c", &format!("port={port}"), "-c"])
+        .arg(format!("unix_socket_directories={}", data.display()))
+        .args(["-c", "fsync=off"])
+        .stdout(Stdio::null())
+        .stderr(log_file)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+    loop {
+        let ready = Command::new("psql").args([url.as_str(), "-q", "-c", "SELECT 1"]).output();
+        if ready.is_ok_and(|output| output.status.success()) {
+            let pid = std::fs::read_to_string(data.join("postmaster.pid")).unwrap_or_default();
+            return (child, pid.lines().next().unwrap_or_default().trim().to_string());
+        }
+        assert!(Instant::now() < deadline, "PostgreSQL did not start; see {}", log.display());
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

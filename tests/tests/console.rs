@@ -4,7 +4,8 @@
 //! and shows in the transcript beside the call), hangs up, and opens the conversation: the transcript, the
 //! recording's `<video>` playing (duration > 0), the timeline of each turn drawn, the webhook deliveries; then
 //! makes an API key (shown once, working) and revokes it (refused). Firefox signs in with a pasted API key and
-//! holds a call from the Talk page (Web Audio microphone). Around them, over plain HTTP: a used link is
+//! holds a call from the Talk page (Web Audio microphone), after one whose microphone the browser refused
+//! (the page says what to do). Around them, over plain HTTP: a used link is
 //! refused, and the API refuses a request without the cookie, without the console's header, or from
 //! another origin. With `CONFAB_CONSOLE_SCREENSHOTS=<dir>` each page is saved there as a PNG (docs/console/).
 
@@ -233,6 +234,29 @@ async fn firefox_talks(browser: &mut Browser, base: &str, key: &str, files_url: 
     let call_page = "document.getElementById('call')?.contentDocument?.body?.dataset.state";
     browser.wait_for(call_page, &json!("ready"), long).await;
     let frame = "document.getElementById('call').contentWindow";
+
+    // A browser that will not give the microphone: the page says what to do.
+    let deny = format!(
+        "{frame}.navigator.mediaDevices.getUserMedia = () => \
+         Promise.reject(new DOMException('Permission denied', 'NotAllowedError')); true"
+    );
+    browser.eval(&deny).await;
+    browser.eval("document.getElementById('call').contentDocument.getElementById('join').click()").await;
+    browser.wait_for(call_page, &json!("error"), long).await;
+    let said =
+        browser.eval("document.getElementById('call').contentDocument.getElementById('state').textContent").await;
+    assert_eq!(
+        said,
+        json!(
+            "Error: the browser did not allow the microphone: allow it for this site (the icon beside the address) and reload"
+        )
+    );
+    // Reloaded, the Talk page starts a new call.
+    browser.eval("setTimeout(() => location.reload(), 50); true").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    browser.wait_for("!!document.getElementById('start-call')", &json!(true), long).await;
+    browser.eval("document.getElementById('start-call').click()").await;
+    browser.wait_for(call_page, &json!("ready"), long).await;
     let wav_url = format!("{files_url}/question.wav");
     assert_eq!(browser.eval(&microphone_from_wav_in(frame, &wav_url)).await, json!(true));
     browser.eval("document.getElementById('call').contentDocument.getElementById('join').click()").await;

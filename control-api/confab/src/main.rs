@@ -28,7 +28,8 @@ fn main() -> anyhow::Result<()> {
 async fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| confab_worker::DEFAULT_LOG_FILTER.into()),
         )
         .with_writer(std::io::stderr)
         // Colours for a terminal only: a log file or a collector gets plain text.

@@ -115,6 +115,8 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         state = state.with_meetings(bots.clone());
     }
     let deliverer = tokio::spawn(deliverer.run());
+    // Whether the database answers, asked every second: requests fail fast while it does not.
+    let db_watch = tokio::spawn(db.clone().watch());
     let metrics_server = match args.metrics_addr {
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(addr)
@@ -142,6 +144,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         task.abort();
     }
     deliverer.abort();
+    db_watch.abort();
     if let Some(server) = metrics_server {
         server.abort();
     }

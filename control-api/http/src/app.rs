@@ -11,7 +11,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
-use crate::{auth, avatars, console, metrics_http, openapi_responses, openapi_rules, page_cache, routes};
+use crate::{auth, avatars, console, db_outage, metrics_http, openapi_responses, openapi_rules, page_cache, routes};
 use confab_store::error::ApiError;
 
 /// Request body limit of every JSON route except custom-avatar creation.
@@ -105,6 +105,7 @@ pub fn app(state: AppState) -> Router {
         .merge(metrics)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), db_outage::guard))
         .layer(axum::middleware::from_fn(metrics_http::track_http))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)

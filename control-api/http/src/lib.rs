@@ -8,6 +8,7 @@ pub mod app;
 pub mod auth;
 pub mod avatars;
 pub mod console;
+pub mod db_outage;
 pub mod extract;
 pub mod livekit_token;
 pub mod metrics_http;

@@ -41,6 +41,9 @@ pub enum ApiError {
     /// 503 `{error}`: a dependency is not configured or unavailable.
     #[error("unavailable: {0}")]
     Unavailable(&'static str),
+    /// 503 `{error}` with `Retry-After`: the database does not answer (`db_health`).
+    #[error("the database is unavailable")]
+    DatabaseUnavailable,
     /// 500 `{error: public}`; `cause` is logged, never returned.
     #[error("{public}: {cause}")]
     Internal { public: &'static str, cause: String },
@@ -77,6 +80,11 @@ impl IntoResponse for ApiError {
             }
             ApiError::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, json!({ "error": "Request body too large" })),
             ApiError::Unavailable(message) => (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": message })),
+            ApiError::DatabaseUnavailable => {
+                let retry = [(axum::http::header::RETRY_AFTER, crate::db_health::RETRY_AFTER_SECONDS.to_string())];
+                let body = json!({ "error": DATABASE_UNAVAILABLE });
+                return (StatusCode::SERVICE_UNAVAILABLE, retry, Json(body)).into_response();
+            }
             ApiError::Internal { public, cause } => {
                 tracing::error!(%cause, "{public}");
                 (StatusCode::INTERNAL_SERVER_ERROR, json!({ "error": public }))
@@ -87,3 +95,7 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// What a request that needs the database is told while it does not answer.
+pub const DATABASE_UNAVAILABLE: &str =
+    "Service unavailable: the database is not answering; retry after the Retry-After seconds";

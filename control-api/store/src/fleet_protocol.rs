@@ -156,9 +156,35 @@ pub async fn job_consumer(js: &jetstream::Context, queue: &str) -> Result<consum
     Ok(stream.get_or_create_consumer(&name, config).await?)
 }
 
-/// Connects to NATS, naming the connection after its role (seen in the server's monitoring).
+/// Connects to NATS, naming the connection after its role (seen in the server's monitoring). Losing the
+/// connection is told once at WARN, getting it back once at INFO (the client reconnects by itself);
+/// `confab_nats_connected` follows.
 pub async fn connect(url: &str, name: &str) -> Result<async_nats::Client, async_nats::ConnectError> {
-    async_nats::ConnectOptions::new().name(name).connection_timeout(Duration::from_secs(5)).connect(url).await
+    let client = async_nats::ConnectOptions::new()
+        .name(name)
+        .connection_timeout(Duration::from_secs(5))
+        .event_callback(|event| async move {
+            match event {
+                async_nats::Event::Disconnected => {
+                    crate::metrics::metrics().nats_connected(false);
+                    tracing::warn!("lost the connection to NATS: fleet calls cannot be placed until it is back");
+                }
+                async_nats::Event::Connected => {
+                    crate::metrics::metrics().nats_connected(true);
+                    tracing::info!("connected to NATS again");
+                }
+                other => tracing::debug!(event = %other, "NATS"),
+            }
+        })
+        .connect(url)
+        .await?;
+    crate::metrics::metrics().nats_connected(true);
+    Ok(client)
+}
+
+/// Whether `client` is connected now (a join while it is not is refused at once).
+pub fn is_connected(client: &async_nats::Client) -> bool {
+    client.connection_state() == async_nats::connection::State::Connected
 }
 
 pub fn now_ms() -> i64 {

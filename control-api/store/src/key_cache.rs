@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 /// How long a valid key is believed without asking the database again.
 pub const KEY_CACHE_TTL: Duration = Duration::from_secs(2);
+/// While the database does not answer, a key found valid this recently keeps working (for what needs no
+/// database).
+pub const OUTAGE_GRACE: Duration = Duration::from_secs(600);
 /// Keys remembered at most; when full, expired entries are dropped, then everything.
 const MAX_KEYS: usize = 4_096;
 
@@ -24,11 +27,18 @@ impl KeyCache {
         keys.get(key_hash).is_some_and(|&until| now < until)
     }
 
+    /// True when `key_hash` was found valid within `window` before `now` (while the database cannot be
+    /// asked, a key seen this recently is still believed: `db_health`).
+    pub fn seen_within(&self, key_hash: &str, now: Instant, window: Duration) -> bool {
+        let keys = self.valid_until.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        keys.get(key_hash).is_some_and(|&until| now < until + window.saturating_sub(KEY_CACHE_TTL))
+    }
+
     /// Remembers that `key_hash` was found valid at `now`.
     pub fn remember(&self, key_hash: String, now: Instant) {
         let mut keys = self.valid_until.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if keys.len() >= MAX_KEYS {
-            keys.retain(|_, until| now < *until);
+            keys.retain(|_, until| now < *until + OUTAGE_GRACE);
             if keys.len() >= MAX_KEYS {
                 keys.clear();
             }
@@ -45,6 +55,16 @@ impl KeyCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn during_an_outage_a_key_seen_recently_is_still_believed() {
+        let cache = KeyCache::default();
+        let start = Instant::now();
+        cache.remember("h".into(), start);
+        assert!(cache.seen_within("h", start + OUTAGE_GRACE - Duration::from_millis(1), OUTAGE_GRACE));
+        assert!(!cache.seen_within("h", start + OUTAGE_GRACE, OUTAGE_GRACE));
+        assert!(!cache.seen_within("other", start, OUTAGE_GRACE));
+    }
 
     #[test]
     fn a_valid_key_is_believed_for_the_ttl_only() {

@@ -27,6 +27,7 @@ pub mod console_links;
 pub mod conversation_events;
 pub mod conversation_knowledge;
 pub mod conversations;
+pub mod db_health;
 pub mod error;
 pub mod fleet_protocol;
 pub mod fleet_relay;
@@ -69,6 +70,8 @@ pub struct Db {
     pub backend: Backend,
     /// API keys recently found valid (`auth`), shared by every clone of this handle.
     pub keys: std::sync::Arc<crate::key_cache::KeyCache>,
+    /// Whether the database answers (`db_health`), shared by every clone of this handle.
+    pub health: std::sync::Arc<crate::db_health::DbHealth>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -109,7 +112,8 @@ impl Db {
         };
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(10))
+            // Bounds a request caught by an outage before the watcher (`db_health`) knows of it.
+            .acquire_timeout(Duration::from_secs(5))
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
@@ -124,7 +128,7 @@ impl Db {
         if backend == Backend::Sqlite {
             sqlx::query("PRAGMA journal_mode = WAL").execute(&pool).await?;
         }
-        let db = Db { pool, backend, keys: Default::default() };
+        let db = Db { pool, backend, keys: Default::default(), health: Default::default() };
         migrations::run(&db).await?;
         Ok(db)
     }

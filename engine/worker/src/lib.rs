@@ -11,3 +11,9 @@ pub mod livekit;
 pub mod media;
 pub mod placer;
 pub mod session_binding;
+
+/// The process's log filter unless `RUST_LOG` says otherwise (`confab` main). The WebRTC stack (`rtc*`,
+/// `webrtc`) warns once per media tick while a connection is not up ("SrtpHandler.handle_write got error:
+/// local_srtp_context is not set yet" every ~10 ms): only its errors are kept, and a call that never
+/// connects is told once (`media::connection_watch`).
+pub const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,rtc=error,webrtc=error";

@@ -48,6 +48,12 @@ fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}; run ./scripts/fixtures.sh", path.display()))
 }
 
+/// The first 60% of a file.
+fn truncated(mut bytes: Vec<u8>) -> Vec<u8> {
+    bytes.truncate(bytes.len() * 6 / 10);
+    bytes
+}
+
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
@@ -135,6 +141,8 @@ async fn corrupt_images_fail_with_an_error(app: TestApp) {
         (png(100, 100)[..20].to_vec(), ""),
         (png(200, 160), "No face found in the image"),
         (fixture("coffee.png"), "No face found in the image"),
+        // A photo cut short (its decoder would fill the rest with grey and find no face in it).
+        (truncated(fixture("grace_hopper.jpg")), "Corrupt jpeg image: the file ends before the picture does"),
     ];
     for (bytes, expected) in cases {
         let id =

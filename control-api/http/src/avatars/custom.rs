@@ -328,6 +328,9 @@ pub fn describe_image(bytes: &[u8]) -> Result<Value, String> {
         Err(_) => return Err("Unsupported or corrupt image: use PNG, JPEG or WebP".to_string()),
     };
     let size = imagesize::blob_size(bytes).map_err(|err| format!("Corrupt {format} image: {err}"))?;
+    if format == "jpeg" && !super::jpeg_whole::jpeg_is_whole(bytes) {
+        return Err("Corrupt jpeg image: the file ends before the picture does (truncated)".to_string());
+    }
     let (max_pixels, max_side) = (MAX_PICTURE_PIXELS as usize, MAX_PICTURE_SIDE as usize);
     if size.width * size.height > max_pixels || size.width.max(size.height) > max_side {
         // Refused from the header: never decoded (a small file can claim a huge picture).

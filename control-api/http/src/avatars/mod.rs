@@ -2,4 +2,5 @@
 //! pictures and rigs are kept by `confab_store::avatars`).
 
 pub mod custom;
+pub mod jpeg_whole;
 pub mod stock_catalog;

@@ -21,6 +21,8 @@ use confab_store::workers;
 pub const DEFAULT_TAKE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a worker may take to admit a call once it has the offer (agent, MCP servers, peer).
 pub const ADMIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Why a join is refused while this replica has no NATS connection.
+pub const NATS_DOWN: &str = "the fleet's message bus (NATS) is not connected; retry shortly";
 /// How long a hang-up waits for the worker.
 pub const HANG_UP_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -103,6 +105,10 @@ impl Dispatcher {
     /// Publishes the call's job and waits for a worker to take it.
     async fn queue_job(&self, conversation_id: &str) -> Result<Taken, JoinError> {
         let unavailable = |err: &dyn std::fmt::Display| JoinError::Unavailable(err.to_string());
+        if !protocol::is_connected(&self.client) {
+            // Known to be down: say so now rather than after the publish times out.
+            return Err(JoinError::Unavailable(NATS_DOWN.into()));
+        }
         let job = CallJob {
             job_id: uuid::Uuid::new_v4().to_string(),
             conversation_id: conversation_id.to_string(),

@@ -59,7 +59,10 @@ async fn join_call(
         JoinError::Busy => ApiError::Conflict("Conversation already has a participant"),
         JoinError::Full => ApiError::Unavailable("No free media session; try again later"),
         JoinError::Unavailable(cause) if in_fleet => {
-            tracing::warn!(conversation_id = %id, %cause, "the fleet could not place the call");
+            // A NATS outage is told once, when the connection goes; not once per refused join.
+            if cause != crate::replica::dispatch::NATS_DOWN {
+                tracing::warn!(conversation_id = %id, %cause, "the fleet could not place the call");
+            }
             ApiError::Unavailable(FLEET_UNAVAILABLE)
         }
         JoinError::Unavailable(_) => ApiError::Unavailable(NO_MEDIA_WORKER),

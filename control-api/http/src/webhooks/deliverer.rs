@@ -52,7 +52,9 @@ impl Deliverer {
             let room = MAX_IN_FLIGHT.saturating_sub(busy.len());
             let lease_until =
                 now_millis() + (this.config.request_timeout + this.config.lease_margin).as_millis() as i64;
-            if room > 0 {
+            // While the database is known not to answer there is nothing to claim (the outage is logged
+            // once, by `db_health`); the next poll after it answers again picks up where this left off.
+            if room > 0 && !this.db.health.is_down() {
                 match claim(&this.db, room, &busy, lease_until).await {
                     Ok(claimed) => {
                         for event in claimed {

@@ -8,7 +8,9 @@ use confab_engine::providers::local_llm::queue_counters;
 use confab_engine::providers::model_queue::QueueCounters;
 use confab_engine::runtime::RuntimeCounters;
 use confab_engine::turn_metrics::TurnMetrics;
-use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
 
 use super::mirrors::{ENGINE_COUNTERS, LLM_QUEUE_COUNTERS, Mirrors, mirror, register, register_mirrors};
 use super::providers::Providers;
@@ -31,6 +33,14 @@ pub struct Metrics {
     engine: Mirrors<RuntimeCounters>,
     llm_queue: Mirrors<QueueCounters>,
     llm_waiting: IntGauge,
+    faults: FaultSeries,
+}
+
+/// What the operator sees of faults (docs/api.md, "Faults").
+struct FaultSeries {
+    database_up: IntGauge,
+    nats_connected: IntGauge,
+    calls_never_connected: IntCounter,
 }
 
 /// What a replica shows of the fleet (zero outside a fleet).
@@ -112,7 +122,35 @@ impl Metrics {
             IntGauge::new("confab_llm_requests_waiting", "Requests waiting now for an embedded language model.")
                 .expect("valid metric"),
         );
+        let faults = FaultSeries {
+            database_up: register(
+                &registry,
+                IntGauge::new(
+                    "confab_database_up",
+                    "1 while the database answers, 0 while it does not (probed every second).",
+                )
+                .expect("valid metric"),
+            ),
+            nats_connected: register(
+                &registry,
+                IntGauge::new(
+                    "confab_nats_connected",
+                    "1 while this process is connected to the fleet's NATS (0 outside a fleet or while it is gone).",
+                )
+                .expect("valid metric"),
+            ),
+            calls_never_connected: register(
+                &registry,
+                IntCounter::new(
+                    "confab_calls_never_connected_total",
+                    "Calls whose media connection never came up (ICE found no working pair, or no media arrived).",
+                )
+                .expect("valid metric"),
+            ),
+        };
+        faults.database_up.set(1);
         Metrics {
+            faults,
             registry,
             http_requests,
             http_duration,
@@ -140,6 +178,21 @@ impl Metrics {
     pub fn http_request(&self, route: &str, method: &str, status: &str, seconds: f64) {
         self.http_requests.with_label_values(&[route, method, status]).inc();
         self.http_duration.with_label_values(&[route, method]).observe(seconds);
+    }
+
+    /// Whether the database answered the last probe (`db_health`).
+    pub fn database_up(&self, up: bool) {
+        self.faults.database_up.set(i64::from(up));
+    }
+
+    /// Whether this process's NATS connection is up.
+    pub fn nats_connected(&self, connected: bool) {
+        self.faults.nats_connected.set(i64::from(connected));
+    }
+
+    /// A call ended whose media connection never came up.
+    pub fn call_never_connected(&self) {
+        self.faults.calls_never_connected.inc();
     }
 
     /// One webhook attempt's outcome: `delivered`, `retried` or `failed`.

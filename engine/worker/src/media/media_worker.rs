@@ -199,8 +199,12 @@ impl MediaWorker {
         transport: Transport,
     ) -> Result<(Option<String>, Arc<Notify>, tokio::task::JoinHandle<()>), JoinError> {
         let asked = std::time::Instant::now();
+        let mut offered = Vec::new();
         let ready = match transport {
-            Transport::Whip(offer_sdp) => Ready::Whip(peer::negotiate(&self.config, offer_sdp).await?),
+            Transport::Whip(offer_sdp) => {
+                offered = super::connection_watch::offered_candidates(&offer_sdp);
+                Ready::Whip(peer::negotiate(&self.config, offer_sdp).await?)
+            }
             Transport::LiveKit(room, socket) => Ready::LiveKit(room, socket),
         };
         let negotiated_after = asked.elapsed();
@@ -230,6 +234,10 @@ impl MediaWorker {
                 });
             }
         };
+        if let Ready::Whip(negotiated) = &ready {
+            let watched = super::connection_watch::watch(conversation_id.into(), negotiated.state.clone(), offered);
+            tokio::spawn(watched);
+        }
         if live.record {
             // A LiveKit client always receives the face; a WHIP offer may take no video.
             let has_face = match &ready {

@@ -5,6 +5,7 @@
 
 pub mod call;
 pub mod config;
+pub mod connection_watch;
 pub mod face;
 pub mod keyframe_requests;
 pub mod media_worker;
