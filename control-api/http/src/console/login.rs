@@ -69,12 +69,9 @@ pub async fn sign_out() -> Response {
 /// A form posted from this very site (browsers send `Origin` with every POST).
 fn same_origin_form(headers: &HeaderMap) -> bool {
     let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-    match (text("origin"), text("host")) {
-        (Some(origin), Some(host)) => {
-            origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) == Some(host)
-        }
-        (None, _) => text("sec-fetch-site").is_none_or(|site| site == "same-origin"),
-        _ => false,
+    match text("origin") {
+        Some(origin) => session::origin_is_host(origin, text("host")),
+        None => text("sec-fetch-site").is_none_or(|site| site == "same-origin"),
     }
 }
 

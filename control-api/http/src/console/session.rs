@@ -92,13 +92,12 @@ pub fn same_site(headers: &HeaderMap) -> bool {
     {
         return false;
     }
-    match (text("origin"), text("host")) {
-        (None, _) => true,
-        (Some(origin), Some(host)) => {
-            origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) == Some(host)
-        }
-        (Some(_), None) => false,
-    }
+    text("origin").is_none_or(|origin| origin_is_host(origin, text("host")))
+}
+
+/// Whether `origin` (`http(s)://host[:port]`) is this very host as the browser reached it.
+pub fn origin_is_host(origin: &str, host: Option<&str>) -> bool {
+    host.is_some() && origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) == host
 }
 
 /// The console session of a request made on its cookie: Unauthorized without a valid one, Forbidden when

@@ -23,11 +23,14 @@ use crate::media::peer::{self, Built, PeerError, transport};
 pub const RELIABLE: &str = "_reliable";
 pub const LOSSY: &str = "_lossy";
 
-/// A client's candidates for a connection, applied once it has a remote description.
+/// A client's candidates for a connection, applied once it has a remote description (a candidate
+/// applied before it is refused by the connection, and lost).
 #[derive(Default)]
 struct Candidates {
     described: bool,
     waiting: Vec<RTCIceCandidateInit>,
+    /// Candidates the connection took.
+    applied: usize,
 }
 
 impl Candidates {
@@ -36,17 +39,20 @@ impl Candidates {
             self.waiting.push(candidate);
             return;
         }
-        if let Err(err) = connection.add_ice_candidate(candidate).await {
-            tracing::debug!(error = %err, "a client's ICE candidate was refused");
-        }
+        self.apply(connection, candidate).await;
     }
 
     async fn described(&mut self, connection: &Arc<dyn PeerConnection>) {
         self.described = true;
         for candidate in std::mem::take(&mut self.waiting) {
-            if let Err(err) = connection.add_ice_candidate(candidate).await {
-                tracing::debug!(error = %err, "a client's ICE candidate was refused");
-            }
+            self.apply(connection, candidate).await;
+        }
+    }
+
+    async fn apply(&mut self, connection: &Arc<dyn PeerConnection>, candidate: RTCIceCandidateInit) {
+        match connection.add_ice_candidate(candidate).await {
+            Ok(()) => self.applied += 1,
+            Err(err) => tracing::debug!(error = %err, "a client's ICE candidate was refused"),
         }
     }
 }
@@ -163,5 +169,36 @@ impl Publisher {
 
     pub async fn add_candidate(&mut self, candidate: RTCIceCandidateInit) {
         self.candidates.add(&self.built.connection, candidate).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::media::peer::Offerer;
+
+    fn config() -> MediaConfig {
+        let scratch = std::env::temp_dir();
+        MediaConfig::new(std::net::IpAddr::from([127, 0, 0, 1]), scratch.clone(), scratch)
+    }
+
+    /// LiveKit's clients trickle candidates as soon as they have them, which can be before Confab has
+    /// the offer they belong to: they wait for it, and are then taken.
+    #[tokio::test]
+    async fn a_candidate_before_the_remote_description_waits_for_it() {
+        let client = Offerer::new(&config()).await.unwrap();
+        let mut publisher = Publisher::new(&config()).await.unwrap();
+        let candidate = RTCIceCandidateInit {
+            candidate: "candidate:1 1 udp 2122252543 127.0.0.1 50000 typ host".into(),
+            sdp_mid: Some("0".into()),
+            sdp_mline_index: Some(0),
+            ..Default::default()
+        };
+        publisher.add_candidate(candidate.clone()).await;
+        assert_eq!((publisher.candidates.waiting.len(), publisher.candidates.applied), (1, 0));
+        publisher.answer(client.offer_sdp.clone()).await.unwrap();
+        assert_eq!((publisher.candidates.waiting.len(), publisher.candidates.applied), (0, 1));
+        publisher.add_candidate(candidate).await;
+        assert_eq!(publisher.candidates.applied, 2, "once described, at once");
     }
 }
