@@ -37,7 +37,7 @@ pub async fn of_conversation(db: &Db, conversation_id: &str) -> Result<Vec<Deliv
             let next_attempt_at = (status == PENDING)
                 .then(|| chrono::DateTime::from_timestamp_millis(next))
                 .flatten()
-                .map(|at| at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
+                .map(crate::wall_clock::format_iso);
             Ok(Delivery {
                 id: row.try_get("id")?,
                 event: row.try_get("event_name")?,

@@ -25,6 +25,10 @@ async function api(method, path, body) {
 }
 
 const PER_PAGE = 20;
+/** An ISO 8601 time as "YYYY-MM-DD HH:MM:SS" ("" when absent). */
+const when = (iso) => (iso || "").slice(0, 19).replace("T", " ");
+/** The records of a list answer: a bare array (with X-Total-Count), or `{data: [...]}`. */
+const rowsOf = (page) => (page ? (Array.isArray(page.data) ? page.data : page.data.data || []) : []);
 const route = () => (location.hash.replace(/^#\/?/, "") || "agents").split("/");
 
 function useRoute() {
@@ -88,7 +92,7 @@ function Agents() {
     <table id="agents"><thead><tr><th>Name</th><th>Created</th><th></th></tr></thead><tbody>
       ${agents.map((agent) => html`<tr data-id=${agent.id}>
         <td>${agent.agent_name}<br /><small>${agent.id}</small></td>
-        <td>${(agent.created_at || "").slice(0, 19).replace("T", " ")}</td>
+        <td>${when(agent.created_at)}</td>
         <td class="row"><a class="button" href=${`#/talk/${agent.id}`}>Talk</a>
           <button class="danger" onClick=${() => remove(agent)}>Delete</button></td></tr>`)}
     </tbody></table>
@@ -102,7 +106,7 @@ function NewAgent() {
     avatar: "", llm: "local", stt: "local", tts: "local", record: true, callback: "" });
   const [failure, setFailure] = useState(null);
   const set = (field) => (e) => setForm({ ...form, [field]: e.target.type === "checkbox" ? e.target.checked : e.target.value });
-  const avatars = faces ? (Array.isArray(faces.data) ? faces.data : faces.data.data || []) : [];
+  const avatars = rowsOf(faces);
   const chosen = form.avatar || (avatars[0] && (avatars[0].avatar_key_id || avatars[0].id));
   const submit = async (e) => {
     e.preventDefault();
@@ -191,13 +195,13 @@ function Conversations() {
     () => api("GET", `/v1/ext/conversation?offset=${offset}&perpage=${PER_PAGE}&search=${encodeURIComponent(search)}`),
     [search, offset],
   );
-  const rows = page ? (Array.isArray(page.data) ? page.data : page.data.data || []) : [];
+  const rows = rowsOf(page);
   return html`<h1>Conversations</h1>
     <input type="search" placeholder="Search by id, user, agent or status" aria-label="Search conversations"
       value=${search} onInput=${(e) => { setSearch(e.target.value); setOffset(0); }} />
     <${Failure} error=${error} />
     <table id="conversations"><thead><tr><th>When</th><th>Agent</th><th>User</th><th>Status</th></tr></thead><tbody>
-      ${rows.map((c) => html`<tr data-id=${c.id}><td><a href=${`#/conversations/${c.id}`}>${(c.created_at || "").slice(0, 19).replace("T", " ")}</a></td>
+      ${rows.map((c) => html`<tr data-id=${c.id}><td><a href=${`#/conversations/${c.id}`}>${when(c.created_at)}</a></td>
         <td>${c.agent_name}</td><td>${c.user_name}</td><td>${c.status}</td></tr>`)}
     </tbody></table>
     <${Pager} offset=${offset} total=${page ? page.total : 0} onMove=${setOffset} />`;
@@ -278,7 +282,7 @@ function Conversation({ id }) {
   if (!detail) return html`<p>Loading…</p>`;
   const c = detail.data;
   return html`<h1>Conversation with ${c.agent_name}</h1>
-    <p>${c.user_name} · ${c.status} · ${(c.created_at || "").slice(0, 19).replace("T", " ")} ·
+    <p>${c.user_name} · ${c.status} · ${when(c.created_at)} ·
       <a href=${`#/webhooks/${c.id}`}>Webhook deliveries</a></p>
     <div class="conversation">
       <div><h2>Recording</h2>${c.is_recorded ? html`<${Recording} id=${c.id} />` : html`<p>Not recorded.</p>`}</div>
@@ -296,18 +300,18 @@ function Deliveries({ id }) {
   return html`<table class="deliveries" id="deliveries"><thead><tr><th>Event</th><th>Stored</th><th>Status</th><th>Attempts</th>
       <th>Next retry</th><th>Last error</th></tr></thead><tbody>
     ${rows.map((d) => html`<tr><td>${d.event}</td><td>${d.created_at.slice(11, 23)}</td><td class=${`status-${d.status}`}>${d.status}</td><td>${d.attempts}</td>
-      <td>${d.next_attempt_at ? d.next_attempt_at.slice(0, 19).replace("T", " ") : "—"}</td><td>${d.last_error}</td></tr>`)}
+      <td>${d.next_attempt_at ? when(d.next_attempt_at) : "—"}</td><td>${d.last_error}</td></tr>`)}
   </tbody></table>${page && rows.length === 0 && html`<p>No webhook events for this conversation (its agent subscribes to none, or has no callback URL).</p>`}`;
 }
 
 function Webhooks({ id }) {
   const [page, error] = useLoad(() => api("GET", `/v1/ext/conversation?offset=0&perpage=${PER_PAGE}`), []);
-  const rows = page ? (Array.isArray(page.data) ? page.data : page.data.data || []) : [];
+  const rows = rowsOf(page);
   return html`<h1>Webhooks</h1><${Failure} error=${error} />
     <div class="row">Conversation: <select aria-label="Conversation" value=${id || ""}
       onChange=${(e) => { location.hash = `#/webhooks/${e.target.value}`; }}>
       <option value="">Choose…</option>
-      ${rows.map((c) => html`<option value=${c.id}>${(c.created_at || "").slice(0, 19).replace("T", " ")} · ${c.agent_name} · ${c.user_name}</option>`)}
+      ${rows.map((c) => html`<option value=${c.id}>${when(c.created_at)} · ${c.agent_name} · ${c.user_name}</option>`)}
     </select></div>
     ${id && html`<${Deliveries} id=${id} />`}`;
 }
@@ -336,7 +340,7 @@ function Keys() {
     <${Failure} error=${error || failure} />
     <table id="keys"><thead><tr><th>Name</th><th>Created</th><th>Revoked</th><th></th></tr></thead><tbody>
       ${(page ? page.data.data : []).map((key) => html`<tr data-id=${key.id}><td>${key.name}</td>
-        <td>${key.created_at.slice(0, 19).replace("T", " ")}</td><td>${key.revoked_at ? key.revoked_at.slice(0, 19).replace("T", " ") : "—"}</td>
+        <td>${when(key.created_at)}</td><td>${key.revoked_at ? when(key.revoked_at) : "—"}</td>
         <td>${!key.revoked_at && html`<button class="danger" onClick=${() => revoke(key)}>Revoke</button>`}</td></tr>`)}
     </tbody></table>`;
 }
