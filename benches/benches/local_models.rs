@@ -11,7 +11,7 @@ use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, Llm
 use confab_engine::providers::local_llm::LocalLlm;
 use confab_engine::providers::piper_tts::PiperTts;
 use confab_engine::providers::tts::EspeakVoice;
-use confab_models::chat_lm::{ChatLm, LocalChatModel, Turn};
+use confab_models::chat_lm::{ChatLm, LocalChatModel, Message};
 use confab_models::moonshine::MoonshineStt;
 use confab_models::whisper::WhisperStt;
 
@@ -22,11 +22,11 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 /// Seconds until the model's first token for `question` after `system`.
 fn first_token(model: &mut ChatLm, system: &str, question: &str) -> f64 {
-    let turns = [Turn { role: "system", content: system }, Turn { role: "user", content: question }];
+    let turns = [Message::new("system", system), Message::new("user", question)];
     let started = Instant::now();
     let mut first = None;
     model
-        .generate(&turns, 1, 0.0, &[], &mut |_| {
+        .generate(&turns, &[], 1, 0.0, &[], &mut |_| {
             first.get_or_insert(started.elapsed());
             true
         })

@@ -159,6 +159,13 @@ struct Outcome {
     heard: String,
     answer: String,
     metrics: Option<Value>,
+    /// The question's last audible sample, in seconds of the input (its true end of speech).
+    speech_end: f64,
+}
+
+/// Where speech ends in `audio` (16 kHz): after its last sample louder than -40 dBFS.
+fn last_audible(audio: &[f32]) -> f64 {
+    audio.iter().rposition(|s| s.abs() > 0.01).map_or(0.0, |i| (i + 1) as f64 / 16_000.0)
 }
 
 /// One conversation: the question, then silence while the agent answers.
@@ -175,6 +182,7 @@ fn ask(
         Some(piper) => audio.extend(piper.render(question).unwrap()),
         None => audio.extend(espeak(question, 160)),
     }
+    let speech_end = last_audible(&audio);
     let input = dir.join(format!("question-{index}.wav"));
     wav::write_mono_16k(&input, &audio).unwrap();
     let options = SimulateOptions {
@@ -202,6 +210,7 @@ fn ask(
         heard: text_of("utterance_committed"),
         answer: text_of("agent.stopped_speaking"),
         metrics: lines.iter().find(|l| l["type"] == "turn_metrics").cloned(),
+        speech_end,
     }
 }
 
@@ -236,6 +245,8 @@ fn main() {
     let clause = remote::LLM_WORD.as_secs_f64() * (first_clause_words - 1) as f64;
     let (llm, tts) = (remote::LLM_FIRST_TOKEN.as_secs_f64(), remote::TTS_FIRST_AUDIO.as_secs_f64());
     let spans = [
+        ("end of speech (VAD) → commit", "speech_ended", "committed", 0.0),
+        ("end of speech (VAD) → played", "speech_ended", "first_audio_played", llm + clause + tts),
         ("commit → transcript", "committed", "transcript_final", 0.0),
         ("commit → LLM request", "committed", "llm_request", 0.0),
         ("LLM request → first token", "llm_request", "llm_first_token", llm),
@@ -249,6 +260,10 @@ fn main() {
         .any(|a| a == "--voice=piper")
         .then(|| PiperTts::load(&confab_models::default_models_dir()).expect("models are fetched"));
     let (mut heard_right, mut answered_right, mut errors, mut words) = (0, 0, 0, 0);
+    // From the question's last audible sample to the first audio played; and how often the reply was
+    // asked for, and voiced, before the commit, and how many early replies were dropped.
+    let mut end_to_audio: Vec<f64> = Vec::new();
+    let (mut llm_early, mut speech_early, mut dropped) = (0, 0, 0);
     for (index, (question, question_words, answer_words)) in QUESTIONS.iter().take(count).enumerate() {
         if let Some(servers) = &servers {
             servers.script(question, answer_words[0]);
@@ -269,6 +284,11 @@ fn main() {
                 values.push(to - from);
             }
         }
+        end_to_audio.extend(at("first_audio_played").map(|played| played - outcome.speech_end));
+        let metrics = outcome.metrics.clone().unwrap_or_default();
+        llm_early += usize::from(metrics["llm_started_early"] == true);
+        speech_early += usize::from(metrics["speech_started_early"] == true);
+        dropped += metrics["early_replies_dropped"].as_u64().unwrap_or(0);
         let total = at("first_audio_played").zip(at("committed")).map(|(p, c)| p - c);
         println!(
             "{:2}. {question:50} heard {:5} {:?} → {:5} {:?} (commit → audio {})",
@@ -287,6 +307,15 @@ fn main() {
         "\n{count} questions: heard right {heard_right}, answered right {answered_right}; transcript word error {:.1}% ({errors} of {words} words)",
         100.0 * errors as f64 / words.max(1) as f64
     );
+    println!(
+        "preemptive generation: reply asked for before the commit in {llm_early} of {count} turns, its first \
+         sentence voiced before the commit in {speech_early}; {dropped} early replies dropped (the user went on)"
+    );
+    if !end_to_audio.is_empty() {
+        let n = end_to_audio.len();
+        let (p50, p95) = (percentile(&mut end_to_audio, 0.5), percentile(&mut end_to_audio, 0.95));
+        println!("{:32} p50 {p50:6.3} s   p95 {p95:6.3} s   (n = {n})", "end of speech (audio) → played");
+    }
     for ((name, _, _, injected), values) in spans.iter().zip(&mut samples) {
         if values.is_empty() {
             continue;

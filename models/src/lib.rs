@@ -37,6 +37,8 @@ pub enum ModelError {
     Runtime { path: String, message: String },
     #[error("inference failed in {model}: {message}")]
     Inference { model: &'static str, message: String },
+    #[error("{path} cannot be used: {reason}")]
+    Unsupported { path: String, reason: String },
 }
 
 /// The path of a stored model file, or an error naming the command that provides it.

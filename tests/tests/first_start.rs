@@ -84,3 +84,40 @@ async fn an_offline_start_without_models_serves_and_says_exactly_what_to_run() {
     assert!(log.contains("live_calls=false"), "{log}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `--local-llm` names the default language model: a file Confab cannot run stops the server at start with
+/// the reason; a runnable GGUF (the fetched SmolLM2, by path) is what an agent created without a model gets.
+#[tokio::test]
+async fn local_llm_names_the_default_model_and_a_bad_one_stops_the_start() {
+    let data = std::env::temp_dir().join(format!("confab-first-start-local-llm-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    std::fs::create_dir_all(&data).unwrap();
+    let not_gguf = data.join("notes.gguf");
+    std::fs::write(&not_gguf, "not weights").unwrap();
+    let output = std::process::Command::new(confab_bin())
+        .args(["serve", "--addr", "127.0.0.1:0", "--no-preload", "--no-media", "--local-llm"])
+        .arg(&not_gguf)
+        .arg("--data")
+        .arg(data.join("refused"))
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains(&format!("--local-llm: {} cannot be used: not a GGUF file", not_gguf.display())), "{said}");
+
+    let smollm2 = confab_models::default_models_dir().join(confab_models::paths::SMOLLM2_Q8);
+    let key = confab_tests::server::create_key(&data);
+    let smollm2_text = smollm2.display().to_string();
+    let mut server = Server::start(&data, &["--no-preload", "--no-media", "--local-llm", &smollm2_text]).await;
+    let client = reqwest::Client::new();
+    let agent = serde_json::json!({ "agent_name": "Default", "agent_system_prompt": "Be brief.",
+        "avatars": [{ "avatar_key_id": "stock-amara" }] });
+    let url = format!("{}/v1/ext/agent", server.base);
+    let created = confab_tests::server::api(&client, &key, reqwest::Method::POST, url.clone(), Some(agent)).await;
+    let id = created["id"].as_str().unwrap();
+    let stored = confab_tests::server::api(&client, &key, reqwest::Method::GET, format!("{url}/{id}"), None).await;
+    assert_eq!(stored["avatars"][0]["config"]["llm"]["model"], smollm2_text.as_str());
+    server.terminate();
+    let _ = std::fs::remove_dir_all(&data);
+}

@@ -50,6 +50,10 @@ pub(crate) enum Command {
         /// Models directory.
         #[arg(long, env = "CONFAB_MODELS_DIR")]
         models_dir: Option<PathBuf>,
+        /// The local language model for an agent that names none: a GGUF file (a path, or a name in the
+        /// models directory).
+        #[arg(long, env = "CONFAB_LOCAL_LLM", value_name = "PATH")]
+        local_llm: Option<String>,
     },
     /// Manage the local model files.
     Models {
@@ -202,6 +206,11 @@ pub(crate) struct MediaArgs {
     /// `confab models fetch` does, progress on stderr); a start with every model present fetches nothing.
     #[arg(long, env = "CONFAB_FETCH_MODELS")]
     pub(crate) fetch_models: bool,
+    /// The default local language model: a GGUF file (a path, or a name in the models directory; Llama
+    /// 3.x, SmolLM2, Qwen2, Qwen2.5 or Qwen3) that agents created without `llm.model` get, instead of the
+    /// embedded Qwen2.5-Coder-0.5B-Instruct. Checked at start.
+    #[arg(long, env = "CONFAB_LOCAL_LLM", value_name = "PATH")]
+    pub(crate) local_llm: Option<String>,
     /// Calls this process's media worker holds at once.
     #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = confab_worker::media::DEFAULT_MAX_CALLS)]
     pub(crate) max_calls: usize,

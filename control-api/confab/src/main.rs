@@ -40,13 +40,25 @@ async fn run() -> anyhow::Result<()> {
         Command::Worker(args) => worker::worker(*args).await,
         Command::Keys { command } => admin::keys(command).await,
         Command::Models { command: ModelsCommand::Fetch { dir } } => admin::fetch_models(dir),
-        Command::Simulate { agent, agent_id, database, allow_private_urls, input, out, realtime, models_dir } => {
+        Command::Simulate {
+            agent,
+            agent_id,
+            database,
+            allow_private_urls,
+            input,
+            out,
+            realtime,
+            models_dir,
+            local_llm,
+        } => {
+            let models_dir = models_dir.unwrap_or_else(confab_models::default_models_dir);
+            media::use_local_llm(&models_dir, local_llm.as_deref())?;
             let options = confab_engine::simulate::SimulateOptions {
                 agent: agent.unwrap_or_default(),
                 input,
                 out_dir: out,
                 realtime,
-                models_dir: models_dir.unwrap_or_else(confab_models::default_models_dir),
+                models_dir,
                 allow_private_urls,
                 providers: media::provider_env(),
             };

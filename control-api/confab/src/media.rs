@@ -23,6 +23,18 @@ pub(crate) fn allow_private_urls(flag: bool) -> bool {
     flag || std::env::var("CONFAB_WEBHOOK_ALLOW_PRIVATE").is_ok_and(|v| matches!(v.as_str(), "true" | "1" | "yes"))
 }
 
+/// Makes `--local-llm`'s GGUF the process's default local language model, once it is known to be one
+/// Confab can run (an error, with the reason, otherwise: the server does not start with a model it would
+/// fail on at every call).
+pub(crate) fn use_local_llm(models_dir: &std::path::Path, model: Option<&str>) -> anyhow::Result<()> {
+    let Some(model) = model.map(str::trim).filter(|m| !m.is_empty()) else { return Ok(()) };
+    confab_engine::providers::local_llm::check(models_dir, model)
+        .map_err(|why| anyhow::anyhow!("--local-llm: {why}"))?;
+    confab_engine::providers::local_llm::set_default_model(model);
+    tracing::info!(model, "default local language model");
+    Ok(())
+}
+
 /// Starts the engine runtime for live calls. Without the models the control plane still serves; joining a
 /// call then answers 503.
 pub(crate) async fn start_media(

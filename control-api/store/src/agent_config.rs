@@ -16,9 +16,10 @@ pub const TTS_PROVIDERS: &[&str] = &["local", "elevenlabs", "cartesia", "openai"
 pub const TURN_HANDLING: &[&str] = &["proactive", "balanced", "deliberate"];
 pub const INTERRUPTABILITY: &[&str] = &["low", "medium", "high"];
 
-/// The language models the `local` provider runs, the default first (`confab models fetch` provides them).
+/// The embedded language models of the `local` provider, the embedded default first (`confab models fetch`
+/// provides them); `llm.model` may also name a GGUF file (checked by `confab_http` against the models
+/// directory when the agent is created).
 pub const LOCAL_LLM_MODELS: &[&str] = &confab_engine::providers::local_llm::MODELS;
-pub const DEFAULT_LLM_MODEL: &str = LOCAL_LLM_MODELS[0];
 /// The speech-to-text models the `local` provider runs, the default first (`confab models fetch` provides them).
 pub const LOCAL_STT_MODELS: &[&str] = confab_engine::providers::local_stt::MODELS;
 pub const DEFAULT_STT_MODEL: &str = LOCAL_STT_MODELS[0];
@@ -129,10 +130,14 @@ impl PipelineConfig {
     /// Validates every field and fills the defaults (`local` providers and their models).
     pub fn normalize(&mut self, prefix: &str) -> ApiResult<()> {
         provider(&format!("{prefix}llm.provider"), &mut self.llm.provider, LLM_PROVIDERS)?;
-        default_model(&mut self.llm.model, &self.llm.provider, DEFAULT_LLM_MODEL);
+        default_model(&mut self.llm.model, &self.llm.provider, confab_engine::providers::local_llm::default_model());
         if self.llm.provider == "local" {
-            self.llm.model = self.llm.model.trim().to_ascii_lowercase();
-            validate::one_of(&format!("{prefix}llm.model"), &self.llm.model, LOCAL_LLM_MODELS)?;
+            // An embedded model's name in its own spelling; a file's path as given.
+            let model = self.llm.model.trim();
+            self.llm.model = match LOCAL_LLM_MODELS.iter().find(|name| name.eq_ignore_ascii_case(model)) {
+                Some(name) => name.to_string(),
+                None => model.to_string(),
+            };
         }
         provider(&format!("{prefix}stt.provider"), &mut self.stt.provider, STT_PROVIDERS)?;
         default_model(&mut self.stt.model, &self.stt.provider, DEFAULT_STT_MODEL);
@@ -166,6 +171,18 @@ impl PipelineConfig {
             validate::one_of(&format!("{prefix}stt.interruptability"), preset, INTERRUPTABILITY)?;
         }
         Ok(())
+    }
+}
+
+impl PipelineConfig {
+    /// A `local` language model that names a GGUF file must be one Confab can run (its header is read
+    /// from `models_dir`, or from the path given): refused now, with the reason, rather than at a call.
+    pub fn check_local_model(&self, prefix: &str, models_dir: &std::path::Path) -> ApiResult<()> {
+        if self.llm.provider != "local" {
+            return Ok(());
+        }
+        confab_engine::providers::local_llm::check(models_dir, &self.llm.model)
+            .map_err(|why| ApiError::bad_request(format!("Invalid request body: {prefix}llm.model: {why}")))
     }
 }
 

@@ -5,13 +5,16 @@
 //! Preemptive generation: when a transcript is prepared ahead of the commit (during the endpointing
 //! delay), the language model is asked at once, on that transcript and the history as it stands; the
 //! commit of the same audio uses that reply, already under way. When the user goes on speaking, the next
-//! preparation (or a commit of other audio) drops it, which stops its generation. On by default;
-//! `config.llm.preemptive_generation: false` turns it off.
+//! preparation (or a commit of other audio) drops it, which stops its generation. The early reply is read
+//! while the delay runs and its first sentence goes to the voice at once (`speak_ahead`), so that the
+//! commit finds its audio ready or under way. On by default; `config.llm.preemptive_generation: false`
+//! turns it off.
 //!
 //! Tools and guardrails (`crate::actions`) are offered to the model; the calls it makes are run by
 //! `tool_round` and their results go back to it, up to `MAX_TOOL_ROUNDS` times per turn.
 
 pub mod reply_rule;
+mod speak_ahead;
 mod tool_round;
 
 pub use reply_rule::ReplyRule;
@@ -52,10 +55,15 @@ pub enum ReplyOutput {
 
 pub struct Responder {
     llm: (Arc<dyn LanguageModel>, String),
-    tts: Box<dyn SpeechSynthesizer>,
+    tts: Arc<dyn SpeechSynthesizer>,
     stt: Option<Recognizer>,
     system_prompt: String,
     history: Vec<ChatMessage>,
+    /// The early reply's first sentence, handed to the voice before the commit; `speak` takes its speech
+    /// instead of asking the voice again.
+    spoken_ahead: Option<speak_ahead::SpokenAhead>,
+    /// Early replies dropped since the last commit (the user went on speaking).
+    early_dropped: u32,
     /// A transcript made ahead of the commit, the audio range it covers, and how long it took.
     prepared: Option<((MediaTime, MediaTime), String, std::time::Duration)>,
     /// How long the last committed turn's transcript took (`turn_metrics`).
@@ -97,7 +105,7 @@ struct EarlyReply {
     user_text: String,
     history_len: usize,
     snippets: Vec<Snippet>,
-    stream: LlmStream,
+    ahead: speak_ahead::Ahead,
 }
 
 impl Responder {
@@ -157,10 +165,12 @@ impl Responder {
     ) -> Responder {
         Responder {
             llm: (Arc::from(llm.0), llm.1),
-            tts,
+            tts: Arc::from(tts),
             stt,
             system_prompt,
             history: Vec::new(),
+            spoken_ahead: None,
+            early_dropped: 0,
             prepared: None,
             last_transcript: None,
             last_reply: ReplyTimings::default(),
@@ -188,7 +198,7 @@ impl Responder {
     /// Transcribes `[from, to)` ahead of the commit (while the endpointing delay runs) and, with
     /// preemptive generation, asks the language model for the reply to it at once.
     pub async fn prepare_transcript(&mut self, from: MediaTime, to: MediaTime, audio: &[f32]) {
-        self.early_reply = None; // the user went on: an earlier early reply answers too little
+        self.drop_early_reply(); // the user went on: an earlier early reply answers too little
         let started = Instant::now();
         match self.transcribe(audio).await {
             Ok(text) => {
@@ -215,7 +225,7 @@ impl Responder {
             && self.in_flight.is_none()
             && self.reply_rule.answers(&text);
         self.early_reply = early.then(|| EarlyReply {
-            stream: self.llm.0.stream(self.request(Some(&text), &snippets)),
+            ahead: speak_ahead::Ahead::start(self.llm.0.stream(self.request(Some(&text), &snippets)), self.tts.clone()),
             user_text: text.clone(),
             history_len: self.history.len(),
             snippets,
@@ -265,7 +275,7 @@ impl Responder {
                 (text, TranscriptTiming { duration, prepared_ahead: true })
             }
             _ => {
-                self.early_reply = None; // it answers other audio
+                self.drop_early_reply(); // it answers other audio
                 let text = self.transcribe(audio).await?;
                 (text, TranscriptTiming { duration: started.elapsed(), prepared_ahead: false })
             }
@@ -302,32 +312,37 @@ impl Responder {
     ) -> Result<(), ProviderError> {
         let requested = Instant::now();
         self.last_reply = ReplyTimings::default();
+        self.spoken_ahead = None;
         if !self.reply_rule.answers(user_text) {
             // Not addressed (a meeting): the turn is context for later ones, and nothing is said.
-            self.early_reply = None;
+            self.drop_early_reply();
             self.history.push(ChatMessage::new("user", user_text));
             return Ok(());
         }
         // Calls an interrupted reply left running: their results enter the history first.
         self.settle_quietly(out).await;
         let early = self.early_reply.take();
-        let mut stream = match early {
+        let (mut received, mut stream) = match early {
             Some(early) if early.user_text == user_text && early.history_len == self.history.len() => {
                 self.last_reply.llm_started_early = true;
                 self.turn_snippets = early.snippets;
-                early.stream
+                let head = early.ahead.head().await?;
+                self.spoken_ahead = head.first;
+                (head.received, head.rest)
             }
             stale => {
+                self.early_dropped += u32::from(stale.is_some());
                 drop(stale); // stops its generation before the new request queues on the model
                 self.turn_snippets = self.retrieve(user_text).await;
-                self.llm.0.stream(self.request(Some(user_text), &self.turn_snippets))
+                (Vec::new(), self.llm.0.stream(self.request(Some(user_text), &self.turn_snippets)))
             }
         };
+        self.last_reply.early_dropped = std::mem::take(&mut self.early_dropped);
         self.report_snippets(turn, user_text);
         self.history.push(ChatMessage::new("user", user_text));
         let reply = Reply { requested, turn, epoch };
         for round in 0..=MAX_TOOL_ROUNDS {
-            let calls = self.speak_stream(&reply, stream, out).await?;
+            let calls = self.speak_stream(&reply, std::mem::take(&mut received), stream, out).await?;
             if calls.is_empty() {
                 break;
             }
@@ -351,16 +366,31 @@ impl Responder {
         }
     }
 
-    /// Speaks one model stream's text sentence by sentence; returns the tool calls it made.
+    /// Drops the early reply, if any (its generation and speech stop), and counts it.
+    fn drop_early_reply(&mut self) {
+        self.early_dropped += u32::from(self.early_reply.take().is_some());
+    }
+
+    /// Speaks one model stream's text sentence by sentence (what was `received` from it ahead first);
+    /// returns the tool calls it made.
     async fn speak_stream(
         &mut self,
         reply: &Reply,
+        received: Vec<speak_ahead::Received>,
         mut stream: LlmStream,
         out: &mut (dyn FnMut(ReplyOutput) + Send),
     ) -> Result<Vec<ToolCall>, ProviderError> {
         let mut splitter = SentenceSplitter::default();
         let mut calls = Vec::new();
-        while let Some(event) = stream.recv().await {
+        let mut received = received.into_iter();
+        loop {
+            let event = match received.next() {
+                Some(event) => event,
+                None => match stream.recv().await {
+                    Some(event) => event,
+                    None => break,
+                },
+            };
             match event? {
                 LlmEvent::Text(text) => {
                     self.last_reply.llm_first_token.get_or_insert_with(|| reply.requested.elapsed());
@@ -389,7 +419,13 @@ impl Responder {
         let Reply { requested, turn, epoch } = *reply;
         let mut on_segment = |piece| out(ReplyOutput::Audio(piece));
         self.last_reply.first_clause.get_or_insert_with(|| requested.elapsed());
-        let mut stream = self.tts.synthesize(&text);
+        let mut stream = match self.spoken_ahead.take() {
+            Some(ahead) if ahead.text == text => {
+                self.last_reply.speech_started_early = true;
+                ahead.speech
+            }
+            _ => self.tts.synthesize(&text),
+        };
         // The first audio opens the segment at once (playout starts with it); later audio extends it.
         let mut text = Some(text);
         while let Some(event) = stream.recv().await {
@@ -482,6 +518,44 @@ mod tests {
         assert_eq!(*asked.lock().unwrap(), ["What is the capital of France?"], "one request, made early");
     }
 
+    /// A voice that records what it was asked to say.
+    struct Recording(Arc<Mutex<Vec<String>>>);
+
+    impl SpeechSynthesizer for Recording {
+        fn synthesize(&self, text: &str) -> TtsStream {
+            self.0.lock().unwrap().push(text.to_string());
+            Silence.synthesize(text)
+        }
+    }
+
+    #[tokio::test]
+    async fn the_early_reply_is_voiced_during_the_delay_and_played_from_the_commit() {
+        let (asked, voiced) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(Vec::new())));
+        let llm: Box<dyn LanguageModel> = Box::new(CountingLlm(asked.clone()));
+        let voice = Box::new(Recording(voiced.clone()));
+        let mut responder = Responder::new((llm, "test".into()), voice, None, "Be brief.".into());
+        prepare(&mut responder, 0, 16_000, "What is the capital of France?");
+        for _ in 0..1000 {
+            if !voiced.lock().unwrap().is_empty() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(*voiced.lock().unwrap(), ["Paris."], "the first sentence goes to the voice before the commit");
+        let mut pieces = Vec::new();
+        let heard = responder.transcript_for(MediaTime::ZERO, MediaTime::from_samples(16_000), &[]).await.unwrap();
+        responder.respond(TurnId(1), Epoch(1), &heard, &mut |piece| pieces.push(piece)).await.unwrap();
+        let timings = responder.last_reply();
+        assert!(timings.llm_started_early && timings.speech_started_early);
+        assert_eq!(*voiced.lock().unwrap(), ["Paris."], "not asked again at the commit");
+        let first = match &pieces[0] {
+            ReplyOutput::Audio(PlayoutPiece::Segment(segment)) => segment,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!((first.text.as_str(), first.audio.len(), first.epoch), ("Paris.", 160, Epoch(1)));
+        assert_eq!(pieces.len(), 3, "the sentence's audio, more of it, its end");
+    }
+
     #[tokio::test]
     async fn a_sentence_reaches_playout_with_its_first_audio_and_grows_as_more_arrives() {
         let asked = Arc::new(Mutex::new(Vec::new()));
@@ -520,6 +594,7 @@ mod tests {
         // The user went on: the commit covers more audio, transcribed again (here: given).
         let timings = commit(&mut responder, 0, 32_000, "What is the capital of France?").await;
         assert!(!timings.llm_started_early);
+        assert_eq!(timings.early_dropped, 1);
         assert_eq!(*asked.lock().unwrap(), ["What is the capital", "What is the capital of France?"]);
         assert_eq!(responder.history.last().unwrap().content, "What is the capital of France?");
     }

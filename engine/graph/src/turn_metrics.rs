@@ -25,6 +25,10 @@ pub struct ReplyTimings {
     /// The reply was asked for before the commit (preemptive generation); its stages count from the
     /// commit's request all the same.
     pub llm_started_early: bool,
+    /// Its first sentence went to the voice before the commit (`speak_ahead`).
+    pub speech_started_early: bool,
+    /// Early replies asked for during this turn and dropped because the user went on speaking.
+    pub early_dropped: u32,
 }
 
 /// Wall-clock duration of a turn's speech-to-text, and whether it ran ahead of the commit.
@@ -131,6 +135,8 @@ impl TurnMetrics {
             "latency_ms": latency,
             "stt_prepared_ahead": self.transcript.map(|t| t.prepared_ahead),
             "llm_started_early": self.reply.llm_started_early,
+            "speech_started_early": self.reply.speech_started_early,
+            "early_replies_dropped": self.reply.early_dropped,
         })
     }
 }
@@ -243,6 +249,8 @@ mod tests {
             tts_first_audio: Some(Duration::from_millis(260)),
             first_segment: Some(Duration::from_millis(300)),
             llm_started_early: true,
+            speech_started_early: true,
+            early_dropped: 1,
         };
         log.reply(turn, reply);
         log.started_speaking(ms(2_540));
@@ -259,6 +267,8 @@ mod tests {
         assert_eq!(line["latency_ms"]["stt"], 150.0);
         assert_eq!(line["stt_prepared_ahead"], true);
         assert_eq!(line["llm_started_early"], true);
+        assert_eq!(line["speech_started_early"], true);
+        assert_eq!(line["early_replies_dropped"], 1);
     }
 
     #[test]

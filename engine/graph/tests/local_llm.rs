@@ -6,7 +6,44 @@
 
 use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, ToolSpec};
 use confab_engine::providers::local_llm::{self, LocalLlm};
-use confab_models::chat_lm::{ChatLm, LocalChatModel, Turn};
+use confab_models::chat_lm::gguf::{self, Architecture};
+use confab_models::chat_lm::{ChatLm, LocalChatModel, Message};
+use confab_models::paths;
+
+/// A fetched GGUF by its path, as a user names a file of their own.
+fn own_gguf(stored_as: &str) -> String {
+    confab_models::default_models_dir().join(stored_as).display().to_string()
+}
+
+/// The text of a whole reply.
+async fn answer(llm: &LocalLlm, request: ChatRequest) -> String {
+    let mut stream = llm.stream(request);
+    let mut text = String::new();
+    while let Some(event) = stream.recv().await {
+        if let LlmEvent::Text(piece) = event.expect("no error") {
+            text.push_str(&piece);
+        }
+    }
+    text
+}
+
+/// A GGUF named by its path, of each architecture the project fetches (qwen2: Qwen2.5-Coder; llama:
+/// SmolLM2), is accepted by the creation-time check, loads with its own chat template and answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gguf_named_by_path_loads_and_answers_in_each_architecture() {
+    let dir = confab_models::default_models_dir();
+    for (stored_as, architecture) in
+        [(paths::QWEN_CODER_Q8, Architecture::Qwen2), (paths::SMOLLM2_Q8, Architecture::Llama)]
+    {
+        let path = own_gguf(stored_as);
+        assert_eq!(gguf::inspect(std::path::Path::new(&path)).expect("runnable").architecture, architecture);
+        local_llm::check(&dir, &path).expect("accepted when an agent names it");
+        let llm = LocalLlm::load(&dir, &path).expect("loads");
+        assert_eq!(llm.name(), std::path::Path::new(stored_as).file_name().unwrap().to_str().unwrap());
+        let text = answer(&llm, request(64)).await;
+        assert!(text.contains("Paris"), "{stored_as}: {text:?}");
+    }
+}
 
 fn request(max_tokens: u32) -> ChatRequest {
     ChatRequest {
@@ -90,10 +127,10 @@ async fn a_request_dropped_while_it_waits_never_starts() {
 fn generation_stops_at_the_first_piece_nobody_takes() {
     // A dropped stream's sender refuses the next piece: `generate` must return there, not run to its limit.
     let mut model = ChatLm::load(&confab_models::default_models_dir(), LocalChatModel::DEFAULT).expect("models");
-    let turns = [Turn { role: "user", content: "Count from one to one hundred." }];
+    let turns = [Message::new("user", "Count from one to one hundred.")];
     let mut pieces = 0;
     model
-        .generate(&turns, 400, 0.0, &[], &mut |_| {
+        .generate(&turns, &[], 400, 0.0, &[], &mut |_| {
             pieces += 1;
             pieces < 3
         })
@@ -102,10 +139,10 @@ fn generation_stops_at_the_first_piece_nobody_takes() {
 }
 
 fn reply(model: &mut ChatLm, turns: &[(&str, &str)]) -> String {
-    let turns: Vec<Turn> = turns.iter().map(|(role, content)| Turn { role, content }).collect();
+    let turns: Vec<Message> = turns.iter().map(|(role, content)| Message::new(role, content)).collect();
     let mut text = String::new();
     model
-        .generate(&turns, 64, 0.0, &[], &mut |piece| {
+        .generate(&turns, &[], 64, 0.0, &[], &mut |piece| {
             text.push_str(piece);
             true
         })
@@ -156,7 +193,7 @@ fn kept_prompt_state_gives_the_cold_answer(which: LocalChatModel) {
 
     // A system prompt evaluated ahead (`warm`, at a call's start) is a kept state like the others.
     model.forget_prefixes();
-    model.warm(SYSTEM).unwrap();
+    model.warm(SYSTEM, &[]).unwrap();
     assert_eq!(reply(&mut model, &other), answer);
     assert!(model.last_evaluated() < first_prompt, "{} of {first_prompt}", model.last_evaluated());
 }
@@ -168,13 +205,13 @@ fn kept_prompt_state_gives_the_cold_answer(which: LocalChatModel) {
 fn a_reply_does_not_talk_itself_into_a_loop() {
     let mut model = ChatLm::load(&confab_models::default_models_dir(), LocalChatModel::SmolLm2).expect("models");
     let turns = [
-        Turn { role: "system", content: "You are a helpful assistant. Answer in one short sentence." },
-        Turn { role: "user", content: "What is the opposite on heart?" },
+        Message::new("system", "You are a helpful assistant. Answer in one short sentence."),
+        Message::new("user", "What is the opposite on heart?"),
     ];
     let mut text = String::new();
     let mut pieces = 0;
     model
-        .generate(&turns, 256, 0.6, &[], &mut |piece| {
+        .generate(&turns, &[], 256, 0.6, &[], &mut |piece| {
             text.push_str(piece);
             pieces += 1;
             true
@@ -241,7 +278,7 @@ fn the_default_model_agrees_with_llama_cpp() {
         ),
     ];
     for (question, expected) in reference {
-        let turns = [Turn { role: "system", content: system }, Turn { role: "user", content: question }];
+        let turns = [Message::new("system", system), Message::new("user", question)];
         let logits = model.first_reply_logits(&turns).expect("evaluates");
         for (token, value) in expected {
             let ours = logits[token];
@@ -255,7 +292,8 @@ fn the_default_model_agrees_with_llama_cpp() {
 /// Qwen calls a tool in its template's format, and answers with the tool's result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_model_calls_a_tool_and_answers_with_its_result() {
-    let llm = LocalLlm::load(&confab_models::default_models_dir(), "").expect("models are fetched");
+    // Named by its path: the tool format comes from the file's own chat template.
+    let llm = LocalLlm::load(&confab_models::default_models_dir(), &own_gguf(paths::QWEN_CODER_Q8)).expect("loads");
     let weather = ToolSpec {
         name: "get_weather".into(),
         description: "Get the current weather in a city".into(),

@@ -1,25 +1,24 @@
-//! `ChatLm`: a loaded chat model, its tokenizer and the key/value states kept for prompt reuse; prompts in
-//! the ChatML template, streamed generation (the module doc of `chat_lm` says how).
+//! `ChatLm`: a loaded chat model, its tokenizer, its chat template and the key/value states kept for
+//! prompt reuse; streamed generation (the module doc of `chat_lm` says how).
 
 use std::path::Path;
 
 use candle_core::Device;
 use candle_core::quantized::gguf_file;
-use candle_transformers::models::quantized_llama;
+use candle_transformers::models::{quantized_llama, quantized_qwen3};
 use tokenizers::Tokenizer;
 
-use super::catalog::LocalChatModel;
+use super::catalog::{ChatModelChoice, LocalChatModel};
+use super::gguf::{self, Architecture};
 use super::sampler::Sampler;
+use super::template::{CallFormat, ChatTemplate, Message, ToolFunction};
 use super::tokenizer;
 use super::weights::Weights;
 use super::{fail, qwen2};
 use crate::{ModelError, require};
 
-/// One chat message for the template.
-pub struct Turn<'a> {
-    pub role: &'a str,
-    pub content: &'a str,
-}
+/// Tokens that end a reply in the families Confab runs, beside the file's own end-of-sequence token.
+const END_TOKENS: [&str; 5] = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"];
 
 /// Key/value states kept for prompt reuse.
 pub const PREFIX_STATES: usize = 8;
@@ -42,10 +41,11 @@ struct PrefixState {
 }
 
 pub struct ChatLm {
-    which: LocalChatModel,
+    name: String,
     /// The loaded weights with an empty cache: where a prompt with no kept prefix starts.
     model: Weights,
     tokenizer: Tokenizer,
+    template: ChatTemplate,
     end_tokens: Vec<u32>,
     /// Most recently used first.
     prefixes: std::collections::VecDeque<PrefixState>,
@@ -54,69 +54,121 @@ pub struct ChatLm {
 }
 
 impl ChatLm {
+    /// An embedded model from `models_dir`.
     pub fn load(models_dir: &Path, which: LocalChatModel) -> Result<ChatLm, ModelError> {
-        let path = require(models_dir, which.file())?;
-        let mut file = std::fs::File::open(&path).map_err(fail)?;
+        ChatLm::open(&require(models_dir, which.file())?, which.name())
+    }
+
+    /// The model an agent chose.
+    pub fn load_choice(models_dir: &Path, choice: &ChatModelChoice) -> Result<ChatLm, ModelError> {
+        ChatLm::open(&choice.path(models_dir)?, &choice.name())
+    }
+
+    /// The GGUF at `path`, known as `name`: any file `gguf::inspect` accepts.
+    pub fn open(path: &Path, name: &str) -> Result<ChatLm, ModelError> {
+        let mut file = std::fs::File::open(path).map_err(fail)?;
         let content = gguf_file::Content::read(&mut file).map_err(fail)?;
+        let summary = gguf::summarize(path, &content)?;
         let tokenizer = tokenizer::from_gguf(&content)?;
-        let end_tokens: Vec<u32> =
-            ["<|im_end|>", "<|endoftext|>"].iter().filter_map(|t| tokenizer.token_to_id(t)).collect();
-        let model = match which {
-            LocalChatModel::SmolLm2 => Weights::Llama(
+        let token_text = |key: &str| {
+            let id = content.metadata.get(key).and_then(|v| v.to_u32().ok())?;
+            tokenizer.id_to_token(id)
+        };
+        let eos = token_text("tokenizer.ggml.eos_token_id");
+        let bos = token_text("tokenizer.ggml.bos_token_id").unwrap_or_default();
+        let template_source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok()).cloned();
+        let template = ChatTemplate::new(template_source.as_deref(), &bos, eos.as_deref().unwrap_or_default())
+            .map_err(|why| ModelError::Unsupported { path: path.display().to_string(), reason: why })?;
+        let mut end_tokens: Vec<u32> = END_TOKENS.iter().filter_map(|t| tokenizer.token_to_id(t)).collect();
+        end_tokens.extend(eos.and_then(|eos| tokenizer.token_to_id(&eos)).filter(|id| !end_tokens.contains(id)));
+        let model = match summary.architecture {
+            Architecture::Llama => Weights::Llama(
                 quantized_llama::ModelWeights::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?,
             ),
-            LocalChatModel::QwenCoder05b => {
+            Architecture::Qwen2 => {
                 Weights::Qwen2(qwen2::Qwen2::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?)
             }
+            Architecture::Qwen3 => Weights::Qwen3(
+                quantized_qwen3::ModelWeights::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?,
+            ),
         };
         // candle tiles each matrix for its VNNI kernels at its first product (~0.4 s for Qwen): at load,
         // with the model, rather than in the first call's first turn.
         if let Some(&token) = end_tokens.first() {
             model.clone().evaluate(&[token], 0)?;
         }
-        Ok(ChatLm { which, model, tokenizer, end_tokens, prefixes: Default::default(), last_evaluated: 0 })
+        Ok(ChatLm {
+            name: name.to_string(),
+            model,
+            tokenizer,
+            template,
+            end_tokens,
+            prefixes: Default::default(),
+            last_evaluated: 0,
+        })
     }
 
-    /// Which model this is.
-    pub fn which(&self) -> LocalChatModel {
-        self.which
+    /// The name the model goes by.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
-    /// One message in ChatML.
-    fn message(turn: &Turn) -> String {
-        format!("<|im_start|>{}\n{}<|im_end|>\n", turn.role, turn.content)
+    /// How the model writes tool calls, from its template (`CallFormat::None`: it is offered no tools).
+    pub fn call_format(&self) -> CallFormat {
+        self.template.call_format()
     }
 
-    /// The ChatML prompt of a conversation, ending where the assistant's reply begins.
-    pub fn prompt(turns: &[Turn]) -> String {
-        let mut prompt = String::new();
-        for turn in turns {
-            prompt.push_str(&ChatLm::message(turn));
-        }
-        prompt.push_str("<|im_start|>assistant\n");
-        prompt
+    /// The prompt for a conversation, in the model's template, ending where the assistant's reply begins.
+    pub fn prompt(&self, messages: &[Message], tools: &[ToolFunction]) -> Result<String, ModelError> {
+        self.template.render(messages, tools, true)
     }
 
-    /// Generates a reply to `turns`, calling `on_text` with each new piece of text; generation stops when
-    /// `on_text` returns false (cancelled), at the end token, at a stop sequence, or after `max_tokens`.
+    fn encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        Ok(self.tokenizer.encode(text, false).map_err(fail)?.get_ids().to_vec())
+    }
+
+    /// The tokens every prompt that opens with this system message (and these tools) begins with: the
+    /// system message rendered alone, when prompts begin with it (ChatML, Llama 3); else the text two
+    /// prompts differing only in their user message share, cut after its last special token (so that it
+    /// tokenizes the same alone as within a prompt; Qwen3's template refuses a conversation without a user
+    /// message). None when the template cannot say.
+    fn system_prefix(&self, system: &Message, tools: &[ToolFunction]) -> Option<Vec<u32>> {
+        let render = |user: &str| self.template.render(&[system.clone(), Message::new("user", user)], tools, true).ok();
+        let (a, b) = (render("\u{1}")?, render("\u{2}")?);
+        let shared = a.char_indices().zip(b.chars()).find(|((_, x), y)| x != y).map_or(a.len(), |((i, _), _)| i);
+        let alone = self.template.render(std::slice::from_ref(system), tools, false).ok();
+        let text = match alone {
+            Some(alone) if !alone.is_empty() && a[..shared].starts_with(&alone) => alone,
+            _ => a[..a[..shared].rfind("|>")? + 2].to_string(),
+        };
+        self.encode(&text).ok().filter(|tokens| !tokens.is_empty())
+    }
+
+    /// Generates a reply to `messages` (offering `tools` when the template takes them), calling `on_text`
+    /// with each new piece of text; generation stops when `on_text` returns false (cancelled), at an end
+    /// token, at a stop sequence, or after `max_tokens`.
     pub fn generate(
         &mut self,
-        turns: &[Turn],
+        messages: &[Message],
+        tools: &[ToolFunction],
         max_tokens: usize,
         temperature: f64,
         stop: &[String],
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<(), ModelError> {
-        let prompt = ChatLm::prompt(turns);
-        let encoding = self.tokenizer.encode(prompt, false).map_err(fail)?;
-        let prompt_tokens = encoding.get_ids().to_vec();
+        let prompt_tokens = self.encode(&self.prompt(messages, tools)?)?;
         let mut sampler = Sampler::new(299_792_458, temperature, TOP_P);
         let mut generated: Vec<u32> = Vec::with_capacity(max_tokens);
         let mut emitted = String::new();
         let (mut model, mut position) = self.start_from_longest_prefix(&prompt_tokens);
         self.last_evaluated = prompt_tokens.len() - position;
         // The system message's state is kept on its own, for the next call with the same system prompt.
-        if let Some(end) = self.system_prompt_end(turns)?.filter(|&end| position < end && end < prompt_tokens.len()) {
+        let system = messages.first().filter(|m| m.role == "system").and_then(|m| self.system_prefix(m, tools));
+        if let Some(end) = system
+            .filter(|prefix| prompt_tokens.starts_with(prefix))
+            .map(|prefix| prefix.len())
+            .filter(|&end| position < end && end < prompt_tokens.len())
+        {
             model.evaluate(&prompt_tokens[position..end], position)?;
             position = end;
             self.keep_prefix(prompt_tokens[..end].to_vec(), &model);
@@ -162,10 +214,9 @@ impl ChatLm {
     /// Evaluates a system prompt now and keeps its state (unless a kept one holds it already), so that the
     /// first prompt beginning with it evaluates only what follows: a call's first answer then comes as
     /// fast as its later ones.
-    pub fn warm(&mut self, system: &str) -> Result<(), ModelError> {
-        let message = ChatLm::message(&Turn { role: "system", content: system });
-        let tokens = self.tokenizer.encode(message, false).map_err(fail)?.get_ids().to_vec();
-        if tokens.is_empty() || self.prefixes.iter().any(|kept| kept.tokens == tokens) {
+    pub fn warm(&mut self, system: &str, tools: &[ToolFunction]) -> Result<(), ModelError> {
+        let Some(tokens) = self.system_prefix(&Message::new("system", system), tools) else { return Ok(()) };
+        if self.prefixes.iter().any(|kept| kept.tokens == tokens) {
             return Ok(());
         }
         let (mut model, position) = self.start_from_longest_prefix(&tokens);
@@ -176,21 +227,10 @@ impl ChatLm {
 
     /// The logits of the reply's first token, the prompt evaluated whole from an empty cache (for checking
     /// this implementation against another one on the same weights).
-    pub fn first_reply_logits(&self, turns: &[Turn]) -> Result<Vec<f32>, ModelError> {
-        let tokens = self.tokenizer.encode(ChatLm::prompt(turns), false).map_err(fail)?;
-        let logits = self.model.clone().evaluate(tokens.get_ids(), 0)?;
+    pub fn first_reply_logits(&self, messages: &[Message]) -> Result<Vec<f32>, ModelError> {
+        let tokens = self.encode(&self.prompt(messages, &[])?)?;
+        let logits = self.model.clone().evaluate(&tokens, 0)?;
         logits.to_vec1::<f32>().map_err(fail)
-    }
-
-    /// How many of the prompt's tokens are the leading system message, if there is one.
-    fn system_prompt_end(&self, turns: &[Turn]) -> Result<Option<usize>, ModelError> {
-        match turns.first() {
-            Some(first) if first.role == "system" => {
-                let tokens = self.tokenizer.encode(ChatLm::message(first), false).map_err(fail)?;
-                Ok(Some(tokens.get_ids().len()))
-            }
-            _ => Ok(None),
-        }
     }
 
     /// Prompt tokens the last call evaluated (the rest came from a kept state).

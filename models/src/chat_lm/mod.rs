@@ -1,10 +1,11 @@
-//! The embedded chat language models, from their GGUF files with candle: SmolLM2-135M-Instruct (llama
+//! Chat language models from GGUF files, with candle: the embedded SmolLM2-135M-Instruct (llama
 //! architecture, candle's quantized llama) and Qwen2.5-Coder-0.5B-Instruct ([`qwen2`]), each run from the
 //! copy `requantize` makes at fetch time (candle multiplies Q4_1 and Q5_0 without SIMD, Q8_0 and the
-//! K-quants with it); Qwen's Q8_0 matrices are widened at load so that candle multiplies them with its
-//! VNNI kernels (`projection`). The tokenizer is built from the GGUF metadata ([`tokenizer`]); prompts use
-//! the models' ChatML template; generation streams text and stops at `<|im_end|>`, the end-of-text token, a
-//! stop sequence or the token bound; tokens the reply already holds are penalised ([`REPEAT_PENALTY`]) so
+//! K-quants with it), and any GGUF of the user's in the llama, qwen2 or qwen3 architecture ([`gguf`] says
+//! whether a file is one; [`ChatModelChoice`] finds it). Qwen2's Q8_0 matrices are widened at load so that
+//! candle multiplies them with its VNNI kernels (`projection`). The tokenizer is built from the GGUF
+//! metadata ([`tokenizer`]); prompts are rendered with the file's own chat template ([`template`]);
+//! generation streams text and stops at an end token, a stop sequence or the token bound; tokens the reply already holds are penalised ([`REPEAT_PENALTY`]) so
 //! that it does not loop, and each token is sampled from the nucleus ([`TOP_P`]) by `sampler`.
 //!
 //! Prompts are not evaluated from scratch each turn: the model's key/value state is kept after each prompt
@@ -16,15 +17,18 @@
 
 mod catalog;
 mod chat;
+pub mod gguf;
 pub mod projection;
 pub mod qwen2;
 pub mod requantize;
 mod sampler;
+pub mod template;
 mod tokenizer;
 mod weights;
 
-pub use catalog::LocalChatModel;
-pub use chat::{ChatLm, PREFIX_STATES, REPEAT_PENALTY, REPEAT_WINDOW, TOP_P, Turn};
+pub use catalog::{ChatModelChoice, LocalChatModel};
+pub use chat::{ChatLm, PREFIX_STATES, REPEAT_PENALTY, REPEAT_WINDOW, TOP_P};
+pub use template::{CallFormat, Message, TemplateCall, ToolFunction};
 
 use crate::ModelError;
 

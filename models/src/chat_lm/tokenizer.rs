@@ -1,7 +1,8 @@
 //! The byte-level BPE tokenizer a GGUF's metadata describes (`tokenizer.ggml.tokens`, `tokenizer.ggml.merges`;
 //! no tokenizer.json ships with these models). Special tokens (`<|…|>`) are matched whole. How text is cut
-//! into words before BPE follows `tokenizer.ggml.pre`: Qwen2 splits with its own pattern (every digit on its
-//! own, as the model was trained), the others with GPT-2's.
+//! into words before BPE follows `tokenizer.ggml.pre`: Qwen2 and Qwen3 split with Qwen2's pattern (every
+//! digit on its own, as the model was trained), Llama 3 with its own (digits in threes), the others with
+//! GPT-2's.
 
 use candle_core::quantized::gguf_file;
 use tokenizers::models::bpe::{BPE, Vocab};
@@ -13,6 +14,9 @@ use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
 
 use super::fail;
 use crate::ModelError;
+
+/// Llama 3's pre-tokenizer pattern (`llama-bpe`: digits in runs of at most three).
+const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// Qwen2's pre-tokenizer pattern (its tokenizer.json's `Split` step).
 const QWEN2_SPLIT: &str =
@@ -42,9 +46,14 @@ pub fn from_gguf(content: &gguf_file::Content) -> Result<Tokenizer, ModelError> 
     let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(fail)?;
     let mut tokenizer = Tokenizer::new(bpe);
     let pre = content.metadata.get("tokenizer.ggml.pre").and_then(|v| v.to_string().ok()).map(String::as_str);
-    if pre == Some("qwen2") {
-        let split = Split::new(SplitPattern::Regex(QWEN2_SPLIT.into()), SplitDelimiterBehavior::Isolated, false)
-            .map_err(fail)?;
+    let pattern = match pre {
+        Some("qwen2") => Some(QWEN2_SPLIT),
+        Some("llama-bpe" | "llama3") => Some(LLAMA3_SPLIT),
+        _ => None,
+    };
+    if let Some(pattern) = pattern {
+        let split =
+            Split::new(SplitPattern::Regex(pattern.into()), SplitDelimiterBehavior::Isolated, false).map_err(fail)?;
         tokenizer.with_pre_tokenizer(Some(Sequence::new(vec![
             PreTokenizerWrapper::Split(split),
             PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, false, false)),

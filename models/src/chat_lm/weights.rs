@@ -1,16 +1,18 @@
-//! The network of either architecture (candle's quantized llama, or `qwen2`) behind one forward pass.
+//! The network of each architecture (candle's quantized llama and qwen3, our `qwen2`) behind one forward
+//! pass.
 
 use candle_core::{Device, Tensor};
-use candle_transformers::models::quantized_llama;
+use candle_transformers::models::{quantized_llama, quantized_qwen3};
 
 use super::{fail, qwen2};
 use crate::ModelError;
 
-/// The network of either architecture; cloning copies only the key/value cache.
+/// The network of one architecture; cloning copies only the key/value cache.
 #[derive(Clone)]
 pub(super) enum Weights {
     Llama(quantized_llama::ModelWeights),
     Qwen2(qwen2::Qwen2),
+    Qwen3(quantized_qwen3::ModelWeights),
 }
 
 impl Weights {
@@ -18,6 +20,7 @@ impl Weights {
         match self {
             Weights::Llama(model) => model.forward(tokens, position),
             Weights::Qwen2(model) => model.forward(tokens, position),
+            Weights::Qwen3(model) => model.forward(tokens, position),
         }
     }
 

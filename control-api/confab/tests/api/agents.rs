@@ -10,6 +10,7 @@ on_both_databases!(
     search_follows_creates_and_deletes,
     delete_answers_exact_not_found,
     short_form_creates_an_agent,
+    a_gguf_of_ones_own_is_checked_when_it_is_named,
     attachments_are_returned_whole_and_deleted_ones_skipped,
 );
 
@@ -185,4 +186,41 @@ async fn attachments_are_returned_whole_and_deleted_ones_skipped(app: TestApp) {
     let unknown = app.post("/v1/ext/agent", json!({ "agent_name": "X", "guardrail_ids": [guardrail] })).await;
     assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
     assert!(unknown.json()["error"].as_str().unwrap().contains("guardrail_ids"));
+}
+
+/// `llm.model` may name a GGUF file: a runnable one (the fetched SmolLM2, by its path) is stored as named; a
+/// file that is not a runnable chat model is refused at creation, with its reason, for agents and templates.
+async fn a_gguf_of_ones_own_is_checked_when_it_is_named(app: TestApp) {
+    let smollm2 = confab_models::default_models_dir().join(confab_models::paths::SMOLLM2_Q8).display().to_string();
+    let agent = |model: &str| {
+        json!({ "agent_name": "Own", "agent_system_prompt": "Be brief.",
+            "avatars": [{ "avatar_key_id": "stock-amara", "config": { "llm": { "provider": "local", "model": model } } }] })
+    };
+    let id = app.create("/v1/ext/agent", agent(&smollm2)).await;
+    let stored = app.get(&format!("/v1/ext/agent/{id}")).await.json();
+    assert_eq!(stored["avatars"][0]["config"]["llm"], json!({ "provider": "local", "model": smollm2 }));
+
+    let dir = tempfile::tempdir().unwrap();
+    let not_gguf = dir.path().join("weights.gguf");
+    std::fs::write(&not_gguf, b"these are not weights").unwrap();
+    let not_gguf = not_gguf.display().to_string();
+    let response = app.post("/v1/ext/agent", agent(&not_gguf)).await;
+    assert_eq!(response.status, StatusCode::BAD_REQUEST, "{}", response.text());
+    let error = response.json()["error"].as_str().unwrap().to_string();
+    let expected =
+        format!("Invalid request body: avatars[0].config.llm.model: {not_gguf} cannot be used: not a GGUF file");
+    assert!(error.starts_with(&expected), "{error}");
+
+    let response = app.post("/v1/ext/agent", agent("no-such-model")).await;
+    assert_eq!(response.status, StatusCode::BAD_REQUEST, "{}", response.text());
+    let error = response.json()["error"].as_str().unwrap().to_string();
+    assert!(
+        error.starts_with("Invalid request body: avatars[0].config.llm.model: no-such-model cannot be used: no such model: name one of qwen2.5-coder-0.5b-instruct, smollm2-135m-instruct or a GGUF file"),
+        "{error}"
+    );
+
+    let template = json!({ "name": "Own", "system_prompt": "Be brief.", "config": { "llm": { "provider": "local", "model": not_gguf } } });
+    let response = app.post("/v1/ext/template", template).await;
+    assert_eq!(response.status, StatusCode::BAD_REQUEST, "{}", response.text());
+    assert!(response.json()["error"].as_str().unwrap().starts_with("Invalid request body: config.llm.model: "));
 }

@@ -124,7 +124,7 @@ fn validate_callback(url: &str, events: &mut Vec<String>) -> ApiResult<()> {
     Ok(())
 }
 
-async fn validate_fields(db: &Db, fields: &mut AgentFields) -> ApiResult<()> {
+async fn validate_fields(db: &Db, models_dir: &std::path::Path, fields: &mut AgentFields) -> ApiResult<()> {
     validate::required_name("agent_name", &fields.agent_name)?;
     validate::max_chars("agent_system_prompt", &fields.agent_system_prompt, validate::MAX_TEXT_CHARS)?;
     validate::max_chars(
@@ -144,14 +144,17 @@ async fn validate_fields(db: &Db, fields: &mut AgentFields) -> ApiResult<()> {
     for (index, avatar) in fields.avatars.iter_mut().enumerate() {
         validate::required_name(&format!("avatars[{index}].avatar_key_id"), &avatar.avatar_key_id)?;
         validate::max_chars(&format!("avatars[{index}].persona_name"), &avatar.persona_name, validate::MAX_NAME_CHARS)?;
-        avatar.config.normalize(&format!("avatars[{index}].config."))?;
+        let prefix = format!("avatars[{index}].config.");
+        avatar.config.normalize(&prefix)?;
+        avatar.config.check_local_model(&prefix, models_dir)?;
     }
     validate_callback(&fields.callback_url, &mut fields.callback_events)?;
     fields.attachments.validate(db).await
 }
 
-async fn insert_agent(db: &Db, mut fields: AgentFields) -> ApiResult<Json<Value>> {
-    validate_fields(db, &mut fields).await?;
+async fn insert_agent(state: &AppState, mut fields: AgentFields) -> ApiResult<Json<Value>> {
+    let db = &state.db;
+    validate_fields(db, &state.config.models_dir, &mut fields).await?;
     let record = StoredRecord::new(uuid::Uuid::new_v4().to_string(), &fields.agent_name, &fields);
     AGENTS.insert(&db.pool, &record).await.map_err(ApiError::internal(CREATE_FAILED))?;
     Ok(Json(
@@ -176,7 +179,7 @@ async fn create_agent(State(state): State<AppState>, ApiJson(input): ApiJson<Cre
         email: String::new(),
         template_id: String::new(),
     };
-    insert_agent(&state.db, fields).await
+    insert_agent(&state, fields).await
 }
 
 /// Create an agent from the short form; avatars get the default (local) pipeline.
@@ -208,7 +211,7 @@ async fn create_agent_short(
         email: String::new(),
         template_id: String::new(),
     };
-    insert_agent(&state.db, fields).await
+    insert_agent(&state, fields).await
 }
 
 /// The persona name of a stock or completed custom avatar; None when it cannot be fetched.
@@ -283,7 +286,7 @@ async fn create_agent_from_template(
         email,
         template_id,
     };
-    insert_agent(&state.db, fields).await
+    insert_agent(&state, fields).await
 }
 
 async fn existing(db: &Db, collection: confab_store::Collection, ids: Vec<String>) -> ApiResult<Vec<String>> {

@@ -66,6 +66,7 @@ async fn create_template(
     validate::required_name("name", &fields.name)?;
     validate::max_chars("system_prompt", &fields.system_prompt, validate::MAX_TEXT_CHARS)?;
     fields.config.normalize("config.")?;
+    fields.config.check_local_model("config.", &state.config.models_dir)?;
     fields.attachments.validate(&state.db).await?;
     let record = StoredRecord::new(uuid::Uuid::new_v4().to_string(), &fields.name, &fields);
     TEMPLATES.insert(&state.db.pool, &record).await.map_err(ApiError::internal("Failed to create template"))?;

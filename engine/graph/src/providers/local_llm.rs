@@ -1,6 +1,8 @@
-//! The embedded language models (Qwen2.5-Coder-0.5B-Instruct by default, or SmolLM2-135M-Instruct; candle)
-//! as a streaming `LanguageModel`. Each piece of text is sent as it is decoded, and a dropped receiver stops
-//! generation at the next token.
+//! The local language models (Qwen2.5-Coder-0.5B-Instruct by default, SmolLM2-135M-Instruct, or a GGUF
+//! file of the user's; candle) as a streaming `LanguageModel`. Each piece of text is sent as it is
+//! decoded, and a dropped receiver stops generation at the next token. The process's default model is the
+//! embedded one unless `--local-llm` names a file ([`set_default_model`]); [`check`] says at an agent's
+//! creation whether the model it names can be run.
 //!
 //! One model per process, models directory and model, shared by every call behind a bounded queue
 //! (`model_queue`: one generation at a time, since on two cores a second would only halve both; at most
@@ -12,18 +14,43 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use confab_models::chat_lm::{ChatLm, LocalChatModel, Turn};
+use confab_models::chat_lm::{CallFormat, ChatLm, ChatModelChoice, LocalChatModel, gguf};
 use tokio::sync::mpsc;
 
-use super::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolSpec};
+use super::llm::{ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolSpec};
 use super::local_tool_format::{self, CallScanner};
 use super::model_queue::{Job, ModelQueue, QUEUE_CAPACITY, QueueCounters, Refused};
 use super::openai_llm::LLM_STREAM_CAPACITY;
 use super::shared_model::{SharedModels, get_or_load};
 use super::{CallMetrics, ProviderError};
 
-/// The local models by name, the default first.
+/// The embedded models by name, the embedded default first.
 pub const MODELS: [&str; 2] = [LocalChatModel::ALL[0].name(), LocalChatModel::ALL[1].name()];
+
+static DEFAULT_MODEL: OnceLock<String> = OnceLock::new();
+
+/// Makes `model` (a GGUF's path or name, as agents name one) the process's default local model: what an
+/// agent created without naming one gets, and what a call runs when its agent names none. Set once, at
+/// start (`--local-llm`); later calls change nothing and return false.
+pub fn set_default_model(model: &str) -> bool {
+    DEFAULT_MODEL.set(model.trim().to_string()).is_ok()
+}
+
+/// The process's default local model: `--local-llm`'s, else the embedded default.
+pub fn default_model() -> &'static str {
+    DEFAULT_MODEL.get().map_or(MODELS[0], String::as_str)
+}
+
+/// Whether the model `name` names can be run: an embedded model's name, or a GGUF file of an
+/// architecture, tokenizer and chat template Confab runs (its header is read, not its weights). Err: why
+/// not, for the person who named it.
+pub fn check(models_dir: &Path, name: &str) -> Result<(), String> {
+    let name = if name.trim().is_empty() { default_model() } else { name };
+    match ChatModelChoice::resolve(models_dir, name).map_err(|err| err.to_string())? {
+        ChatModelChoice::Embedded(_) => Ok(()),
+        ChatModelChoice::File(path) => gguf::inspect(&path).map(|_| ()).map_err(|err| err.to_string()),
+    }
+}
 
 /// What the queues of the process's local language models have done (for `/metrics`).
 pub fn queue_counters() -> &'static QueueCounters {
@@ -32,57 +59,56 @@ pub fn queue_counters() -> &'static QueueCounters {
 }
 
 /// The error of a request that found the model's queue full (retryable: the queue empties as replies end).
-fn busy(which: LocalChatModel) -> ProviderError {
-    ProviderError::network(
-        "local-llm",
-        format!("{} is busy: {QUEUE_CAPACITY} requests are already waiting for it", which.name()),
-    )
+fn busy(name: &str) -> ProviderError {
+    ProviderError::network("local-llm", format!("{name} is busy: {QUEUE_CAPACITY} requests are already waiting for it"))
+}
+
+/// A loaded model's queue, with what the calls need to know of it.
+struct Loaded {
+    queue: ModelQueue<ChatLm>,
+    name: String,
+    call_format: CallFormat,
 }
 
 #[derive(Clone)]
 pub struct LocalLlm {
-    queue: Arc<ModelQueue<ChatLm>>,
-    which: LocalChatModel,
+    loaded: Arc<Loaded>,
 }
 
 impl LocalLlm {
-    /// The process's copy of the model `name` names (the default when empty) for `models_dir`, loaded on
-    /// first use.
+    /// The process's copy of the model `name` names (the process's default when empty) for `models_dir`,
+    /// loaded on first use.
     pub fn load(models_dir: &Path, name: &str) -> Result<LocalLlm, ProviderError> {
-        static LOADED: OnceLock<SharedModels<(PathBuf, LocalChatModel), ModelQueue<ChatLm>>> = OnceLock::new();
-        let which = if name.trim().is_empty() {
-            LocalChatModel::DEFAULT
-        } else {
-            LocalChatModel::from_name(name).ok_or_else(|| {
-                ProviderError::protocol(
-                    "local-llm",
-                    format!("no local language model is named {name:?}; use one of {MODELS:?}"),
-                )
-            })?
-        };
-        let queue = get_or_load(LOADED.get_or_init(Default::default), (models_dir.to_path_buf(), which), || {
-            let model =
-                ChatLm::load(models_dir, which).map_err(|e| ProviderError::protocol("local-llm", e.to_string()))?;
-            ModelQueue::start(model, &format!("confab-llm-{}", which.name()), queue_counters())
-                .map_err(|e| ProviderError::protocol("local-llm", format!("cannot start the model's thread: {e}")))
-        })?;
-        Ok(LocalLlm { queue, which })
+        static LOADED: OnceLock<SharedModels<(PathBuf, ChatModelChoice), Loaded>> = OnceLock::new();
+        let name = if name.trim().is_empty() { default_model() } else { name.trim() };
+        let failed = |err: confab_models::ModelError| ProviderError::protocol("local-llm", err.to_string());
+        let choice = ChatModelChoice::resolve(models_dir, name).map_err(failed)?;
+        let loaded =
+            get_or_load(LOADED.get_or_init(Default::default), (models_dir.to_path_buf(), choice.clone()), || {
+                let model = ChatLm::load_choice(models_dir, &choice).map_err(failed)?;
+                let (name, call_format) = (model.name().to_string(), model.call_format());
+                let queue = ModelQueue::start(model, &format!("confab-llm-{name}"), queue_counters()).map_err(|e| {
+                    ProviderError::protocol("local-llm", format!("cannot start the model's thread: {e}"))
+                })?;
+                Ok(Loaded { queue, name, call_format })
+            })?;
+        Ok(LocalLlm { loaded })
     }
 
-    /// The model's name.
-    pub fn name(&self) -> &'static str {
-        self.which.name()
+    /// The model's name (an embedded model's, or its file's).
+    pub fn name(&self) -> &str {
+        &self.loaded.name
     }
 
     /// The tools the model is given: all of `offered` for a model that calls tools, none for the others.
     fn given<'a, T>(&self, offered: &'a [T]) -> &'a [T] {
-        if self.which.calls_tools() { offered } else { &[] }
+        if self.loaded.call_format == CallFormat::None { &[] } else { offered }
     }
 
     /// Why a job was refused, as the error its caller gets.
     fn refusal(&self, refused: Refused) -> ProviderError {
         match refused {
-            Refused::Full => busy(self.which),
+            Refused::Full => busy(&self.loaded.name),
             Refused::Stopped => ProviderError::protocol("local-llm", "the model stopped after a panic"),
         }
     }
@@ -93,35 +119,32 @@ impl LanguageModel for LocalLlm {
     /// sets up; a request that comes meanwhile waits for it, then starts after the system message. Skipped
     /// when the queue is full: it only saves time.
     fn warm(&self, system_prompt: &str, tools: &[ToolSpec]) {
-        let system = ChatMessage::new("system", system_prompt);
-        let (_, system) = local_tool_format::turns([&system], self.given(tools)).remove(0);
+        let (system, tools) = (system_prompt.to_string(), local_tool_format::functions(self.given(tools)));
         let warm = move |model: &mut ChatLm| {
-            if let Err(err) = model.warm(&system) {
+            if let Err(err) = model.warm(&system, &tools) {
                 tracing::warn!(error = %err, "the local language model could not evaluate the system prompt ahead");
             }
         };
-        if let Err(refused) = self.queue.push(Job::new(warm, || true)) {
+        if let Err(refused) = self.loaded.queue.push(Job::new(warm, || true)) {
             tracing::debug!(error = %self.refusal(refused), "the system prompt is not evaluated ahead");
         }
     }
 
     fn stream(&self, request: ChatRequest) -> LlmStream {
         let (tx, rx) = mpsc::channel(LLM_STREAM_CAPACITY);
-        let calls_tools = self.which.calls_tools();
+        let call_format = self.loaded.call_format;
         let queued = Instant::now();
         let (refused_tx, read_tx) = (tx.clone(), tx.clone());
         let generate = move |model: &mut ChatLm| {
             let mut metrics = CallMetrics { attempts: 1, ..CallMetrics::default() };
-            // Qwen is given the tools in its template's format; SmolLM2 has none and is offered none: an
-            // assistant's tool-call message with no text is left out of its prompt.
-            let tools = if calls_tools { request.tools.as_slice() } else { &[] };
-            let messages = request
-                .messages
-                .iter()
-                .filter(|m| !tools.is_empty() || !m.content.is_empty() || m.tool_calls.is_empty());
-            let written = local_tool_format::turns(messages, tools);
-            let turns: Vec<Turn> = written.iter().map(|(role, content)| Turn { role, content }).collect();
-            let mut scanner = CallScanner::default();
+            // A model whose template takes tools is given them; one whose template has none (SmolLM2) is
+            // offered none: an assistant's tool-call message with no text is left out of its prompt.
+            let calls_tools = call_format != CallFormat::None;
+            let tools = local_tool_format::functions(if calls_tools { request.tools.as_slice() } else { &[] });
+            let messages = local_tool_format::messages(
+                request.messages.iter().filter(|m| calls_tools || !m.content.is_empty() || m.tool_calls.is_empty()),
+            );
+            let mut scanner = CallScanner::new(call_format);
             let mut on_text = |text: &str| {
                 metrics.time_to_first.get_or_insert_with(|| queued.elapsed());
                 match scanner.push(text) {
@@ -130,7 +153,8 @@ impl LanguageModel for LocalLlm {
                 }
             };
             let result = model.generate(
-                &turns,
+                &messages,
+                &tools,
                 request.max_tokens as usize,
                 f64::from(request.temperature),
                 &request.stop,
@@ -148,7 +172,7 @@ impl LanguageModel for LocalLlm {
             };
         };
         // A request whose stream was dropped while it waited (a discarded reply) never starts.
-        if let Err(refused) = self.queue.push(Job::new(generate, move || !read_tx.is_closed())) {
+        if let Err(refused) = self.loaded.queue.push(Job::new(generate, move || !read_tx.is_closed())) {
             let _ = refused_tx.try_send(Err(self.refusal(refused)));
         }
         rx

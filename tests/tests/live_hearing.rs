@@ -1,0 +1,254 @@
+//! Live calls hear what files hear. Twenty spoken questions (espeak-ng) in one WAV are given to `confab
+//! simulate` (the file path) and played as the microphone of a real browser in a call through the join
+//! page (the live path), inside a loopback-only network namespace: in Chromium as its capture device (so
+//! the page's `getUserMedia` audio processing applies, as for a person's microphone), in Firefox through
+//! Web Audio. Each question's live transcript is compared with the file path's: the live path's word error
+//! against the questions may be at most 2 points above the file path's, and no question may lose its first
+//! word. The agent's language model is unreachable (nothing is said back: only hearing is tested).
+
+use std::path::Path;
+use std::time::Duration;
+
+use confab_engine::word_error::word_errors;
+use confab_tests::browser::{Browser, microphone_from_wav};
+use confab_tests::netns::enter_loopback_only;
+use confab_tests::receiver::Receiver;
+use confab_tests::server::{Server, api, create_key, wait_for_preload, wait_for_status};
+use confab_tests::{scratch, simulate};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// The benchmark's twenty questions (`benches/benches/voice_to_voice.rs`).
+const QUESTIONS: [&str; 20] = [
+    "What is the capital of France?",
+    "How many days are in a week?",
+    "What colour is a clear sky?",
+    "What is the capital of Japan?",
+    "How many legs does a spider have?",
+    "What is the largest planet in our solar system?",
+    "What is two plus two?",
+    "What is the capital of Italy?",
+    "How many months are in a year?",
+    "What do bees make?",
+    "What is the freezing point of water in Celsius?",
+    "What colour is fresh grass?",
+    "Which animal is called the king of the jungle?",
+    "How many hours are in a day?",
+    "What is the capital of Germany?",
+    "What is the opposite of hot?",
+    "How many sides does a triangle have?",
+    "What planet do we live on?",
+    "What is the capital of Spain?",
+    "What is the chemical symbol for water?",
+];
+
+/// Silence before the first question: Chromium's capture file starts when the page opens the microphone,
+/// before the call connects.
+const LEAD_SECONDS: f32 = 5.0;
+/// Silence after each question: the turn is committed within it (`max_endpointing_delay` 1.0).
+const GAP_SECONDS: f32 = 2.2;
+
+const AGENT_CONFIG: &str = r#"{ "llm": { "provider": "custom", "model": "unreachable", "preemptive_generation": false },
+    "stt": { "provider": "local", "max_endpointing_delay": 1.0 }, "tts": { "provider": "local" } }"#;
+
+/// The questions, spoken one after another with `GAP_SECONDS` of silence after each, after `LEAD_SECONDS`
+/// of silence; returns the WAV's length in seconds.
+fn questions_wav(path: &Path) -> f32 {
+    let mut samples: Vec<i16> = Vec::new();
+    let mut rate = 0;
+    for (index, question) in QUESTIONS.iter().enumerate() {
+        let speech = path.with_extension(format!("{index}.wav"));
+        let status = std::process::Command::new("espeak-ng")
+            .args(["-v", "en-us", "-s", "160", "-w"])
+            .arg(&speech)
+            .arg(question)
+            .status()
+            .expect("espeak-ng is installed (scripts/setup.sh)");
+        assert!(status.success());
+        let mut reader = hound::WavReader::open(&speech).unwrap();
+        rate = reader.spec().sample_rate;
+        if samples.is_empty() {
+            samples.resize((LEAD_SECONDS * rate as f32) as usize, 0);
+        }
+        samples.extend(reader.samples::<i16>().map(Result::unwrap));
+        samples.resize(samples.len() + (GAP_SECONDS * rate as f32) as usize, 0);
+        let _ = std::fs::remove_file(speech);
+    }
+    let spec =
+        hound::WavSpec { channels: 1, sample_rate: rate, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
+    let mut writer = hound::WavWriter::create(path, spec).unwrap();
+    for sample in &samples {
+        writer.write_sample(*sample).unwrap();
+    }
+    writer.finalize().unwrap();
+    samples.len() as f32 / rate as f32
+}
+
+/// The file path's transcripts: `confab simulate` on the WAV, one per committed turn.
+fn file_transcripts(dir: &Path, wav: &Path) -> Vec<String> {
+    let agent = json!({
+        "agent_name": "Listener", "agent_system_prompt": "Be brief.",
+        "avatars": [{ "avatar_key_id": "stock-amara", "config": serde_json::from_str::<Value>(AGENT_CONFIG).unwrap() }],
+        "config": { "maxCallDuration": 600 }
+    });
+    let agent_file = dir.join("agent.json");
+    std::fs::write(&agent_file, agent.to_string()).unwrap();
+    let lines = simulate(&agent_file, wav, &dir.join("simulated"), &[("CONFAB_LLM_BASE_URL", "http://127.0.0.1:9/v1")]);
+    lines
+        .iter()
+        .filter(|line| line["event"]["name"] == "utterance_committed")
+        .map(|line| line["event"]["payload"]["text"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn first_word(text: &str) -> String {
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'').find(|w| !w.is_empty()).unwrap_or_default().to_lowercase()
+}
+
+/// Word errors of `transcripts` against the questions (all of them, in order), as a percentage.
+fn word_error_percent(transcripts: &[String]) -> f64 {
+    let (errors, words) = word_errors(&QUESTIONS.join(" "), &transcripts.join(" "));
+    100.0 * errors as f64 / words as f64
+}
+
+/// Pairs each file-path transcript with the live transcript that matches it best among the next three
+/// not yet taken (a stray burst of sound, committed as a turn of its own, is passed over).
+fn pair<'a>(file: &'a [String], live: &'a [String]) -> Vec<(&'a str, Option<&'a str>)> {
+    let mut next = 0;
+    file.iter()
+        .map(|heard| {
+            let best = (next..live.len().min(next + 3)).min_by_key(|&j| word_errors(heard, &live[j]).0);
+            match best.filter(|&j| word_errors(heard, &live[j]).0 * 2 <= word_errors(heard, "").1.max(1)) {
+                Some(j) => {
+                    next = j + 1;
+                    (heard.as_str(), Some(live[j].as_str()))
+                }
+                None => (heard.as_str(), None),
+            }
+        })
+        .collect()
+}
+
+/// The live path heard what the file path heard: within 2 points of word error, and every first word.
+fn assert_hears_as_files_do(browser: &str, file: &[String], live: &[String]) {
+    let (file_error, live_error) = (word_error_percent(file), word_error_percent(live));
+    let pairs = pair(file, live);
+    let report: Vec<String> = pairs.iter().map(|(f, l)| format!("  file {f:?}\n  live {l:?}")).collect();
+    let report = format!(
+        "{browser}: word error {live_error:.1}% live, {file_error:.1}% file\n{}\n(live turns: {live:?})",
+        report.join("\n")
+    );
+    eprintln!("{report}");
+    assert_eq!(file.len(), QUESTIONS.len(), "the file path commits one turn per question: {file:?}");
+    assert!(live_error <= file_error + 2.0, "{report}");
+    for (heard, live) in &pairs {
+        let live = live.unwrap_or_else(|| panic!("the live path missed {heard:?}\n{report}"));
+        assert_eq!(first_word(live), first_word(heard), "a first word was lost\n{report}");
+    }
+}
+
+struct Setup {
+    server: Server,
+    client: reqwest::Client,
+    key: String,
+    agent_id: String,
+}
+
+impl Setup {
+    async fn start(data: &Path) -> Setup {
+        let key = create_key(data);
+        let unreachable = Path::new("http://127.0.0.1:9/v1");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let server = Server::start_with_env(data, port, &[], &[("CONFAB_LLM_BASE_URL", unreachable)]).await;
+        wait_for_preload(data).await;
+        let client = reqwest::Client::new();
+        let agent = json!({
+            "agent_name": "Listener", "agent_system_prompt": "Be brief.",
+            "avatars": [{ "avatar_key_id": "stock-amara", "config": serde_json::from_str::<Value>(AGENT_CONFIG).unwrap() }]
+        });
+        let agent = api(&client, &key, Method::POST, format!("{}/v1/ext/agent", server.base), Some(agent)).await;
+        Setup { server, client, key, agent_id: agent["id"].as_str().unwrap().to_string() }
+    }
+
+    async fn conversation(&self) -> (String, String) {
+        let body = json!({ "agent_id": self.agent_id, "user_name": "Ada", "user_id": "ada" });
+        let url = format!("{}/v1/ext/conversation", self.server.base);
+        let conversation = api(&self.client, &self.key, Method::POST, url, Some(body)).await;
+        (conversation["id"].as_str().unwrap().to_string(), conversation["join_link"].as_str().unwrap().to_string())
+    }
+
+    /// The user's turns in the conversation's transcript.
+    async fn heard(&self, id: &str) -> Vec<String> {
+        let url = format!("{}/v1/ext/conversation/{id}", self.server.base);
+        let detail = api(&self.client, &self.key, Method::GET, url, None).await;
+        detail["transcript"]
+            .as_array()
+            .map(|entries| {
+                entries
+                    .iter()
+                    .filter(|e| e["role"] == "user")
+                    .map(|e| e["content"].as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Waits until `expected` user turns are in, or `timeout`; hangs up; returns them.
+    async fn listen(&self, browser: &mut Browser, id: &str, expected: usize, timeout: Duration) -> Vec<String> {
+        let started = std::time::Instant::now();
+        while self.heard(id).await.len() < expected && started.elapsed() < timeout {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        browser.eval("document.getElementById('hangup').click()").await;
+        browser.wait_for("document.body.dataset.state", &json!("ended"), Duration::from_secs(10)).await;
+        wait_for_status(&self.client, &self.key, &self.server.base, id, "ENDED", Duration::from_secs(15)).await;
+        self.heard(id).await
+    }
+}
+
+#[test]
+fn live_calls_hear_what_files_hear() {
+    if enter_loopback_only("live_calls_hear_what_files_hear") {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(hear_in_both_browsers());
+    }
+}
+
+async fn hear_in_both_browsers() {
+    let dir = scratch("live-hearing");
+    let wav = dir.join("questions.wav");
+    let seconds = questions_wav(&wav);
+    let file = file_transcripts(&dir, &wav);
+    let setup = Setup::start(&dir.join("data")).await;
+    let listening = Duration::from_secs_f32(seconds + 20.0);
+
+    // Chromium: the WAV is its capture device, played from when the page opens the microphone (the
+    // leading silence covers the connection), processed as the join page asks.
+    let (id, join_link) = setup.conversation().await;
+    let microphone = Path::new(&format!("{}%noloop", wav.display())).to_path_buf();
+    let mut browser = Browser::chromium(&join_link, &microphone, &dir.join("chromium.log")).await;
+    browser.wait_for("document.body.dataset.state", &json!("ready"), Duration::from_secs(15)).await;
+    browser.eval("document.getElementById('join').click()").await;
+    browser.wait_for("document.body.dataset.state", &json!("live"), Duration::from_secs(20)).await;
+    let live = setup.listen(&mut browser, &id, file.len(), listening).await;
+    drop(browser);
+    assert_hears_as_files_do("Chromium", &file, &live);
+
+    // Firefox: the WAV through Web Audio, started once the call is live.
+    let receiver = Receiver::start(vec![("questions.wav".into(), std::fs::read(&wav).unwrap())]).await;
+    let (id, join_link) = setup.conversation().await;
+    let mut browser = Browser::firefox(&join_link, &dir.join("firefox.log")).await;
+    browser.wait_for("document.body.dataset.state", &json!("ready"), Duration::from_secs(15)).await;
+    let wav_url = format!("{}/questions.wav", receiver.files_url);
+    assert_eq!(browser.eval(&microphone_from_wav(&wav_url)).await, json!(true));
+    browser.eval("document.getElementById('join').click()").await;
+    browser.wait_for("document.body.dataset.state", &json!("live"), Duration::from_secs(20)).await;
+    wait_for_status(&setup.client, &setup.key, &setup.server.base, &id, "IN_PROGRESS", Duration::from_secs(5)).await;
+    assert_eq!(browser.eval("window.speak()").await, json!("running"));
+    let live = setup.listen(&mut browser, &id, file.len(), listening).await;
+    drop(browser);
+    assert_hears_as_files_do("Firefox", &file, &live);
+
+    let mut server = setup.server;
+    assert!(server.terminate().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
