@@ -1,5 +1,6 @@
-//! Live calls hear what files hear. Twenty spoken questions (espeak-ng) in one WAV are given to `confab
-//! simulate` (the file path) and played as the microphone of a real browser in a call through the join
+//! Live calls hear what files hear. Twenty spoken questions (the Piper voice: espeak-ng's robotic voice is
+//! misheard by Moonshine so readily that resampling it alone moves the word error by points, see
+//! docs/performance.md) in one WAV are given to `confab simulate` (the file path) and played as the microphone of a real browser in a call through the join
 //! page (the live path), inside a loopback-only network namespace: in Chromium as its capture device (so
 //! the page's `getUserMedia` audio processing applies, as for a person's microphone), in Firefox through
 //! Web Audio. Each question's live transcript is compared with the file path's: the live path's word error
@@ -9,6 +10,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use confab_engine::audio::wav;
+use confab_engine::providers::piper_tts::PiperTts;
 use confab_engine::word_error::word_errors;
 use confab_tests::browser::{Browser, microphone_from_wav};
 use confab_tests::netns::enter_loopback_only;
@@ -51,37 +54,25 @@ const GAP_SECONDS: f32 = 2.2;
 const AGENT_CONFIG: &str = r#"{ "llm": { "provider": "custom", "model": "unreachable", "preemptive_generation": false },
     "stt": { "provider": "local", "max_endpointing_delay": 1.0 }, "tts": { "provider": "local" } }"#;
 
-/// The questions, spoken one after another with `GAP_SECONDS` of silence after each, after `LEAD_SECONDS`
-/// of silence; returns the WAV's length in seconds.
+/// The questions in the Piper voice (16 kHz), one after another with `GAP_SECONDS` of silence after each,
+/// after `LEAD_SECONDS` of silence, over a microphone's noise floor (−70 dBFS: a microphone is never
+/// digitally silent, and Firefox's audio graph chops the first syllables after seconds of exact zeros);
+/// returns the WAV's length in seconds.
 fn questions_wav(path: &Path) -> f32 {
-    let mut samples: Vec<i16> = Vec::new();
-    let mut rate = 0;
-    for (index, question) in QUESTIONS.iter().enumerate() {
-        let speech = path.with_extension(format!("{index}.wav"));
-        let status = std::process::Command::new("espeak-ng")
-            .args(["-v", "en-us", "-s", "160", "-w"])
-            .arg(&speech)
-            .arg(question)
-            .status()
-            .expect("espeak-ng is installed (scripts/setup.sh)");
-        assert!(status.success());
-        let mut reader = hound::WavReader::open(&speech).unwrap();
-        rate = reader.spec().sample_rate;
-        if samples.is_empty() {
-            samples.resize((LEAD_SECONDS * rate as f32) as usize, 0);
-        }
-        samples.extend(reader.samples::<i16>().map(Result::unwrap));
-        samples.resize(samples.len() + (GAP_SECONDS * rate as f32) as usize, 0);
-        let _ = std::fs::remove_file(speech);
+    const RATE: usize = 16_000;
+    let voice = PiperTts::load(&confab_models::default_models_dir()).expect("models are fetched");
+    let mut samples = vec![0.0f32; (LEAD_SECONDS * RATE as f32) as usize];
+    for question in QUESTIONS {
+        samples.extend(voice.render(question).expect("Piper speaks"));
+        samples.resize(samples.len() + (GAP_SECONDS * RATE as f32) as usize, 0.0);
     }
-    let spec =
-        hound::WavSpec { channels: 1, sample_rate: rate, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
-    let mut writer = hound::WavWriter::create(path, spec).unwrap();
-    for sample in &samples {
-        writer.write_sample(*sample).unwrap();
+    let mut seed: u32 = 0x2545_f491;
+    for sample in &mut samples {
+        seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        *sample += (seed >> 8) as f32 / (1u32 << 24) as f32 * 6.0e-4 - 3.0e-4;
     }
-    writer.finalize().unwrap();
-    samples.len() as f32 / rate as f32
+    wav::write_mono_16k(path, &samples).unwrap();
+    samples.len() as f32 / RATE as f32
 }
 
 /// The file path's transcripts: `confab simulate` on the WAV, one per committed turn.
@@ -129,7 +120,8 @@ fn pair<'a>(file: &'a [String], live: &'a [String]) -> Vec<(&'a str, Option<&'a 
         .collect()
 }
 
-/// The live path heard what the file path heard: within 2 points of word error, and every first word.
+/// The live path heard what the file path heard: within 2 points of word error, and every first word the
+/// file path heard right.
 fn assert_hears_as_files_do(browser: &str, file: &[String], live: &[String]) {
     let (file_error, live_error) = (word_error_percent(file), word_error_percent(live));
     let pairs = pair(file, live);
@@ -141,9 +133,11 @@ fn assert_hears_as_files_do(browser: &str, file: &[String], live: &[String]) {
     eprintln!("{report}");
     assert_eq!(file.len(), QUESTIONS.len(), "the file path commits one turn per question: {file:?}");
     assert!(live_error <= file_error + 2.0, "{report}");
-    for (heard, live) in &pairs {
+    for ((heard, live), question) in pairs.iter().zip(QUESTIONS) {
         let live = live.unwrap_or_else(|| panic!("the live path missed {heard:?}\n{report}"));
-        assert_eq!(first_word(live), first_word(heard), "a first word was lost\n{report}");
+        if first_word(heard) == first_word(question) {
+            assert_eq!(first_word(live), first_word(question), "a first word was lost\n{report}");
+        }
     }
 }
 
@@ -193,10 +187,13 @@ impl Setup {
             .unwrap_or_default()
     }
 
-    /// Waits until `expected` user turns are in, or `timeout`; hangs up; returns them.
-    async fn listen(&self, browser: &mut Browser, id: &str, expected: usize, timeout: Duration) -> Vec<String> {
+    /// Waits until the last question is in (a turn like `last`, the file path's last transcript), or
+    /// `timeout`; hangs up; returns the user's turns.
+    async fn listen(&self, browser: &mut Browser, id: &str, last: &str, timeout: Duration) -> Vec<String> {
         let started = std::time::Instant::now();
-        while self.heard(id).await.len() < expected && started.elapsed() < timeout {
+        let heard_last =
+            |turns: &[String]| turns.iter().any(|turn| word_errors(last, turn).0 * 2 <= word_errors(last, "").1);
+        while !heard_last(&self.heard(id).await) && started.elapsed() < timeout {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         browser.eval("document.getElementById('hangup').click()").await;
@@ -229,7 +226,7 @@ async fn hear_in_both_browsers() {
     browser.wait_for("document.body.dataset.state", &json!("ready"), Duration::from_secs(15)).await;
     browser.eval("document.getElementById('join').click()").await;
     browser.wait_for("document.body.dataset.state", &json!("live"), Duration::from_secs(20)).await;
-    let live = setup.listen(&mut browser, &id, file.len(), listening).await;
+    let live = setup.listen(&mut browser, &id, file.last().expect("heard"), listening).await;
     drop(browser);
     assert_hears_as_files_do("Chromium", &file, &live);
 
@@ -244,7 +241,7 @@ async fn hear_in_both_browsers() {
     browser.wait_for("document.body.dataset.state", &json!("live"), Duration::from_secs(20)).await;
     wait_for_status(&setup.client, &setup.key, &setup.server.base, &id, "IN_PROGRESS", Duration::from_secs(5)).await;
     assert_eq!(browser.eval("window.speak()").await, json!("running"));
-    let live = setup.listen(&mut browser, &id, file.len(), listening).await;
+    let live = setup.listen(&mut browser, &id, file.last().expect("heard"), listening).await;
     drop(browser);
     assert_hears_as_files_do("Firefox", &file, &live);
 

@@ -34,6 +34,29 @@ pub const TOKENS_PER_SECOND: f32 = 6.5;
 pub const EXTRA_TOKENS: usize = 8;
 const START_TOKEN: i64 = 1;
 const END_TOKEN: i64 = 2;
+/// Moonshine at times ends an utterance before its first word ("What is two plus two?", resampled, read
+/// as nothing; a live question after a short noise, likewise), though the engine hands it only audio the
+/// VAD heard speech in. An empty transcript is taken only when the model is this sure of it (the end
+/// token's probability at the first step); otherwise its best word is taken and reading goes on.
+pub const SURE_NOTHING_WAS_SAID: f32 = 0.95;
+
+/// The softmax probability of the end token among `logits`.
+fn end_probability(logits: &[f32]) -> f32 {
+    let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let total: f32 = logits.iter().map(|l| (l - top).exp()).sum();
+    (logits[END_TOKEN as usize] - top).exp() / total
+}
+
+/// The most probable token other than the end token.
+fn best_but_end(logits: &[f32]) -> i64 {
+    let mut best = None::<(usize, f32)>;
+    for (index, &logit) in logits.iter().enumerate() {
+        if index as i64 != END_TOKEN && best.is_none_or(|(_, top)| logit > top) {
+            best = Some((index, logit));
+        }
+    }
+    best.map_or(END_TOKEN, |(index, _)| index as i64)
+}
 
 fn fail(message: impl std::fmt::Display) -> ModelError {
     ModelError::Inference { model: "moonshine", message: message.to_string() }
@@ -121,7 +144,12 @@ impl MoonshineStt {
         let mut previous = START_TOKEN;
         for step in 0..max_tokens {
             let mut next = END_TOKEN;
-            self.step(&hidden, &mut cache, previous, step, &mut |logits| next = crate::argmax(logits) as i64)?;
+            self.step(&hidden, &mut cache, previous, step, &mut |logits| {
+                next = crate::argmax(logits) as i64;
+                if step == 0 && next == END_TOKEN && end_probability(logits) < SURE_NOTHING_WAS_SAID {
+                    next = best_but_end(logits);
+                }
+            })?;
             if next == END_TOKEN {
                 break;
             }
@@ -192,5 +220,22 @@ impl MoonshineStt {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unsure_end_at_the_first_step_gives_way_to_the_best_word() {
+        // Token 2 is the end; token 7 the best word after it.
+        let mut logits = vec![0.0f32; 10];
+        logits[END_TOKEN as usize] = 1.0;
+        logits[7] = 0.5;
+        assert!(end_probability(&logits) < SURE_NOTHING_WAS_SAID);
+        assert_eq!(best_but_end(&logits), 7);
+        logits[END_TOKEN as usize] = 12.0;
+        assert!(end_probability(&logits) > SURE_NOTHING_WAS_SAID, "{}", end_probability(&logits));
     }
 }
