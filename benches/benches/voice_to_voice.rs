@@ -1,6 +1,8 @@
 //! Voice to voice on the embedded models: 20 short spoken factual questions (espeak-ng, 160 words per
 //! minute), each a whole `confab simulate --realtime` conversation in this process with every provider
-//! `local`; each turn's `turn_metrics` line gives the stages. Reports p50/p95 per stage and the answers,
+//! `local`; each turn's `turn_metrics` line gives the stages. Reports p50/p95 per stage (end of speech →
+//! first audio among them: from the question's last audible sample, and from the VAD's end of speech), how
+//! often the reply was asked for and voiced before the commit, and the answers,
 //! judged by keywords (an answer is right when it contains one of its question's keywords), and the
 //! questions heard right (every keyword of the question in the transcript).
 //!

@@ -36,9 +36,13 @@ const START_TOKEN: i64 = 1;
 const END_TOKEN: i64 = 2;
 /// Moonshine at times ends an utterance before its first word ("What is two plus two?", resampled, read
 /// as nothing; a live question after a short noise, likewise), though the engine hands it only audio the
-/// VAD heard speech in. An empty transcript is taken only when the model is this sure of it (the end
-/// token's probability at the first step); otherwise its best word is taken and reading goes on.
+/// VAD heard speech in. For audio audible at least [`SURELY_SPEECH_SECONDS`], an empty transcript is taken
+/// only when the model is this sure of it (the end token's probability at the first step); otherwise its
+/// best word is taken and reading goes on. (Shorter sounds, a click or Firefox's burst as its microphone
+/// starts, keep the model's verdict: forced, a burst was read as "You".)
 pub const SURE_NOTHING_WAS_SAID: f32 = 0.95;
+/// Audible this long, audio holds words (the questions above are 1–2.5 s).
+pub const SURELY_SPEECH_SECONDS: f32 = 0.6;
 
 /// The softmax probability of the end token among `logits`.
 fn end_probability(logits: &[f32]) -> f32 {
@@ -125,7 +129,7 @@ impl MoonshineStt {
             let mut padded = vec![0.0; EDGE_PADDING];
             padded.extend_from_slice(chunk);
             padded.resize(padded.len() + EDGE_PADDING, 0.0);
-            let tokens = self.decode(&padded)?;
+            let tokens = self.decode(&padded, pauses::audible_seconds(chunk) >= SURELY_SPEECH_SECONDS)?;
             let text = self.tokenizer.decode(&tokens, true).map_err(fail)?;
             let text = text.trim();
             if !text.is_empty() {
@@ -135,8 +139,9 @@ impl MoonshineStt {
         Ok(texts.join(" "))
     }
 
-    /// Greedy decoding of one chunk: the text's token ids, without the start and end tokens.
-    fn decode(&mut self, audio: &[f32]) -> Result<Vec<u32>, ModelError> {
+    /// Greedy decoding of one chunk: the text's token ids, without the start and end tokens. `speech`: the
+    /// chunk surely holds words (an unsure end at the first step gives way to the best word).
+    fn decode(&mut self, audio: &[f32], speech: bool) -> Result<Vec<u32>, ModelError> {
         let hidden = self.encode(audio)?;
         let max_tokens = (audio.len() as f32 / SAMPLE_RATE as f32 * TOKENS_PER_SECOND) as usize + EXTRA_TOKENS;
         let mut cache = self.empty_cache()?;
@@ -146,7 +151,7 @@ impl MoonshineStt {
             let mut next = END_TOKEN;
             self.step(&hidden, &mut cache, previous, step, &mut |logits| {
                 next = crate::argmax(logits) as i64;
-                if step == 0 && next == END_TOKEN && end_probability(logits) < SURE_NOTHING_WAS_SAID {
+                if speech && step == 0 && next == END_TOKEN && end_probability(logits) < SURE_NOTHING_WAS_SAID {
                     next = best_but_end(logits);
                 }
             })?;

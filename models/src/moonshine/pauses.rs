@@ -35,6 +35,12 @@ pub fn shorten_pauses(audio: &[f32]) -> Cow<'_, [f32]> {
     Cow::Owned(kept)
 }
 
+/// How long `audio` is audible: its 20 ms frames above the quiet level, in seconds.
+pub fn audible_seconds(audio: &[f32]) -> f32 {
+    let loud = audio.chunks(FRAME).filter(|f| f.iter().map(|s| s * s).sum::<f32>() / f.len() as f32 >= QUIET_POWER);
+    loud.count() as f32 * FRAME as f32 / SAMPLE_RATE as f32
+}
+
 /// The quiet runs `[start, end)` longer than [`LONGEST_PAUSE`], in whole frames.
 fn long_pauses(audio: &[f32]) -> Vec<(usize, usize)> {
     let mut pauses = Vec::new();
