@@ -101,6 +101,13 @@ const WATCH_THE_MOUTH: &str = "(() => { window.mouth = []; const canvas = docume
 /// than real time on a loaded machine (audio playout delay 134 → 514 ms over 8 s) and the face ran up to
 /// 300–480 ms ahead of the voice as played, which needed a window of 8. The best alignment is printed.
 async fn assert_the_mouth_follows_the_voice(browser: &mut Browser, quiet: usize) {
+    // The browser plays the answer after the server has sent it, later still on a loaded machine (its
+    // jitter buffer grows): wait until it has played it and fallen quiet again.
+    let played = format!(
+        "(() => {{ const m = window.mouth; let last = -1; m.forEach((x, i) => {{ if (x[1] > 0.01) last = i; }}); \
+         return last >= 0 && m.length - 1 - last > {quiet}; }})()"
+    );
+    browser.wait_for(&played, &json!(true), Duration::from_secs(15)).await;
     let samples = browser.eval("window.mouth").await;
     let samples: Vec<(f64, f64)> =
         samples.as_array().unwrap().iter().map(|s| (s[0].as_f64().unwrap(), s[1].as_f64().unwrap())).collect();

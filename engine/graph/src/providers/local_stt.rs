@@ -47,9 +47,13 @@ impl LocalStt {
         let model = get_or_load(LOADED.get_or_init(Default::default), (models_dir.to_path_buf(), name), || {
             Ok(match name {
                 "whisper-tiny.en" => Loaded::Whisper(Box::new(Mutex::new(WhisperStt::load(models_dir).map_err(fail)?))),
-                _ => Loaded::Moonshine(Box::new(Mutex::new(
-                    MoonshineStt::load(models_dir, MOONSHINE_THREADS).map_err(fail)?,
-                ))),
+                _ => {
+                    let mut moonshine = MoonshineStt::load(models_dir, MOONSHINE_THREADS).map_err(fail)?;
+                    // Its first run allocates ONNX Runtime's buffers (a third slower than later ones): at load,
+                    // not in the first call's first turn.
+                    moonshine.transcribe(&[0.0; 16_000]).map_err(fail)?;
+                    Loaded::Moonshine(Box::new(Mutex::new(moonshine)))
+                }
             })
         })?;
         Ok(LocalStt { name, model })
