@@ -96,9 +96,50 @@ fn first_word(text: &str) -> String {
     text.split(|c: char| !c.is_alphanumeric() && c != '\'').find(|w| !w.is_empty()).unwrap_or_default().to_lowercase()
 }
 
-/// Word errors of `transcripts` against the questions (all of them, in order), as a percentage.
+/// `text` with numbers written as words ("2 plus 2" is "two plus two": the recognizer writes either).
+fn numbers_as_words(text: &str) -> String {
+    const WORDS: [&str; 25] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+        "twenty-one",
+        "twenty-two",
+        "twenty-three",
+        "twenty-four",
+    ];
+    let word = |w: &str| {
+        let digits = w.trim_end_matches(|c: char| !c.is_ascii_digit());
+        match digits.parse::<usize>().ok().and_then(|n| WORDS.get(n)) {
+            Some(number) if !digits.is_empty() => format!("{number}{}", &w[digits.len()..]),
+            _ => w.to_string(),
+        }
+    };
+    text.split(' ').map(word).collect::<Vec<_>>().join(" ")
+}
+
+/// Word errors of `transcripts` against the questions (all of them, in order), as a percentage; numbers
+/// count as the words they are.
 fn word_error_percent(transcripts: &[String]) -> f64 {
-    let (errors, words) = word_errors(&QUESTIONS.join(" "), &transcripts.join(" "));
+    let heard: Vec<String> = transcripts.iter().map(|t| numbers_as_words(t)).collect();
+    let (errors, words) = word_errors(&QUESTIONS.join(" "), &heard.join(" "));
     100.0 * errors as f64 / words as f64
 }
 
@@ -201,6 +242,13 @@ impl Setup {
         wait_for_status(&self.client, &self.key, &self.server.base, id, "ENDED", Duration::from_secs(15)).await;
         self.heard(id).await
     }
+}
+
+#[test]
+fn numbers_are_judged_as_words() {
+    assert_eq!(numbers_as_words("What is 2 plus 2?"), "What is two plus two?");
+    assert_eq!(numbers_as_words("There are 24 hours, 7 days."), "There are twenty-four hours, seven days.");
+    assert_eq!(numbers_as_words("H2O"), "H2O");
 }
 
 #[test]
