@@ -48,7 +48,7 @@ pub enum ChatModelChoice {
 
 impl ChatModelChoice {
     /// What `name` names: empty, the default; an embedded model's name; else a GGUF file, by absolute path
-    /// (`~/` is the home directory), by a path inside `models_dir`, or by its name there without `.gguf`.
+    /// (joining keeps it whole), by a path inside `models_dir`, or by its name there without `.gguf`.
     /// Whether the file is a model Confab can run is `gguf::inspect`'s question, not this one's.
     pub fn resolve(models_dir: &Path, name: &str) -> Result<ChatModelChoice, ModelError> {
         let name = name.trim();
@@ -58,12 +58,7 @@ impl ChatModelChoice {
         if let Some(model) = LocalChatModel::from_name(name) {
             return Ok(ChatModelChoice::Embedded(model));
         }
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let path = match (name.strip_prefix("~/"), home) {
-            (Some(rest), Some(home)) => home.join(rest),
-            _ => models_dir.join(name),
-        };
-        let candidates = [path.clone(), models_dir.join(format!("{name}.gguf"))];
+        let candidates = [models_dir.join(name), models_dir.join(format!("{name}.gguf"))];
         if let Some(found) = candidates.into_iter().find(|p| p.is_file()) {
             return Ok(ChatModelChoice::File(found));
         }
