@@ -2,9 +2,13 @@
 //! requests to the providers out. Sans-IO like its parts: the driver feeds media-time-stamped inputs,
 //! drains `poll_output`, and calls `handle_timeout` at `poll_timeout`.
 //!
-//! Requests (`PredictTurn`, `Transcribe`, `Respond`, `CancelReply`) name audio by media-time ranges; the
-//! driver owns the audio and the models and answers with `turn_prediction`, `transcript`, and the agent's
-//! segments.
+//! Requests (`PrepareTranscript`, `PredictTurn`, `Transcribe`, `Respond`, `CancelReply`) name audio by
+//! media-time ranges; the driver owns the audio and the models and answers with `turn_prediction`,
+//! `transcript`, and the agent's segments.
+//!
+//! Speech-to-text (and the reply, with preemptive generation) may start on a turn before it is committed:
+//! `PrepareTranscript` is asked at the VAD's first short pause (the user may be done), and again at the end
+//! of speech when the audio differs (the user went on); the commit of the same audio finds it done.
 
 use std::collections::VecDeque;
 
@@ -39,8 +43,15 @@ pub fn transcription_start(from: MediaTime) -> MediaTime {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConversationOutput {
     Event(ConversationEvent),
-    /// Run the turn model on the user's audio up to `last_speech`; the turn's speech began at `from`
-    /// (speech-to-text may start now, before the commit).
+    /// Speech may have ended at `to`: transcribe the turn's audio `[from, to)` ahead of the commit (read
+    /// from `transcription_start(from)`), and with it start the reply. A later request for the same turn
+    /// supersedes it; the commit names the audio it ends up with (`Transcribe`).
+    PrepareTranscript {
+        turn: TurnId,
+        from: MediaTime,
+        to: MediaTime,
+    },
+    /// Run the turn model on the user's audio up to `last_speech`; the turn's speech began at `from`.
     PredictTurn {
         turn: TurnId,
         from: MediaTime,
@@ -78,6 +89,8 @@ pub struct Conversation {
     timer: Option<CallTimer>,
     /// Start of the current user turn's speech.
     turn_start: Option<MediaTime>,
+    /// The audio of the current turn last asked to be transcribed ahead (`PrepareTranscript`).
+    prepared: Option<(MediaTime, MediaTime)>,
     ended: bool,
     /// The turn whose reply has been asked for and not finished.
     awaiting_reply: Option<TurnId>,
@@ -93,6 +106,7 @@ impl Conversation {
             playout: Playout::new(),
             timer: config.max_call_duration.map(CallTimer::new),
             turn_start: None,
+            prepared: None,
             ended: false,
             awaiting_reply: None,
             outputs: VecDeque::with_capacity(16),
@@ -141,6 +155,7 @@ impl Conversation {
                     self.endpoint.handle_input(EndpointInput::SpeechStarted { at: start });
                     self.interruption.handle_input(InterruptionInput::UserSpeechStarted { at: start });
                 }
+                VadGateOutput::SpeechPaused { last_speech, .. } => self.prepare_transcript(last_speech),
                 VadGateOutput::SpeechEnded { last_speech, observed_at } => {
                     self.event(last_speech, EventKind::UserStoppedSpeaking);
                     self.endpoint.handle_input(EndpointInput::SpeechEnded { last_speech, observed_at });
@@ -148,6 +163,16 @@ impl Conversation {
                 }
             }
             self.drain_machines();
+        }
+    }
+
+    /// Asks for the current turn's audio up to `to` to be transcribed ahead, unless it has been already.
+    fn prepare_transcript(&mut self, to: MediaTime) {
+        let range = (self.turn_start.unwrap_or(MediaTime::ZERO), to);
+        if self.prepared != Some(range) {
+            self.prepared = Some(range);
+            let turn = self.endpoint.current_turn();
+            self.outputs.push_back(ConversationOutput::PrepareTranscript { turn, from: range.0, to });
         }
     }
 
@@ -276,11 +301,13 @@ impl Conversation {
                 progressed = true;
                 match output {
                     EndpointOutput::PredictTurn { turn, last_speech } => {
+                        self.prepare_transcript(last_speech);
                         let from = self.turn_start.unwrap_or(MediaTime::ZERO);
                         self.outputs.push_back(ConversationOutput::PredictTurn { turn, from, last_speech })
                     }
                     EndpointOutput::Commit { turn, last_speech, at } => {
                         let from = self.turn_start.take().unwrap_or(MediaTime::ZERO);
+                        self.prepared = None;
                         self.outputs.push_back(ConversationOutput::Transcribe { turn, from, to: last_speech, at });
                     }
                     EndpointOutput::CommitCancelled { .. } => {}
@@ -387,7 +414,10 @@ mod tests {
         let names = names(&out);
         let expected: Vec<(u64, &str)> = vec![
             (11, "user.started_speaking@320"),
-            // Speech ends at window 40 (1280 ms); after the 256 ms hangover the turn model is asked.
+            // Speech ends at window 40 (1280 ms): after a 96 ms pause speech-to-text may start on it;
+            (42, "PrepareTranscript { turn: TurnId(1), from: MediaTime(5120), to: MediaTime(20480) }"),
+            // after the 256 ms hangover speech has stopped and the turn model is asked (the same audio is
+            // not transcribed again).
             (47, "user.stopped_speaking@1280"),
             (47, "PredictTurn { turn: TurnId(1), from: MediaTime(5120), last_speech: MediaTime(20480) }"),
             // Commit due at 1280 + 500 = 1780 ms, handled at window 56 (starting 1792 ms); the transcript
@@ -439,6 +469,34 @@ mod tests {
             .collect();
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!(events[0]["tool_name"], "of_the_next_reply");
+    }
+
+    /// A pause longer than 96 ms but shorter than the hangover, then more speech: the audio up to the
+    /// pause is prepared, then the whole turn's, and the commit names the whole turn's.
+    #[test]
+    fn speech_that_goes_on_after_a_pause_is_prepared_again_to_its_end() {
+        let mut c = Conversation::new(ConversationConfig::default());
+        let speech = |w: u64| (10..30).contains(&w) || (35..50).contains(&w);
+        let mut out = Vec::new();
+        for w in 0..90u64 {
+            let (start, end) = (MediaTime(w * W), MediaTime((w + 1) * W));
+            c.vad_window(start, end, if speech(w) { 0.9 } else { 0.05 });
+            while let Some(o) = c.poll_output() {
+                if let ConversationOutput::PredictTurn { last_speech, .. } = &o {
+                    c.turn_prediction(*last_speech, true, end);
+                }
+                out.push((w, o));
+            }
+        }
+        let requests: Vec<(u64, String)> = names(&out).into_iter().filter(|(_, name)| !name.contains('@')).collect();
+        let expected = [
+            (32, "PrepareTranscript { turn: TurnId(1), from: MediaTime(5120), to: MediaTime(15360) }"),
+            (52, "PrepareTranscript { turn: TurnId(1), from: MediaTime(5120), to: MediaTime(25600) }"),
+            (57, "PredictTurn { turn: TurnId(1), from: MediaTime(5120), last_speech: MediaTime(25600) }"),
+            (66, "Transcribe { turn: TurnId(1), from: MediaTime(5120), to: MediaTime(25600), at: MediaTime(33600) }"),
+        ];
+        let requests: Vec<(u64, &str)> = requests.iter().map(|(w, s)| (*w, s.as_str())).collect();
+        assert_eq!(requests, expected);
     }
 
     #[test]

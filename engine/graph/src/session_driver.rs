@@ -35,9 +35,11 @@ pub trait SessionHost {
     fn turns_over(&mut self, turns: Vec<TurnMetrics>);
     /// What the user heard of the agent's last words (`agent.stopped_speaking`), for its next prompt.
     fn heard(&mut self, text: &str);
-    /// Run the turn model on the user's audio up to `last_speech` and answer with
-    /// `Conversation::turn_prediction`; speech-to-text of the turn (begun at `from`) may start now, during
-    /// the endpointing delay.
+    /// Start speech-to-text of the turn's audio `[from, to)` ahead of its commit (and, with it, the early
+    /// reply); nothing is answered: the commit's `transcribe` takes the result when it covers its audio.
+    fn prepare_transcript(&mut self, session: &mut DrivenSession, from: MediaTime, to: MediaTime);
+    /// Run the turn model on the user's audio up to `last_speech` (the turn began at `from`) and answer
+    /// with `Conversation::turn_prediction`.
     fn predict_turn(&mut self, session: &mut DrivenSession, from: MediaTime, last_speech: MediaTime);
     /// Transcribe the committed turn, audio `[from, to)`, and answer with `AgentResult::Transcript`
     /// (`DrivenSession::apply`); with no way to transcribe, an empty text at `at`.
@@ -80,6 +82,7 @@ impl DrivenSession {
         while let Some(output) = self.conversation.poll_output() {
             match output {
                 ConversationOutput::Event(event) => self.event(event, host),
+                ConversationOutput::PrepareTranscript { from, to, .. } => host.prepare_transcript(self, from, to),
                 ConversationOutput::PredictTurn { turn, from, last_speech } => {
                     self.metrics.speech_ended(turn, last_speech);
                     host.predict_turn(self, from, last_speech);

@@ -199,28 +199,19 @@ impl SessionHost for InlineHost<'_> {
         }
     }
 
-    /// The turn model and speech-to-text (and, with it, the early reply) start at once, as in `confab serve`
-    /// (its inference thread beside the call's agent task): the verdict is known when the model is done,
-    /// the transcript when speech-to-text is, not one after the other.
-    fn predict_turn(&mut self, session: &mut DrivenSession, from: MediaTime, last_speech: MediaTime) {
-        let end = (last_speech.samples() as usize).min(self.audio.len());
+    /// Speech-to-text of the turn so far (and, with it, the early reply's request) runs in line; the
+    /// early reply goes on beside the run, on its I/O runtime, as in `confab serve`.
+    fn prepare_transcript(&mut self, _: &mut DrivenSession, from: MediaTime, to: MediaTime) {
+        let end = (to.samples() as usize).min(self.audio.len());
         let start = (transcription_start(from).samples() as usize).min(end);
-        let (audio, io, pace, now) = (self.audio, self.io, &self.pace, self.now);
-        let (turn_model, responder) = (&mut self.models.turn, self.responder.as_deref_mut());
-        let (verdict, observed) = std::thread::scope(|scope| {
-            let verdict = scope.spawn(move || {
-                let verdict = turn_model.predict(&audio[..end]);
-                (verdict, pace.observed(now))
-            });
-            // Speech-to-text starts now, during the endpointing delay, not at the commit.
-            if let Some(responder) = responder {
-                io.block_on(responder.prepare_transcript(from, last_speech, &audio[start..end]));
-            }
-            verdict.join().unwrap_or_else(|_| {
-                (Err(confab_models::ModelError::Inference { model: "smart-turn", message: "panicked".into() }), now)
-            })
-        });
-        let probability = match verdict {
+        if let Some(responder) = self.responder.as_deref_mut() {
+            self.io.block_on(responder.prepare_transcript(from, to, &self.audio[start..end]));
+        }
+    }
+
+    fn predict_turn(&mut self, session: &mut DrivenSession, _: MediaTime, last_speech: MediaTime) {
+        let end = (last_speech.samples() as usize).min(self.audio.len());
+        let probability = match self.models.turn.predict(&self.audio[..end]) {
             Ok(probability) => probability,
             Err(err) => {
                 self.failed.get_or_insert(err.into());
@@ -228,6 +219,7 @@ impl SessionHost for InlineHost<'_> {
             }
         };
         tracing::debug!(probability, "turn model");
+        let observed = self.pace.observed(self.now);
         session.conversation.turn_prediction(last_speech, probability > DONE_THRESHOLD, observed);
     }
 

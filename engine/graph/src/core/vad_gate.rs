@@ -10,6 +10,10 @@
 //!   off above the deactivation threshold for a window or two after speech).
 //!
 //! Both are observed later (after the minimum run, after the hangover); the output carries both times.
+//!
+//! A shorter silence than the hangover is reported too, once per end of speech: `SpeechPaused` says the
+//! user may have finished (speech-to-text and the reply can start on it), not that they have (that is
+//! `SpeechEnded`, which the endpointing delay and the events follow).
 
 use std::collections::VecDeque;
 
@@ -29,6 +33,8 @@ pub struct VadGateConfig {
     pub min_speech: MediaTime,
     /// Silence must last this long after the last speech window before speech is reported stopped.
     pub hangover: MediaTime,
+    /// Silence this long after the last speech window is reported as a pause (shorter than the hangover).
+    pub pause: MediaTime,
 }
 
 impl Default for VadGateConfig {
@@ -40,6 +46,7 @@ impl Default for VadGateConfig {
             onset_lookback: MediaTime::from_millis(64),
             min_speech: MediaTime::from_millis(64),
             hangover: MediaTime::from_millis(256),
+            pause: MediaTime::from_millis(96),
         }
     }
 }
@@ -48,6 +55,8 @@ impl Default for VadGateConfig {
 pub enum VadGateOutput {
     /// Speech began at `start`; known at `observed_at`.
     SpeechStarted { start: MediaTime, observed_at: MediaTime },
+    /// Speech has paused since `last_speech` (it may end there); known at `observed_at`.
+    SpeechPaused { last_speech: MediaTime, observed_at: MediaTime },
     /// Speech ended at `last_speech`; known at `observed_at`.
     SpeechEnded { last_speech: MediaTime, observed_at: MediaTime },
 }
@@ -59,8 +68,9 @@ enum State {
     /// Speech since `start` (reported from `onset`), not yet long enough to report.
     Candidate { start: MediaTime, onset: MediaTime },
     /// `last_speech`: end of the last window above deactivation (decides the stop);
-    /// `last_confident`: end of the last window above activation (is reported).
-    Speaking { last_speech: MediaTime, last_confident: MediaTime },
+    /// `last_confident`: end of the last window above activation (is reported); `paused`: a pause after
+    /// `last_confident` has been reported.
+    Speaking { last_speech: MediaTime, last_confident: MediaTime, paused: bool },
 }
 
 #[derive(Debug)]
@@ -95,16 +105,24 @@ impl VadGate {
                 self.confirm_if_long_enough(start, onset, end)
             }
             (State::Candidate { start: first, onset }, true) => self.confirm_if_long_enough(first, onset, end),
-            (State::Speaking { last_confident, .. }, _) if probability >= c.deactivation_threshold => {
-                State::Speaking { last_speech: end, last_confident: if active { end } else { last_confident } }
+            (State::Speaking { last_confident, paused, .. }, _) if probability >= c.deactivation_threshold => {
+                match active {
+                    true => State::Speaking { last_speech: end, last_confident: end, paused: false },
+                    false => State::Speaking { last_speech: end, last_confident, paused },
+                }
             }
-            (State::Speaking { last_speech, last_confident }, _) => {
-                if end - last_speech >= c.hangover {
+            (State::Speaking { last_speech, last_confident, paused }, _) => {
+                let silence = end - last_speech;
+                if silence >= c.hangover {
                     self.outputs
                         .push_back(VadGateOutput::SpeechEnded { last_speech: last_confident, observed_at: end });
                     State::Silent { onset: None }
+                } else if !paused && silence >= c.pause {
+                    self.outputs
+                        .push_back(VadGateOutput::SpeechPaused { last_speech: last_confident, observed_at: end });
+                    State::Speaking { last_speech, last_confident, paused: true }
                 } else {
-                    State::Speaking { last_speech, last_confident }
+                    State::Speaking { last_speech, last_confident, paused }
                 }
             }
         };
@@ -113,7 +131,7 @@ impl VadGate {
     fn confirm_if_long_enough(&mut self, first: MediaTime, onset: MediaTime, end: MediaTime) -> State {
         if end - first >= self.config.min_speech {
             self.outputs.push_back(VadGateOutput::SpeechStarted { start: onset, observed_at: end });
-            State::Speaking { last_speech: end, last_confident: end }
+            State::Speaking { last_speech: end, last_confident: end, paused: false }
         } else {
             State::Candidate { start: first, onset }
         }
@@ -155,6 +173,10 @@ mod tests {
         VadGateOutput::SpeechStarted { start: MediaTime(start * W), observed_at: MediaTime(observed * W) }
     }
 
+    fn paused(last: u64, observed: u64) -> VadGateOutput {
+        VadGateOutput::SpeechPaused { last_speech: MediaTime(last * W), observed_at: MediaTime(observed * W) }
+    }
+
     fn ended(last: u64, observed: u64) -> VadGateOutput {
         VadGateOutput::SpeechEnded { last_speech: MediaTime(last * W), observed_at: MediaTime(observed * W) }
     }
@@ -164,8 +186,8 @@ mod tests {
         let mut p = vec![0.01; 3];
         p.extend([0.9; 10]);
         p.extend([0.01; 12]);
-        // Speech in windows 3..13; 256 ms = 8 windows of hangover after window 12.
-        assert_eq!(run(&p), vec![started(3, 5), ended(13, 21)]);
+        // Speech in windows 3..13; a pause after 96 ms = 3 windows; 256 ms = 8 windows of hangover.
+        assert_eq!(run(&p), vec![started(3, 5), paused(13, 16), ended(13, 21)]);
     }
 
     #[test]
@@ -181,8 +203,9 @@ mod tests {
     fn the_tail_between_thresholds_keeps_speech_open_but_is_not_reported() {
         let mut p = vec![0.9, 0.9, 0.9, 0.4, 0.4];
         p.extend([0.01; 8]);
-        // Last confident window is 2 (ends at 3 W); the tail ends at 5 W and the hangover counts from there.
-        assert_eq!(run(&p), vec![started(0, 2), ended(3, 13)]);
+        // Last confident window is 2 (ends at 3 W); the tail ends at 5 W and the pause and the hangover
+        // count from there.
+        assert_eq!(run(&p), vec![started(0, 2), paused(3, 8), ended(3, 13)]);
     }
 
     #[test]
@@ -196,7 +219,17 @@ mod tests {
         p.extend([0.0; 7]); // 224 ms pause: shorter than the hangover
         p.extend([0.9; 2]);
         p.extend([0.0; 8]);
-        assert_eq!(run(&p), vec![started(0, 2), ended(14, 22)]);
+        // The first pause is reported (speech may have ended there), then speech goes on.
+        assert_eq!(run(&p), vec![started(0, 2), paused(5, 8), paused(14, 17), ended(14, 22)]);
+    }
+
+    #[test]
+    fn a_pause_is_reported_once_for_the_same_end_of_speech() {
+        let mut p = vec![0.9; 3];
+        p.extend([0.01; 3]);
+        p.push(0.4); // a tail between the thresholds: speech still open, no new confident end
+        p.extend([0.01; 8]);
+        assert_eq!(run(&p), vec![started(0, 2), paused(3, 6), ended(3, 15)]);
     }
 
     #[test]

@@ -498,12 +498,14 @@ impl SessionHost for LiveHost<'_> {
         }
     }
 
-    fn predict_turn(&mut self, _: &mut DrivenSession, from: MediaTime, last_speech: MediaTime) {
+    fn prepare_transcript(&mut self, _: &mut DrivenSession, from: MediaTime, to: MediaTime) {
         if let Some(agent) = self.agent {
-            // Speech-to-text starts now, during the endpointing delay, not at the commit.
-            let audio = self.user_audio(transcription_start(from), last_speech);
-            agent.offer(AgentJob::Prepare { from, to: last_speech, audio });
+            let audio = self.user_audio(transcription_start(from), to);
+            agent.offer(AgentJob::Prepare { from, to, audio });
         }
+    }
+
+    fn predict_turn(&mut self, _: &mut DrivenSession, _: MediaTime, last_speech: MediaTime) {
         // The model looks at the last 8 s before the end of speech; older audio is not sent.
         let from = MediaTime::from_samples(last_speech.samples().saturating_sub(TURN_MODEL_SAMPLES as u64));
         let audio = self.user_audio(from, last_speech);
