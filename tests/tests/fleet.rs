@@ -236,9 +236,14 @@ async fn calls_spread_over_workers_and_a_lost_workers_calls_end() {
     let lost = per_worker["w1"].clone();
     for id in &lost {
         receiver.wait_for_event(&secret, id, "call_ended", Duration::from_secs(30)).await;
-        assert_eq!(receiver.event_names(&secret, id), ["utterance_committed", "participant_left", "call_ended"]);
+        // What the call heard, then its end. A live call hears in real time: when this loaded process's
+        // microphone falls behind by the endpointing delay mid-question, the worker hears silence there
+        // (an input underrun) and commits the question in two utterances, as it should.
+        let names = receiver.event_names(&secret, id);
+        let heard = names.iter().take_while(|name| *name == "utterance_committed").count();
+        assert!(heard >= 1 && names[heard..] == ["participant_left", "call_ended"], "{names:?}");
         let user = calls.iter().position(|(call, _, _)| call == id).unwrap();
-        assert_eq!(receiver.events(&secret, id)[1]["event"]["payload"]["id"], format!("user-{user}"));
+        assert_eq!(receiver.events(&secret, id)[heard]["event"]["payload"]["id"], format!("user-{user}"));
         let record = fleet.record(&bases[1], id).await;
         assert_eq!((record["status"].as_str(), record["end_reason"].as_str()), (Some("ENDED"), Some("worker_lost")));
     }
