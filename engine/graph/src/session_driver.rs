@@ -38,9 +38,9 @@ pub trait SessionHost {
     /// Start speech-to-text of the turn's audio `[from, to)` ahead of its commit (and, with it, the early
     /// reply); nothing is answered: the commit's `transcribe` takes the result when it covers its audio.
     fn prepare_transcript(&mut self, session: &mut DrivenSession, from: MediaTime, to: MediaTime);
-    /// Run the turn model on the user's audio up to `last_speech` (the turn began at `from`) and answer
-    /// with `Conversation::turn_prediction`.
-    fn predict_turn(&mut self, session: &mut DrivenSession, from: MediaTime, last_speech: MediaTime);
+    /// Run the turn model on the user's audio up to `last_speech` and answer with
+    /// `Conversation::turn_prediction`.
+    fn predict_turn(&mut self, session: &mut DrivenSession, last_speech: MediaTime);
     /// Transcribe the committed turn, audio `[from, to)`, and answer with `AgentResult::Transcript`
     /// (`DrivenSession::apply`); with no way to transcribe, an empty text at `at`.
     fn transcribe(&mut self, session: &mut DrivenSession, turn: TurnId, from: MediaTime, to: MediaTime, at: MediaTime);
@@ -83,9 +83,9 @@ impl DrivenSession {
             match output {
                 ConversationOutput::Event(event) => self.event(event, host),
                 ConversationOutput::PrepareTranscript { from, to, .. } => host.prepare_transcript(self, from, to),
-                ConversationOutput::PredictTurn { turn, from, last_speech } => {
+                ConversationOutput::PredictTurn { turn, last_speech, .. } => {
                     self.metrics.speech_ended(turn, last_speech);
-                    host.predict_turn(self, from, last_speech);
+                    host.predict_turn(self, last_speech);
                 }
                 ConversationOutput::Transcribe { turn, from, to, at } => {
                     let superseded = self.metrics.committed(turn, at);

@@ -164,7 +164,15 @@ impl Simulation<'_> {
     }
 }
 
-impl InlineHost<'_> {
+impl<'a> InlineHost<'a> {
+    /// The input's audio that speech-to-text reads for the turn `[from, to)`: from
+    /// `transcription_start(from)`, within the file.
+    fn turn_audio(&self, from: MediaTime, to: MediaTime) -> &'a [f32] {
+        let end = (to.samples() as usize).min(self.audio.len());
+        let start = (transcription_start(from).samples() as usize).min(end);
+        &self.audio[start..end]
+    }
+
     /// The VAD's probability for one window, through the energy gate.
     fn vad(&mut self, window: &[f32]) -> Result<f32, SimulateError> {
         let mut probability = [0.0f32];
@@ -202,14 +210,13 @@ impl SessionHost for InlineHost<'_> {
     /// Speech-to-text of the turn so far (and, with it, the early reply's request) runs in line; the
     /// early reply goes on beside the run, on its I/O runtime, as in `confab serve`.
     fn prepare_transcript(&mut self, _: &mut DrivenSession, from: MediaTime, to: MediaTime) {
-        let end = (to.samples() as usize).min(self.audio.len());
-        let start = (transcription_start(from).samples() as usize).min(end);
+        let audio = self.turn_audio(from, to);
         if let Some(responder) = self.responder.as_deref_mut() {
-            self.io.block_on(responder.prepare_transcript(from, to, &self.audio[start..end]));
+            self.io.block_on(responder.prepare_transcript(from, to, audio));
         }
     }
 
-    fn predict_turn(&mut self, session: &mut DrivenSession, _: MediaTime, last_speech: MediaTime) {
+    fn predict_turn(&mut self, session: &mut DrivenSession, last_speech: MediaTime) {
         let end = (last_speech.samples() as usize).min(self.audio.len());
         let probability = match self.models.turn.predict(&self.audio[..end]) {
             Ok(probability) => probability,
@@ -224,18 +231,12 @@ impl SessionHost for InlineHost<'_> {
     }
 
     fn transcribe(&mut self, session: &mut DrivenSession, turn: TurnId, from: MediaTime, to: MediaTime, at: MediaTime) {
-        let (start, end) = (
-            (transcription_start(from).samples() as usize).min(self.audio.len()),
-            (to.samples() as usize).min(self.audio.len()),
-        );
+        let audio = self.turn_audio(from, to);
         let text = match self.responder.as_deref_mut() {
-            Some(responder) => {
-                let audio = &self.audio[start..end];
-                self.io.block_on(responder.transcript_for(from, to, audio)).unwrap_or_else(|err| {
-                    tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
-                    String::new()
-                })
-            }
+            Some(responder) => self.io.block_on(responder.transcript_for(from, to, audio)).unwrap_or_else(|err| {
+                tracing::warn!(error = %err, "speech-to-text failed; the turn's text is empty");
+                String::new()
+            }),
             None => String::new(),
         };
         let timing = self.responder.as_deref().and_then(Responder::last_transcript);

@@ -505,7 +505,7 @@ impl SessionHost for LiveHost<'_> {
         }
     }
 
-    fn predict_turn(&mut self, _: &mut DrivenSession, _: MediaTime, last_speech: MediaTime) {
+    fn predict_turn(&mut self, _: &mut DrivenSession, last_speech: MediaTime) {
         // The model looks at the last 8 s before the end of speech; older audio is not sent.
         let from = MediaTime::from_samples(last_speech.samples().saturating_sub(TURN_MODEL_SAMPLES as u64));
         let audio = self.user_audio(from, last_speech);
