@@ -292,14 +292,17 @@ fn main() {
         speech_early += usize::from(metrics["speech_started_early"] == true);
         dropped += metrics["early_replies_dropped"].as_u64().unwrap_or(0);
         let total = at("first_audio_played").zip(at("committed")).map(|(p, c)| p - c);
+        let waited = at("committed").zip(at("speech_ended")).map(|(c, e)| c - e);
+        let seconds = |span: Option<f64>| span.map_or("none".to_string(), |t| format!("{t:.2} s"));
         println!(
-            "{:2}. {question:50} heard {:5} {:?} → {:5} {:?} (commit → audio {})",
+            "{:2}. {question:50} heard {:5} {:?} → {:5} {:?} (end → commit {}, commit → audio {})",
             index + 1,
             if heard_ok { "right" } else { "WRONG" },
             outcome.heard,
             if answer_ok { "right" } else { "WRONG" },
             outcome.answer,
-            total.map_or("none".to_string(), |t| format!("{t:.2} s")),
+            seconds(waited),
+            seconds(total),
         );
         if !benchmarking {
             assert!(outcome.metrics.is_some(), "a turn_metrics line: the harness reads its stages");

@@ -49,7 +49,10 @@ pub fn environment(models_dir: &Path) -> Result<&'static Environment, ModelError
         .map_err(|message| ModelError::Runtime { path: library.display().to_string(), message: message.clone() })
 }
 
-/// Loads a model with `intra_threads` threads for its operators and full graph optimisation.
+/// Loads a model with `intra_threads` threads for its operators and full graph optimisation. The operator
+/// threads sleep between operators instead of spinning: every model here shares two or so cores with
+/// others (speech-to-text, the language model, the voice, the faces), and a thread that spins waiting for
+/// the next operator takes a core from the model the user is waiting on.
 pub fn load_session(models_dir: &Path, stored_as: &str, intra_threads: usize) -> Result<Session, ModelError> {
     let environment = environment(models_dir)?;
     let path = require(models_dir, stored_as)?;
@@ -59,6 +62,8 @@ pub fn load_session(models_dir: &Path, stored_as: &str, intra_threads: usize) ->
         .with_optimization_level(GraphOptimizationLevel::Level3)
         .map_err(|e| fail(e.to_string()))?
         .with_intra_threads(intra_threads)
+        .map_err(|e| fail(e.to_string()))?
+        .with_intra_op_spinning(false)
         .map_err(|e| fail(e.to_string()))?
         .with_inter_threads(1)
         .map_err(|e| fail(e.to_string()))?

@@ -40,6 +40,18 @@ pub fn transcription_start(from: MediaTime) -> MediaTime {
     from.saturating_sub(STT_PRE_ROLL)
 }
 
+/// The turn model hears the speech and this much of the silence after it. Its reference pipeline (pipecat,
+/// with the 0.2 s VAD stop it recommends beside Smart Turn) hands it every chunk up to the VAD's stop,
+/// trailing silence included; cut at the last speech frame instead, the model heard half of the 20 spoken
+/// questions of `voice_to_voice` as unfinished, and a fifth of them with this tail (`docs/performance.md`).
+/// Shorter than the VAD gate's hangover, so the tail has been heard when the model is asked.
+pub const TURN_MODEL_TAIL: MediaTime = MediaTime::from_millis(200);
+
+/// Where the audio the turn model judges for the speech that ended at `last_speech` ends.
+pub fn turn_model_end(last_speech: MediaTime) -> MediaTime {
+    last_speech + TURN_MODEL_TAIL
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConversationOutput {
     Event(ConversationEvent),
@@ -357,6 +369,15 @@ mod tests {
 
     const W: u64 = 512;
     const FRAME: usize = 320;
+
+    #[test]
+    fn the_turn_model_is_asked_once_its_tail_of_silence_has_been_heard() {
+        // The model is asked when the VAD gate reports the end of speech, a hangover after it.
+        assert!(
+            turn_model_end(MediaTime::from_millis(1280))
+                < MediaTime::from_millis(1280) + VadGateConfig::default().hangover
+        );
+    }
 
     fn names(outputs: &[(u64, ConversationOutput)]) -> Vec<(u64, String)> {
         outputs

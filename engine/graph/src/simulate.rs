@@ -5,6 +5,7 @@
 //! Events go out as JSON lines (SPEC.md's webhook envelope plus `media_time`); the transcript and the
 //! agent's audio (on the input's timeline) go to files.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,7 +19,7 @@ use crate::actions::{ActionSettings, Actions};
 use crate::agent_spec::{AgentSpec, AgentSpecError, PipelineSpec};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::audio::{AudioError, wav};
-use crate::conversation::{Conversation, ConversationConfig, transcription_start};
+use crate::conversation::{Conversation, ConversationConfig, transcription_start, turn_model_end};
 use crate::core::{Epoch, TurnId};
 use crate::events::ConversationEvent;
 use crate::knowledge::Retrieval;
@@ -217,8 +218,13 @@ impl SessionHost for InlineHost<'_> {
     }
 
     fn predict_turn(&mut self, session: &mut DrivenSession, last_speech: MediaTime) {
-        let end = (last_speech.samples() as usize).min(self.audio.len());
-        let probability = match self.models.turn.predict(&self.audio[..end]) {
+        // Past the end of the file the run hears silence, and so does the turn model.
+        let end = turn_model_end(last_speech).samples() as usize;
+        let heard: Cow<[f32]> = match self.audio.get(..end) {
+            Some(audio) => Cow::Borrowed(audio),
+            None => Cow::Owned(self.audio.iter().copied().chain(std::iter::repeat(0.0)).take(end).collect()),
+        };
+        let probability = match self.models.turn.predict(&heard) {
             Ok(probability) => probability,
             Err(err) => {
                 self.failed.get_or_insert(err.into());

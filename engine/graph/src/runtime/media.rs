@@ -22,7 +22,7 @@ use super::event_outbox::{EventOutbox, Sent};
 use super::jobs::{InferenceResult, TurnJob, VadJob};
 use super::slots::{SessionId, SlotGuard};
 use crate::audio::level::{SilenceGate, VadDecision};
-use crate::conversation::{Conversation, ConversationConfig, transcription_start};
+use crate::conversation::{Conversation, ConversationConfig, transcription_start, turn_model_end};
 use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
 use crate::session_driver::{DrivenSession, SessionHost};
@@ -506,9 +506,10 @@ impl SessionHost for LiveHost<'_> {
     }
 
     fn predict_turn(&mut self, _: &mut DrivenSession, last_speech: MediaTime) {
-        // The model looks at the last 8 s before the end of speech; older audio is not sent.
-        let from = MediaTime::from_samples(last_speech.samples().saturating_sub(TURN_MODEL_SAMPLES as u64));
-        let audio = self.user_audio(from, last_speech);
+        // The model looks at the last 8 s up to the end of speech and its tail; older audio is not sent.
+        let to = turn_model_end(last_speech);
+        let from = MediaTime::from_samples(to.samples().saturating_sub(TURN_MODEL_SAMPLES as u64));
+        let audio = self.user_audio(from, to);
         // Live, media time runs with the wall clock: the verdict is useful until the max delay.
         let since_speech = self.now.samples().saturating_sub(last_speech.samples());
         let useful = self.max_endpointing_delay.samples().saturating_sub(since_speech);
