@@ -7,7 +7,7 @@
 //! questions heard right (every keyword of the question in the transcript).
 //!
 //! `cargo bench -p confab-benches --bench voice_to_voice [-- N] [--stt=MODEL] [--llm=MODEL] [--voice=piper]
-//! [--remote] [--remote-stt=deepgram] [--remote-tts=elevenlabs|cartesia] [--no-preemptive]`
+//! [--remote] [--remote-stt=deepgram] [--remote-tts=elevenlabs|cartesia] [--no-preemptive] [--live]`
 //! (the first N questions, all by default; `--stt` a local speech-to-text model, `moonshine-base` by default,
 //! or `whisper-tiny.en`; `--llm` a local language model, `qwen2.5-coder-0.5b-instruct` by default, or
 //! `smollm2-135m-instruct`; the questions spoken by espeak-ng, or by the Piper voice). The transcripts' word error
@@ -16,9 +16,14 @@
 //! reported less the delay the server put in it: what the engine adds; `--remote-stt=deepgram` and
 //! `--remote-tts=elevenlabs|cartesia` (each implies `--remote`) put the WebSocket providers in place of the
 //! OpenAI-compatible ones for that kind (`remote_ws.rs`, same delays). `--no-preemptive` turns preemptive
-//! generation off (the reply is asked for only at the commit).
+//! generation off (the reply is asked for only at the commit). `--live` asks the questions in one live call
+//! to `confab serve` instead (`live.rs`; build it first: `cargo build --release --bin confab`): the stages are
+//! the call's stored `turn_metrics`, on the server's media clock (end of speech from the question's last
+//! audible sample is not known there).
 //! Under `cargo test` (no `--bench`) one question, offline, to check the harness.
 
+#[path = "voice_to_voice/live.rs"]
+mod live;
 #[path = "voice_to_voice/remote.rs"]
 mod remote;
 #[path = "voice_to_voice/remote_ws.rs"]
@@ -157,12 +162,36 @@ fn agent(stt_model: &str, remote: Option<&RemoteProviders>) -> String {
     .to_string()
 }
 
+#[derive(Default)]
 struct Outcome {
     heard: String,
     answer: String,
     metrics: Option<Value>,
-    /// The question's last audible sample, in seconds of the input (its true end of speech).
-    speech_end: f64,
+    /// The question's last audible sample, in seconds of the input (its true end of speech); not known on a
+    /// live call's media clock.
+    speech_end: Option<f64>,
+}
+
+/// `question` spoken by the Piper voice, or by espeak-ng (160 words per minute), as 16 kHz mono.
+fn spoken(question: &str, piper: Option<&PiperTts>) -> Vec<f32> {
+    match piper {
+        Some(piper) => piper.render(question).unwrap(),
+        None => espeak(question, 160),
+    }
+}
+
+/// The turns of one live call, one per question in order: what was heard, the answer, the stages.
+fn live_outcomes(call: live::LiveCall) -> Vec<Outcome> {
+    let mut turns = call.turns.into_iter();
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    for (role, text) in call.transcript {
+        if role == "user" {
+            outcomes.push(Outcome { heard: text, answer: String::new(), metrics: turns.next(), speech_end: None });
+        } else if let Some(last) = outcomes.last_mut().filter(|_| role == "assistant") {
+            last.answer = format!("{} {text}", last.answer).trim().to_string();
+        }
+    }
+    outcomes
 }
 
 /// Where speech ends in `audio` (16 kHz): after its last sample louder than -40 dBFS.
@@ -180,11 +209,8 @@ fn ask(
     providers: &ProviderEnv,
 ) -> Outcome {
     let mut audio = vec![0.0; 8_000];
-    match piper {
-        Some(piper) => audio.extend(piper.render(question).unwrap()),
-        None => audio.extend(espeak(question, 160)),
-    }
-    let speech_end = last_audible(&audio);
+    audio.extend(spoken(question, piper));
+    let speech_end = Some(last_audible(&audio));
     let input = dir.join(format!("question-{index}.wav"));
     wav::write_mono_16k(&input, &audio).unwrap();
     let options = SimulateOptions {
@@ -266,11 +292,19 @@ fn main() {
     // asked for, and voiced, before the commit, and how many early replies were dropped.
     let mut end_to_audio: Vec<f64> = Vec::new();
     let (mut llm_early, mut speech_early, mut dropped) = (0, 0, 0);
+    // Live: every question in one call, asked before any is judged.
+    let mut live_turns = (benchmarking && std::env::args().any(|a| a == "--live")).then(|| {
+        let asked: Vec<Vec<f32>> = QUESTIONS.iter().take(count).map(|(q, ..)| spoken(q, piper.as_ref())).collect();
+        live_outcomes(live::ask_in_one_call(&agent, &asked)).into_iter()
+    });
     for (index, (question, question_words, answer_words)) in QUESTIONS.iter().take(count).enumerate() {
         if let Some(servers) = &servers {
             servers.script(question, answer_words[0]);
         }
-        let outcome = ask(dir.path(), index, question, benchmarking, piper.as_ref(), &provider_env);
+        let outcome = match live_turns.as_mut() {
+            Some(turns) => turns.next().unwrap_or_default(),
+            None => ask(dir.path(), index, question, benchmarking, piper.as_ref(), &provider_env),
+        };
         let (wrong, of) = word_errors(question, &outcome.heard);
         (errors, words) = (errors + wrong, words + of);
         let heard = outcome.heard.to_lowercase();
@@ -286,7 +320,7 @@ fn main() {
                 values.push(to - from);
             }
         }
-        end_to_audio.extend(at("first_audio_played").map(|played| played - outcome.speech_end));
+        end_to_audio.extend(at("first_audio_played").zip(outcome.speech_end).map(|(played, end)| played - end));
         let metrics = outcome.metrics.clone().unwrap_or_default();
         llm_early += usize::from(metrics["llm_started_early"] == true);
         speech_early += usize::from(metrics["speech_started_early"] == true);
