@@ -132,11 +132,8 @@ struct PageCall {
 }
 
 impl PageCall {
-    /// As the page's hang-up button: DELETE the call, then close the connection.
     async fn hang_up(&self, client: &reqwest::Client, base: &str) {
-        let url = format!("{base}/v1/session/conversation/{}/webrtc", self.id);
-        let _ = client.delete(url).bearer_auth(&self.token).send().await;
-        let _ = self.caller.offerer.connection.close().await;
+        self.caller.hang_up(client, base, &self.id, &self.token).await;
     }
 }
 

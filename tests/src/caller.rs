@@ -87,6 +87,14 @@ impl Caller {
         Caller { offerer, microphone }
     }
 
+    /// Hangs up as the join page's hang-up button does: DELETE the call (with the session token `token`),
+    /// then close the connection.
+    pub async fn hang_up(&self, client: &reqwest::Client, base: &str, id: &str, token: &str) {
+        let url = format!("{base}/v1/session/conversation/{id}/webrtc");
+        let _ = client.delete(url).bearer_auth(token).send().await;
+        let _ = self.offerer.connection.close().await;
+    }
+
     /// Whether the peer connection is still up.
     pub fn connected(&self) -> bool {
         *self.offerer.state.borrow() == RTCPeerConnectionState::Connected

@@ -51,9 +51,7 @@ async fn call(agent: &Value, questions: &[Vec<f32>]) -> LiveCall {
     let seconds = microphone.len() as f64 / 16_000.0;
     let caller = Caller::join(&client, &base, &id, &token, microphone).await;
     tokio::time::sleep(Duration::from_secs_f64(seconds + 1.0)).await;
-    let hang_up = format!("{base}/v1/session/conversation/{id}/webrtc");
-    let _ = client.delete(hang_up).bearer_auth(&token).send().await;
-    let _ = caller.offerer.connection.close().await;
+    caller.hang_up(&client, &base, &id, &token).await;
     wait_for_status(&client, &key, &base, &id, "ENDED", Duration::from_secs(30)).await;
 
     let url = format!("{base}/v1/ext/conversation/{id}/turn-metrics");

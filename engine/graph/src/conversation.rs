@@ -43,7 +43,7 @@ pub fn transcription_start(from: MediaTime) -> MediaTime {
 /// The turn model hears the speech and this much of the silence after it. Its reference pipeline (pipecat,
 /// with the 0.2 s VAD stop it recommends beside Smart Turn) hands it every chunk up to the VAD's stop,
 /// trailing silence included; cut at the last speech frame instead, the model heard half of the 20 spoken
-/// questions of `voice_to_voice` as unfinished, and a fifth of them with this tail (`docs/performance.md`).
+/// questions of `voice_to_voice` as unfinished, and 6 of them with this tail (`docs/performance.md`).
 /// Shorter than the VAD gate's hangover, so the tail has been heard when the model is asked.
 pub const TURN_MODEL_TAIL: MediaTime = MediaTime::from_millis(200);
 
