@@ -86,7 +86,9 @@ async fn an_offline_start_without_models_serves_and_says_exactly_what_to_run() {
 }
 
 /// `--local-llm` names the default language model: a file Confab cannot run stops the server at start with
-/// the reason; a runnable GGUF (the fetched SmolLM2, by path) is what an agent created without a model gets.
+/// the reason; a runnable GGUF anywhere (the fetched SmolLM2, linked beside the data) is what an agent
+/// created without a model gets, stored without its path; an agent may name the default's file by its path
+/// (as agents stored before did), but no other file outside the models directory.
 #[tokio::test]
 async fn local_llm_names_the_default_model_and_a_bad_one_stops_the_start() {
     let data = std::env::temp_dir().join(format!("confab-first-start-local-llm-{}", std::process::id()));
@@ -106,18 +108,38 @@ async fn local_llm_names_the_default_model_and_a_bad_one_stops_the_start() {
     let said = String::from_utf8_lossy(&output.stderr);
     assert!(said.contains(&format!("--local-llm: {} cannot be used: not a GGUF file", not_gguf.display())), "{said}");
 
+    // The operator's file may lie anywhere (here: a link to the fetched SmolLM2 beside the data).
     let smollm2 = confab_models::default_models_dir().join(confab_models::paths::SMOLLM2_Q8);
+    let own = data.join("own.gguf");
+    if std::fs::hard_link(&smollm2, &own).is_err() {
+        std::fs::copy(&smollm2, &own).unwrap();
+    }
     let key = confab_tests::server::create_key(&data);
-    let smollm2_text = smollm2.display().to_string();
-    let mut server = Server::start(&data, &["--no-preload", "--no-media", "--local-llm", &smollm2_text]).await;
+    let own_text = own.display().to_string();
+    let mut server = Server::start(&data, &["--no-preload", "--no-media", "--local-llm", &own_text]).await;
     let client = reqwest::Client::new();
-    let agent = serde_json::json!({ "agent_name": "Default", "agent_system_prompt": "Be brief.",
-        "avatars": [{ "avatar_key_id": "stock-amara" }] });
+    let agent = |llm: serde_json::Value| {
+        serde_json::json!({ "agent_name": "Default", "agent_system_prompt": "Be brief.",
+            "avatars": [{ "avatar_key_id": "stock-amara", "config": { "llm": llm } }] })
+    };
     let url = format!("{}/v1/ext/agent", server.base);
-    let created = confab_tests::server::api(&client, &key, reqwest::Method::POST, url.clone(), Some(agent)).await;
+    let post = |body| confab_tests::server::api(&client, &key, reqwest::Method::POST, url.clone(), Some(body));
+    let created = post(agent(serde_json::json!({}))).await;
     let id = created["id"].as_str().unwrap();
     let stored = confab_tests::server::api(&client, &key, reqwest::Method::GET, format!("{url}/{id}"), None).await;
-    assert_eq!(stored["avatars"][0]["config"]["llm"]["model"], smollm2_text.as_str());
+    assert_eq!(stored["avatars"][0]["config"]["llm"]["model"], "", "the server's default, without its path");
+    // Agents stored with the default's path before keep it; another file beside it is no place for a model.
+    post(agent(serde_json::json!({ "provider": "local", "model": own_text }))).await;
+    let refused = client
+        .post(&url)
+        .header("x-api-key", &key)
+        .json(&agent(serde_json::json!({ "provider": "local", "model": not_gguf.display().to_string() })))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let said = refused.text().await.unwrap();
+    assert!(said.contains("cannot be used: no such model"), "{said}");
     server.terminate();
     let _ = std::fs::remove_dir_all(&data);
 }

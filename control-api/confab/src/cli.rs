@@ -54,12 +54,23 @@ pub(crate) enum Command {
         /// models directory).
         #[arg(long, env = "CONFAB_LOCAL_LLM", value_name = "PATH")]
         local_llm: Option<String>,
+        #[command(flatten)]
+        model_dirs: AllowModelDirs,
     },
     /// Manage the local model files.
     Models {
         #[command(subcommand)]
         command: ModelsCommand,
     },
+}
+
+#[derive(Args)]
+pub(crate) struct AllowModelDirs {
+    /// A directory whose GGUF files agents may name as their local language model (`llm.model`), beside
+    /// the models directory; repeatable (the variable: directories separated by `:`). Names outside these
+    /// directories are refused.
+    #[arg(long = "allow-model-dir", env = "CONFAB_ALLOW_MODEL_DIRS", value_name = "PATH", value_delimiter = ':')]
+    pub(crate) dirs: Vec<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -211,6 +222,8 @@ pub(crate) struct MediaArgs {
     /// embedded Qwen2.5-Coder-0.5B-Instruct. Checked at start.
     #[arg(long, env = "CONFAB_LOCAL_LLM", value_name = "PATH")]
     pub(crate) local_llm: Option<String>,
+    #[command(flatten)]
+    pub(crate) model_dirs: AllowModelDirs,
     /// Calls this process's media worker holds at once.
     #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = confab_worker::media::DEFAULT_MAX_CALLS)]
     pub(crate) max_calls: usize,

@@ -50,9 +50,10 @@ async fn run() -> anyhow::Result<()> {
             realtime,
             models_dir,
             local_llm,
+            model_dirs,
         } => {
             let models_dir = models_dir.unwrap_or_else(confab_models::default_models_dir);
-            media::use_local_llm(&models_dir, local_llm.as_deref())?;
+            media::use_local_llm(&models_dir, local_llm.as_deref(), &model_dirs.dirs)?;
             let options = confab_engine::simulate::SimulateOptions {
                 agent: agent.unwrap_or_default(),
                 input,

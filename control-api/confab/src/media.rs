@@ -23,12 +23,29 @@ pub(crate) fn allow_private_urls(flag: bool) -> bool {
     flag || std::env::var("CONFAB_WEBHOOK_ALLOW_PRIVATE").is_ok_and(|v| matches!(v.as_str(), "true" | "1" | "yes"))
 }
 
-/// Makes `--local-llm`'s GGUF the process's default local language model, once it is known to be one
-/// Confab can run (an error, with the reason, otherwise: the server does not start with a model it would
-/// fail on at every call).
-pub(crate) fn use_local_llm(models_dir: &std::path::Path, model: Option<&str>) -> anyhow::Result<()> {
+/// The operator's language-model settings: `--local-llm`'s GGUF becomes the process's default local
+/// language model once it is known to be one Confab can run, and `--allow-model-dir`'s directories join
+/// the models directory as the places an agent may name a GGUF file in (an error, with the reason,
+/// otherwise: the server does not start with a model it would fail on at every call, nor with an allowed
+/// directory that is not one).
+pub(crate) fn use_local_llm(
+    models_dir: &std::path::Path,
+    model: Option<&str>,
+    allowed_dirs: &[PathBuf],
+) -> anyhow::Result<()> {
+    let mut allowed = Vec::with_capacity(allowed_dirs.len());
+    for dir in allowed_dirs.iter().filter(|dir| !dir.as_os_str().is_empty()) {
+        let real = dir.canonicalize().ok().filter(|real| real.is_dir()).ok_or_else(|| {
+            anyhow::anyhow!("--allow-model-dir: {} is not a directory this process can read", dir.display())
+        })?;
+        allowed.push(real);
+    }
+    if !allowed.is_empty() {
+        tracing::info!(dirs = ?allowed, "agents may also name GGUF files in these directories");
+    }
+    confab_engine::providers::local_llm::set_allowed_model_dirs(allowed);
     let Some(model) = model.map(str::trim).filter(|m| !m.is_empty()) else { return Ok(()) };
-    confab_engine::providers::local_llm::check(models_dir, model)
+    confab_engine::providers::local_llm::check_default(models_dir, model)
         .map_err(|why| anyhow::anyhow!("--local-llm: {why}"))?;
     confab_engine::providers::local_llm::set_default_model(model);
     tracing::info!(model, "default local language model");

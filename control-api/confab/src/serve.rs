@@ -49,7 +49,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let public_url = args.public_url.unwrap_or_else(|| format!("http://{}", args.addr));
     let recordings_dir = args.database.data.join("recordings");
     let models_dir = args.media.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
-    crate::media::use_local_llm(&models_dir, args.media.local_llm.as_deref())?;
+    crate::media::use_local_llm(&models_dir, args.media.local_llm.as_deref(), &args.media.model_dirs.dirs)?;
     let config = AppConfig {
         public_url: public_url.clone(),
         recordings_dir: recordings_dir.clone(),

@@ -21,7 +21,7 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     let waker = FleetWorker::outbox_waker(client.clone());
     let recordings_dir = args.database.data.join("recordings");
     let models_dir = args.media.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
-    crate::media::use_local_llm(&models_dir, args.media.local_llm.as_deref())?;
+    crate::media::use_local_llm(&models_dir, args.media.local_llm.as_deref(), &args.media.model_dirs.dirs)?;
     let default_ip = std::net::IpAddr::from([127, 0, 0, 1]);
     let allow_private = allow_private_urls(args.allow_private_urls);
     let media = start_media(&args.media, &db, default_ip, args.public_url, recordings_dir, allow_private, waker)

@@ -95,7 +95,7 @@ pub fn app(state: AppState) -> Router {
     let metrics = Router::new()
         .route("/metrics", get(metrics_http::serve_metrics))
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_api_key));
-    Router::new()
+    let app = Router::new()
         .merge(console::router())
         .route("/join/{id}", get(routes::join::join_page))
         .route("/openapi.json", get(move || std::future::ready(axum::Json(document.clone()))))
@@ -106,9 +106,8 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(state.clone(), db_outage::guard))
-        .layer(axum::middleware::from_fn(metrics_http::track_http))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
-        .with_state(state)
+        .layer(axum::middleware::from_fn(metrics_http::track_http));
+    crate::request_id::with_request_ids(app).with_state(state)
 }
 
 /// Requests no route handles still answer 401 first, like every route, to a caller under `/v1` or `/v2`

@@ -17,6 +17,7 @@ pub mod openapi_rules;
 pub mod page_cache;
 pub mod pagination;
 pub mod replica;
+pub mod request_id;
 pub mod routes;
 pub mod server;
 pub mod session_token;

@@ -130,7 +130,12 @@ impl PipelineConfig {
     /// Validates every field and fills the defaults (`local` providers and their models).
     pub fn normalize(&mut self, prefix: &str) -> ApiResult<()> {
         provider(&format!("{prefix}llm.provider"), &mut self.llm.provider, LLM_PROVIDERS)?;
-        default_model(&mut self.llm.model, &self.llm.provider, confab_engine::providers::local_llm::default_model());
+        // Left out, the local model is the server's default: the embedded default by its name, or, where the
+        // operator named a file (`--local-llm`), nothing at all: that path is the operator's, and an agent
+        // stored without one runs whatever default the server has when a call starts.
+        if !confab_engine::providers::local_llm::default_is_operator_file() {
+            default_model(&mut self.llm.model, &self.llm.provider, confab_engine::providers::local_llm::default_model());
+        }
         if self.llm.provider == "local" {
             // An embedded model's name in its own spelling; a file's path as given.
             let model = self.llm.model.trim();
@@ -175,8 +180,9 @@ impl PipelineConfig {
 }
 
 impl PipelineConfig {
-    /// A `local` language model that names a GGUF file must be one Confab can run (its header is read
-    /// from `models_dir`, or from the path given): refused now, with the reason, rather than at a call.
+    /// A `local` language model that names a GGUF file must be one Confab can run, inside the models
+    /// directory or a directory the operator allows (its header is read): refused now, with the reason,
+    /// rather than at a call.
     pub fn check_local_model(&self, prefix: &str, models_dir: &std::path::Path) -> ApiResult<()> {
         if self.llm.provider != "local" {
             return Ok(());

@@ -86,7 +86,7 @@ impl IntoResponse for ApiError {
                 return (StatusCode::SERVICE_UNAVAILABLE, retry, Json(body)).into_response();
             }
             ApiError::Internal { public, cause } => {
-                tracing::error!(%cause, "{public}");
+                tracing::error!(cause = %one_line(cause), "{public}");
                 (StatusCode::INTERNAL_SERVER_ERROR, json!({ "error": public }))
             }
         };
@@ -95,6 +95,13 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// `text` on one log line: a cause that spans lines (a library error with its backtrace, under
+/// `RUST_BACKTRACE`) keeps every line, joined with ` | `.
+pub fn one_line(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+    lines.join(" | ")
+}
 
 /// What a request that needs the database is told while it does not answer.
 pub const DATABASE_UNAVAILABLE: &str =

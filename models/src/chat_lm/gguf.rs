@@ -43,9 +43,12 @@ pub struct GgufSummary {
     pub own_template: bool,
 }
 
-/// The reason a file cannot be run, worded for the person who named it.
+/// The reason a file cannot be run, worded for the person who named it: one line (a library's error can
+/// carry a backtrace on the lines after its message).
 fn refused(path: &Path, why: impl std::fmt::Display) -> ModelError {
-    ModelError::Unsupported { path: path.display().to_string(), reason: why.to_string() }
+    let why = why.to_string();
+    let first_line = why.lines().next().unwrap_or_default().trim_end();
+    ModelError::Unsupported { path: path.display().to_string(), reason: first_line.to_string() }
 }
 
 /// Reads the header of `path` and says whether Confab can run it as a chat model.
@@ -54,8 +57,12 @@ pub fn inspect(path: &Path) -> Result<GgufSummary, ModelError> {
         return Err(refused(path, "no such file"));
     }
     let mut file = std::fs::File::open(path).map_err(|err| refused(path, format!("cannot be read: {err}")))?;
-    let content =
-        gguf_file::Content::read(&mut file).map_err(|err| refused(path, format!("not a GGUF file ({err})")))?;
+    let content = gguf_file::Content::read(&mut file).map_err(|err| {
+        // The parser's words (and, with RUST_BACKTRACE set, its backtrace) are the log's, not the reason's.
+        let detail = err.to_string();
+        tracing::warn!(file = %path.display(), error = detail.lines().next().unwrap_or_default(), "not a GGUF file");
+        refused(path, "not a GGUF file")
+    })?;
     summarize(path, &content)
 }
 
@@ -155,7 +162,7 @@ mod tests {
         assert_eq!(reason(&dir.path().join("absent.gguf")), "no such file");
         let not_gguf = dir.path().join("weights.bin");
         std::fs::write(&not_gguf, b"PK\x03\x04 a zip file, not a model").unwrap();
-        assert!(reason(&not_gguf).starts_with("not a GGUF file"), "{}", reason(&not_gguf));
+        assert_eq!(reason(&not_gguf), "not a GGUF file", "the parser's words stay in the log");
 
         let bert = gguf(dir.path(), "bert.gguf", &with("bert", &[]), true);
         assert_eq!(

@@ -18,6 +18,7 @@
 mod catalog;
 mod chat;
 pub mod gguf;
+mod places;
 pub mod projection;
 pub mod qwen2;
 pub mod requantize;
@@ -27,6 +28,7 @@ mod tokenizer;
 mod weights;
 
 pub use catalog::{ChatModelChoice, LocalChatModel};
+pub use places::ModelPlaces;
 pub use chat::{ChatLm, PREFIX_STATES, REPEAT_PENALTY, REPEAT_WINDOW, TOP_P};
 pub use template::{CallFormat, Message, TemplateCall, ToolFunction};
 

@@ -66,7 +66,10 @@ async fn join_call(
             ApiError::Unavailable(FLEET_UNAVAILABLE)
         }
         JoinError::Unavailable(_) => ApiError::Unavailable(NO_MEDIA_WORKER),
-        JoinError::InvalidOffer(message) => ApiError::bad_request(format!("Invalid SDP offer: {message}")),
+        // The SDP parser's message, its first line only (never a backtrace that follows it).
+        JoinError::InvalidOffer(message) => {
+            ApiError::bad_request(format!("Invalid SDP offer: {}", message.lines().next().unwrap_or_default()))
+        }
         other => ApiError::internal("Cannot start the call")(other),
     })?;
     let location = format!("/v1/session/conversation/{id}/webrtc");

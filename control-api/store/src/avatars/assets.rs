@@ -41,7 +41,10 @@ pub async fn rig(models_dir: &Path, image: Vec<u8>) -> Result<RiggedPortrait, St
         (result, Some((models_dir, builder)))
     })
     .await
-    .map_err(|err| format!("Face rigging failed: {err}"))?;
+    .map_err(|err| {
+        tracing::error!(error = %crate::error::one_line(&err.to_string()), "face rigging panicked");
+        "Face rigging failed".to_string()
+    })?;
     *rigger = builder;
     result
 }

@@ -2,7 +2,9 @@
 //! file of the user's; candle) as a streaming `LanguageModel`. Each piece of text is sent as it is
 //! decoded, and a dropped receiver stops generation at the next token. The process's default model is the
 //! embedded one unless `--local-llm` names a file ([`set_default_model`]); [`check`] says at an agent's
-//! creation whether the model it names can be run.
+//! creation whether the model it names can be run. A file an agent names is read only from the models
+//! directory and the directories the operator allows ([`set_allowed_model_dirs`], [`places`]); the
+//! operator's `--local-llm` may be any file.
 //!
 //! One model per process, models directory and model, shared by every call behind a bounded queue
 //! (`model_queue`: one generation at a time, since on two cores a second would only halve both; at most
@@ -14,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use confab_models::chat_lm::{CallFormat, ChatLm, ChatModelChoice, LocalChatModel, gguf};
+use confab_models::ModelError;
+use confab_models::chat_lm::{CallFormat, ChatLm, ChatModelChoice, LocalChatModel, ModelPlaces, gguf};
 use tokio::sync::mpsc;
 
 use super::llm::{ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolSpec};
@@ -28,9 +31,10 @@ use super::{CallMetrics, ProviderError};
 pub const MODELS: [&str; 2] = [LocalChatModel::ALL[0].name(), LocalChatModel::ALL[1].name()];
 
 static DEFAULT_MODEL: OnceLock<String> = OnceLock::new();
+static ALLOWED_MODEL_DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
 
 /// Makes `model` (a GGUF's path or name, as agents name one) the process's default local model: what an
-/// agent created without naming one gets, and what a call runs when its agent names none. Set once, at
+/// agent created without naming one runs, and what a call runs when its agent names none. Set once, at
 /// start (`--local-llm`); later calls change nothing and return false.
 pub fn set_default_model(model: &str) -> bool {
     DEFAULT_MODEL.set(model.trim().to_string()).is_ok()
@@ -41,12 +45,62 @@ pub fn default_model() -> &'static str {
     DEFAULT_MODEL.get().map_or(MODELS[0], String::as_str)
 }
 
-/// Whether the model `name` names can be run: an embedded model's name, or a GGUF file of an
-/// architecture, tokenizer and chat template Confab runs (its header is read, not its weights). Err: why
-/// not, for the person who named it.
+/// Whether the operator named a file as the default (`--local-llm`) instead of the embedded default.
+pub fn default_is_operator_file() -> bool {
+    DEFAULT_MODEL.get().is_some_and(|model| LocalChatModel::from_name(model).is_none())
+}
+
+/// Adds `dirs` to the places an agent may name a GGUF file in, beside the models directory
+/// (`--allow-model-dir`). Set once, at start; later calls change nothing and return false.
+pub fn set_allowed_model_dirs(dirs: Vec<PathBuf>) -> bool {
+    ALLOWED_MODEL_DIRS.set(dirs).is_ok()
+}
+
+/// Where an agent may name a GGUF file: `models_dir` and the directories the operator allows.
+pub fn places(models_dir: &Path) -> ModelPlaces {
+    ModelPlaces::new(models_dir, ALLOWED_MODEL_DIRS.get().map_or(&[], Vec::as_slice))
+}
+
+/// The model an agent's `name` names. Empty, or the operator's default spelled as the operator spelled
+/// it, is the operator's choice (any file); so is an absolute path to the default's file (agents stored
+/// with it before defaults were kept unnamed). Every other name is found only in [`places`].
+fn choose(models_dir: &Path, name: &str) -> Result<ChatModelChoice, ModelError> {
+    let name = name.trim();
+    if name.is_empty() || name == default_model() {
+        return ChatModelChoice::resolve_operator(models_dir, default_model());
+    }
+    ChatModelChoice::resolve(&places(models_dir), name).or_else(|refused| {
+        match ChatModelChoice::resolve_operator(models_dir, default_model()) {
+            Ok(ChatModelChoice::File(default)) if Path::new(name).is_absolute() && same_file(&default, name) => {
+                Ok(ChatModelChoice::File(default))
+            }
+            _ => Err(refused),
+        }
+    })
+}
+
+fn same_file(path: &Path, other: &str) -> bool {
+    matches!((path.canonicalize(), Path::new(other).canonicalize()), (Ok(a), Ok(b)) if a == b)
+}
+
+/// Whether the model an agent's `name` names can be run: an embedded model's name, or a GGUF file (in the
+/// places an agent may name one) of an architecture, tokenizer and chat template Confab runs (its header is
+/// read, not its weights). Err: why not, for the person who named it, naming the model as they did.
 pub fn check(models_dir: &Path, name: &str) -> Result<(), String> {
-    let name = if name.trim().is_empty() { default_model() } else { name };
-    match ChatModelChoice::resolve(models_dir, name).map_err(|err| err.to_string())? {
+    let shown = if name.trim().is_empty() { default_model() } else { name.trim() };
+    match choose(models_dir, name).map_err(|err| err.to_string())? {
+        ChatModelChoice::Embedded(_) => Ok(()),
+        ChatModelChoice::File(path) => gguf::inspect(&path).map(|_| ()).map_err(|err| match err {
+            ModelError::Unsupported { reason, .. } => format!("{shown} cannot be used: {reason}"),
+            other => other.to_string(),
+        }),
+    }
+}
+
+/// Whether the operator's `--local-llm` can be run: any GGUF file the process can read (by an absolute
+/// path, or inside `models_dir`), or an embedded model's name. Err: why not.
+pub fn check_default(models_dir: &Path, name: &str) -> Result<(), String> {
+    match ChatModelChoice::resolve_operator(models_dir, name).map_err(|err| err.to_string())? {
         ChatModelChoice::Embedded(_) => Ok(()),
         ChatModelChoice::File(path) => gguf::inspect(&path).map(|_| ()).map_err(|err| err.to_string()),
     }
@@ -80,9 +134,8 @@ impl LocalLlm {
     /// loaded on first use.
     pub fn load(models_dir: &Path, name: &str) -> Result<LocalLlm, ProviderError> {
         static LOADED: OnceLock<SharedModels<(PathBuf, ChatModelChoice), Loaded>> = OnceLock::new();
-        let name = if name.trim().is_empty() { default_model() } else { name.trim() };
-        let failed = |err: confab_models::ModelError| ProviderError::protocol("local-llm", err.to_string());
-        let choice = ChatModelChoice::resolve(models_dir, name).map_err(failed)?;
+        let failed = |err: ModelError| ProviderError::protocol("local-llm", err.to_string());
+        let choice = choose(models_dir, name).map_err(failed)?;
         let loaded =
             get_or_load(LOADED.get_or_init(Default::default), (models_dir.to_path_buf(), choice.clone()), || {
                 let model = ChatLm::load_choice(models_dir, &choice).map_err(failed)?;
