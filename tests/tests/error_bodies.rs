@@ -122,7 +122,8 @@ async fn error_bodies_show_no_files_backtraces_or_library_output() {
     for name in ["/etc/passwd", "/nonexistent/model.gguf", &outside_text, &climbing, "../../../etc/passwd", &leaving] {
         let answer = send(post("/v1/ext/agent").json(&agent_naming(name))).await;
         assert_eq!(answer.status, 400, "{name}: {}", answer.body);
-        assert_clean(name, &answer.body, &hidden);
+        // The name the client gave is echoed back; nothing else of the server's.
+        assert_clean(name, &answer.body.replace(name, "<name>"), &hidden);
         reasons.push(reason(&answer.body));
     }
     assert!(reasons.windows(2).all(|pair| pair[0] == pair[1]), "one reason for every refused place: {reasons:#?}");
@@ -180,13 +181,10 @@ async fn error_bodies_show_no_files_backtraces_or_library_output() {
     let pool = sqlx::AnyPool::connect(&url).await.unwrap();
     sqlx::query("ALTER TABLE knowledge_bases RENAME TO knowledge_bases_gone").execute(&pool).await.unwrap();
     let answer = send(get(&format!("/v1/ext/kb/{}", uuid::Uuid::new_v4()))).await;
-    assert!(matches!(answer.status, 500 | 503), "{}: {}", answer.status, answer.body);
-    assert_clean("database", &answer.body, &hidden);
-    assert!(!answer.body.contains("knowledge_bases"), "{}", answer.body);
-    if answer.status == 500 {
-        let line = log_line(&log, &answer.request_id, "no such table").await;
-        assert!(!line.contains('\n'), "{line}");
-    }
+    assert_eq!(answer.status, 500, "{}", answer.body);
+    assert_eq!(serde_json::from_str::<Value>(&answer.body).unwrap(), json!({ "error": "Failed to retrieve knowledge base" }));
+    let line = log_line(&log, &answer.request_id, "no such table").await;
+    assert!(line.contains("Failed to retrieve knowledge base"), "{line}");
     sqlx::query("ALTER TABLE knowledge_bases_gone RENAME TO knowledge_bases").execute(&pool).await.unwrap();
     pool.close().await;
 
