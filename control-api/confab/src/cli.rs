@@ -224,8 +224,9 @@ pub(crate) struct MediaArgs {
     pub(crate) local_llm: Option<String>,
     #[command(flatten)]
     pub(crate) model_dirs: AllowModelDirs,
-    /// Calls this process's media worker holds at once.
-    #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = confab_worker::media::DEFAULT_MAX_CALLS)]
+    /// Calls this process's media worker holds at once (more are refused at once: 503); by default two for
+    /// each core it may run on (docs/scaling.md).
+    #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = confab_worker::media::default_max_calls())]
     pub(crate) max_calls: usize,
     /// Address WebRTC binds and advertises (0.0.0.0: every interface); defaults to the IP of --addr for
     /// `serve`, 127.0.0.1 for `worker`.

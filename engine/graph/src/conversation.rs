@@ -241,6 +241,7 @@ impl Conversation {
         [
             self.endpoint.poll_timeout(),
             self.interruption.poll_timeout(),
+            self.playout.poll_timeout(),
             self.timer.as_ref().and_then(CallTimer::poll_timeout),
         ]
         .into_iter()
@@ -252,10 +253,22 @@ impl Conversation {
         while let Some(deadline) = self.poll_timeout().filter(|deadline| *deadline <= now) {
             self.endpoint.handle_timeout(deadline);
             self.interruption.handle_timeout(deadline);
+            self.stop_a_stalled_reply(deadline);
             while let Some(fired) = self.timer.as_mut().and_then(|timer| timer.handle_timeout(deadline)) {
                 self.on_timer(fired);
             }
             self.drain_machines();
+        }
+    }
+
+    /// The playout watchdog (`PLAYOUT_STALL`): a reply that has played nothing for that long is abandoned;
+    /// the agent stops with what was heard, and its producers are cancelled.
+    fn stop_a_stalled_reply(&mut self, now: MediaTime) {
+        if self.playout.poll_timeout().is_some_and(|deadline| now >= deadline) {
+            let epoch = self.interruption.advance_epoch();
+            self.playout.handle_timeout(now, epoch);
+            self.awaiting_reply = None;
+            self.outputs.push_back(ConversationOutput::CancelReply { epoch });
         }
     }
 
@@ -570,5 +583,50 @@ mod tests {
             ]
         );
         assert!(c.is_ended());
+    }
+
+    /// The playout watchdog through the conversation: a reply whose sentence stops arriving stops
+    /// `PLAYOUT_STALL` after its last audio (`agent.stopped_speaking` with what was heard), its producers are
+    /// cancelled with a new epoch, and the next turn's reply is asked for in that epoch and spoken.
+    #[test]
+    fn a_stalled_reply_stops_and_the_next_turn_is_answered() {
+        use crate::core::playout::PLAYOUT_STALL;
+        let mut c = Conversation::new(ConversationConfig::default());
+        c.agent_segment(PlayoutPiece::Segment(PlayoutSegment {
+            turn: TurnId(1),
+            epoch: Epoch(0),
+            text: "Let me see.".into(),
+            audio: vec![0.2; 3_200],
+            open: true,
+        }));
+        let mut frame = [0.0f32; FRAME];
+        let last_audio = MediaTime(3_200);
+        let stall = last_audio + PLAYOUT_STALL;
+        let mut now = MediaTime::ZERO;
+        let mut out = Vec::new();
+        while now <= stall {
+            c.handle_timeout(now);
+            c.render(now, &mut frame);
+            out.extend(std::iter::from_fn(|| c.poll_output()));
+            now = now + MediaTime(FRAME as u64);
+        }
+        let names: Vec<String> = out
+            .iter()
+            .map(|o| match o {
+                ConversationOutput::Event(e) => format!("{}@{}", e.kind.name(), e.media_time.as_millis()),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        // The producers are cancelled, then the agent stops (as on an interruption).
+        assert_eq!(names, ["agent.started_speaking@0", "CancelReply { epoch: Epoch(1) }", "agent.stopped_speaking@20200"]);
+        assert!(matches!(&out[2], ConversationOutput::Event(ConversationEvent {
+            kind: EventKind::AgentStoppedSpeaking { text }, .. }) if text == "Let me see."));
+        assert_eq!(c.poll_timeout(), None);
+        c.transcript(TurnId(2), "hello?".into(), now);
+        let respond = std::iter::from_fn(|| c.poll_output()).find(|o| matches!(o, ConversationOutput::Respond { .. }));
+        assert_eq!(
+            respond,
+            Some(ConversationOutput::Respond { turn: TurnId(2), epoch: Epoch(1), user_text: "hello?".into() })
+        );
     }
 }

@@ -134,3 +134,48 @@ fn a_stalled_event_consumer_does_not_hold_up_another_session() {
     assert_eq!(RuntimeCounters::get(&runtime.counters.events_dropped), 0);
     assert!(other.events.try_recv().is_err(), "the other call is still on, silent");
 }
+
+/// The user's audio arrives at 50 frames a second; `ticks_missed(n)` says whether the media thread misses
+/// its tick at the n-th 20 ms (a starved core). The session's events, with their media times, and whether
+/// any of the user's audio was refused by the full input ring.
+fn hear_with_missed_ticks(audio: &[f32], ticks_missed: impl Fn(usize) -> bool) -> (Vec<(String, u128)>, bool, u64) {
+    let config = RuntimeConfig::new(confab_models::default_models_dir(), 1);
+    let mut runtime = SteppedRuntime::new(&config).expect("models are fetched");
+    let mut session = runtime.open_session(ConversationConfig::default(), None).unwrap();
+    let mut refused = false;
+    let mut events = Vec::new();
+    let frames = audio.chunks(320).chain(std::iter::repeat_n(&[0.0f32; 320][..], 200));
+    for (n, frame) in frames.enumerate() {
+        for &sample in frame {
+            refused |= session.input.push(sample).is_err();
+        }
+        if !ticks_missed(n) {
+            runtime.step();
+        }
+        while session.output.pop().is_ok() {}
+        events.extend(session.events.try_iter().map(|e| (e.kind.name().to_string(), e.media_time.as_millis())));
+    }
+    (events, refused, RuntimeCounters::get(&runtime.counters.input_catch_up_frames))
+}
+
+/// A media thread that misses ticks (0.4 s at a time, every 0.9 s: a host short of CPU) still hears every
+/// word of its user, at the same media times as one that keeps up: the audio that piled up meanwhile is
+/// taken a few frames a tick until the session has caught up. Without that, each missed tick left 20 ms
+/// more waiting for the rest of the call, until the input ring overflowed and the user's words were
+/// dropped — a question heard as fragments, under load.
+#[test]
+fn a_starved_media_thread_catches_up_and_hears_every_word() {
+    let mut audio = vec![0.0; 8_000];
+    audio.extend(speak("What is the capital of France and which river flows through it"));
+    audio.extend(vec![0.0; 16_000 * 2]);
+    let (steady, steady_refused, steady_catch_up) = hear_with_missed_ticks(&audio, |_| false);
+    assert!(!steady_refused);
+    assert_eq!(steady_catch_up, 0, "a thread that keeps up takes one frame a tick");
+    let (starved, refused, catch_up) = hear_with_missed_ticks(&audio, |n| n % 45 >= 25);
+    assert!(!refused, "none of the user's audio was dropped");
+    assert!(catch_up > 0);
+    let names = |events: &[(String, u128)]| events.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&steady), ["user.started_speaking", "user.stopped_speaking", "utterance_committed"]);
+    assert_eq!(names(&starved), names(&steady));
+    assert_eq!(starved[..2], steady[..2], "the user's speech is heard at the same media times");
+}

@@ -161,6 +161,9 @@ async fn relay(state: AppState, socket: WebSocket, join: LiveKitJoin) {
 
 /// Closes the socket of a call that could not be placed, with the reason.
 async fn refuse(sink: &mut futures_util::stream::SplitSink<WebSocket, Message>, conversation_id: &str, err: JoinError) {
+    if matches!(err, JoinError::Full) {
+        confab_store::metrics::metrics().call_refused_full();
+    }
     let reason = match &err {
         JoinError::Ended | JoinError::Busy | JoinError::Full => err.to_string(),
         other => {

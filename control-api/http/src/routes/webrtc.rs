@@ -57,7 +57,10 @@ async fn join_call(
     let answer = joined.map_err(|err| match err {
         JoinError::Ended => ApiError::Conflict("Conversation has ended"),
         JoinError::Busy => ApiError::Conflict("Conversation already has a participant"),
-        JoinError::Full => ApiError::Unavailable("No free media session; try again later"),
+        JoinError::Full => {
+            confab_store::metrics::metrics().call_refused_full();
+            ApiError::Unavailable("No free media session; try again later")
+        }
         JoinError::Unavailable(cause) if in_fleet => {
             // A NATS outage is told once, when the connection goes; not once per refused join.
             if cause != crate::replica::dispatch::NATS_DOWN {

@@ -41,6 +41,7 @@ struct FaultSeries {
     database_up: IntGauge,
     nats_connected: IntGauge,
     calls_never_connected: IntCounter,
+    calls_refused_full: IntCounter,
 }
 
 /// What a replica shows of the fleet (zero outside a fleet).
@@ -147,6 +148,14 @@ impl Metrics {
                 )
                 .expect("valid metric"),
             ),
+            calls_refused_full: register(
+                &registry,
+                IntCounter::new(
+                    "confab_calls_refused_total",
+                    "Joins refused at once because every call slot (--max-calls) was taken: 503 \"No free media session\".",
+                )
+                .expect("valid metric"),
+            ),
         };
         faults.database_up.set(1);
         Metrics {
@@ -193,6 +202,11 @@ impl Metrics {
     /// A call ended whose media connection never came up.
     pub fn call_never_connected(&self) {
         self.faults.calls_never_connected.inc();
+    }
+
+    /// A join refused because the worker (or, in a fleet, every worker) held all the calls it may.
+    pub fn call_refused_full(&self) {
+        self.faults.calls_refused_full.inc();
     }
 
     /// One webhook attempt's outcome: `delivered`, `retried` or `failed`.

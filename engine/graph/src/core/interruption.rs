@@ -86,6 +86,13 @@ impl InterruptionDetector {
         self.epoch
     }
 
+    /// Moves to the next epoch without an interruption (the agent's reply was abandoned: everything older
+    /// is stale) and returns it.
+    pub fn advance_epoch(&mut self) -> Epoch {
+        self.epoch = Epoch(self.epoch.0 + 1);
+        self.epoch
+    }
+
     pub fn handle_input(&mut self, input: InterruptionInput) {
         use InterruptionInput::*;
         self.state = match (self.state, input) {

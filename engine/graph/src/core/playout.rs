@@ -6,6 +6,10 @@
 //! A segment may arrive open (its first audio only, from a speech provider that streams) and grow
 //! (`PlayoutPiece::More`) until its last audio closes it: playout starts at the first audio, and if it
 //! catches up with an open segment it plays silence until more comes, still speaking.
+//!
+//! The agent always stops: a reply ends when its last segment has played and its producer said it is done
+//! (in turn order: a later turn's end covers the earlier ones), and a reply that plays nothing for
+//! [`PLAYOUT_STALL`] is stopped by the watchdog (`poll_timeout`, `handle_timeout`).
 
 use std::collections::VecDeque;
 
@@ -35,6 +39,11 @@ pub enum PlayoutPiece {
     },
 }
 
+/// A reply that plays no audio for this long while the agent is speaking is over: the agent stops, with
+/// what was heard (`agent.stopped_speaking`, the assistant's transcript entry). Longer than any wait a
+/// working reply has between its sentences (a tool call, 10 s at most, then the model's next words).
+pub const PLAYOUT_STALL: MediaTime = MediaTime::from_millis(20_000);
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PlayoutOutput {
     AgentStartedSpeaking { at: MediaTime, turn: TurnId, text: String },
@@ -50,8 +59,13 @@ pub struct Playout {
     paused: bool,
     /// The reply being spoken: its turn and the text heard so far (whole segments).
     speaking: Option<(TurnId, String)>,
-    /// Turns whose reply has no more segments to come.
-    finished_turn: Option<TurnId>,
+    /// The latest turn whose reply has no more segments to come. Replies are produced one at a time, in
+    /// the order of their turns, so every turn up to it is finished too: a second reply can end while the
+    /// first is still playing (two short user turns in a row), and must not leave the first speaking.
+    finished_through: Option<TurnId>,
+    /// When the reply being spoken last played audio (or started): a reply that plays nothing for
+    /// `PLAYOUT_STALL` is over (`poll_timeout`).
+    last_progress: MediaTime,
     outputs: VecDeque<PlayoutOutput>,
 }
 
@@ -69,7 +83,8 @@ impl Playout {
             epoch: Epoch(0),
             paused: false,
             speaking: None,
-            finished_turn: None,
+            finished_through: None,
+            last_progress: MediaTime::ZERO,
             outputs: VecDeque::with_capacity(4),
         }
     }
@@ -108,7 +123,7 @@ impl Playout {
 
     /// No more segments will come for `turn`.
     pub fn end_of_reply(&mut self, turn: TurnId, now: MediaTime) {
-        self.finished_turn = Some(turn);
+        self.finished_through = self.finished_through.max(Some(turn));
         self.stop_if_done(now);
     }
 
@@ -122,16 +137,37 @@ impl Playout {
 
     /// Interruption: drops everything queued, moves to `epoch`, and reports what was heard.
     pub fn flush(&mut self, epoch: Epoch, now: MediaTime) {
+        self.drop_reply(epoch, now, true);
+    }
+
+    fn drop_reply(&mut self, epoch: Epoch, now: MediaTime, interrupted: bool) {
         self.epoch = epoch;
         self.paused = false;
         if let Some((turn, mut heard)) = self.speaking.take() {
             if let Some(front) = self.queue.front() {
                 append_words(&mut heard, heard_prefix(&front.text, self.position, front.audio.len()));
             }
-            self.outputs.push_back(PlayoutOutput::AgentStoppedSpeaking { at: now, turn, heard, interrupted: true });
+            self.outputs.push_back(PlayoutOutput::AgentStoppedSpeaking { at: now, turn, heard, interrupted });
         }
         self.queue.clear();
         self.position = 0;
+    }
+
+    /// When the reply being spoken will have played nothing for `PLAYOUT_STALL`: its producer stalled (a
+    /// speech stream that never closes its sentence, a reply that never ends, a pause that never resumes).
+    pub fn poll_timeout(&self) -> Option<MediaTime> {
+        self.speaking.as_ref().map(|_| self.last_progress + PLAYOUT_STALL)
+    }
+
+    /// The watchdog: a reply that has played nothing since `PLAYOUT_STALL` stops where it is, reporting
+    /// what was heard, and everything queued is dropped (`epoch`: the reply's producers are cancelled).
+    /// True when it fired.
+    pub fn handle_timeout(&mut self, now: MediaTime, epoch: Epoch) -> bool {
+        if self.poll_timeout().is_some_and(|deadline| now >= deadline) {
+            self.drop_reply(epoch, now, false);
+            return true;
+        }
+        false
     }
 
     /// Fills `out` with the next frame of audio starting at `now` (silence where nothing plays).
@@ -152,6 +188,7 @@ impl Playout {
                     .join(" ");
                 self.outputs.push_back(PlayoutOutput::AgentStartedSpeaking { at, turn: front.turn, text });
                 self.speaking = Some((front.turn, String::new()));
+                self.last_progress = at;
             }
             if self.position == front.audio.len() && front.open {
                 break; // caught up with a segment still arriving: silence until more comes
@@ -159,6 +196,7 @@ impl Playout {
             let n = (front.audio.len() - self.position).min(out.len() - written);
             out[written..written + n].copy_from_slice(&front.audio[self.position..self.position + n]);
             written += n;
+            self.last_progress = now + MediaTime(written as u64);
             self.position += n;
             if self.position == front.audio.len() && !front.open {
                 let done = self.queue.pop_front().expect("front exists");
@@ -177,7 +215,7 @@ impl Playout {
             return;
         };
         let more_of_this_turn = self.queue.front().is_some_and(|s| s.turn == *turn);
-        if !more_of_this_turn && self.finished_turn == Some(*turn) {
+        if !more_of_this_turn && self.finished_through >= Some(*turn) {
             let (turn, heard) = self.speaking.take().expect("speaking");
             self.outputs.push_back(PlayoutOutput::AgentStoppedSpeaking { at, turn, heard, interrupted: false });
         }
@@ -353,6 +391,84 @@ mod tests {
         p.flush(Epoch(1), MediaTime(1280));
         p.push(PlayoutPiece::More { epoch: Epoch(0), audio: vec![0.5; 320], last: true });
         assert!(!p.has_audio());
+    }
+
+    /// Two user turns in a row: the second reply is produced and ends while the first is still playing.
+    /// Each reply starts and stops in turn (the first once stayed speaking for ever, the second's audio
+    /// played under it).
+    #[test]
+    fn a_reply_that_ends_while_an_earlier_one_plays_leaves_neither_speaking() {
+        let mut p = Playout::new();
+        p.enqueue(segment(1, "Sure.", 640));
+        p.end_of_reply(TurnId(1), MediaTime(0));
+        let mut out = render_frames(&mut p, 0, 1);
+        p.enqueue(segment(2, "Paris.", 320));
+        p.end_of_reply(TurnId(2), MediaTime(320));
+        out.extend(render_frames(&mut p, 1, 3));
+        assert_eq!(
+            out,
+            vec![
+                PlayoutOutput::AgentStartedSpeaking { at: MediaTime(0), turn: TurnId(1), text: "Sure.".into() },
+                PlayoutOutput::AgentStoppedSpeaking {
+                    at: MediaTime(640),
+                    turn: TurnId(1),
+                    heard: "Sure.".into(),
+                    interrupted: false
+                },
+                PlayoutOutput::AgentStartedSpeaking { at: MediaTime(640), turn: TurnId(2), text: "Paris.".into() },
+                PlayoutOutput::AgentStoppedSpeaking {
+                    at: MediaTime(960),
+                    turn: TurnId(2),
+                    heard: "Paris.".into(),
+                    interrupted: false
+                },
+            ]
+        );
+        assert_eq!(p.poll_timeout(), None, "nobody is speaking");
+    }
+
+    /// The watchdog: a sentence whose audio stops arriving (its stream never closes) plays silence while
+    /// the agent speaks, then, `PLAYOUT_STALL` after its last audio, the agent stops with what was heard and
+    /// the queue is dropped; nothing fires a frame earlier.
+    #[test]
+    fn a_reply_that_plays_nothing_for_the_stall_limit_is_stopped() {
+        let mut p = Playout::new();
+        p.push(PlayoutPiece::Segment(PlayoutSegment { open: true, ..segment(1, "one two three four", 480) }));
+        p.enqueue(segment(1, "Never heard.", 320));
+        let out = render_frames(&mut p, 0, 2);
+        assert_eq!(out.len(), 1, "started: {out:?}");
+        let deadline = MediaTime(480) + PLAYOUT_STALL;
+        assert_eq!(p.poll_timeout(), Some(deadline));
+        assert!(!p.handle_timeout(deadline - MediaTime(1), Epoch(1)));
+        assert_eq!(p.poll_output(), None);
+        assert!(p.handle_timeout(deadline, Epoch(1)));
+        assert_eq!(
+            p.poll_output(),
+            Some(PlayoutOutput::AgentStoppedSpeaking {
+                at: deadline,
+                turn: TurnId(1),
+                heard: "one two three four".into(),
+                interrupted: false
+            })
+        );
+        assert!(!p.has_audio());
+        assert_eq!(p.poll_timeout(), None);
+        p.push(PlayoutPiece::More { epoch: Epoch(0), audio: vec![0.5; 320], last: true });
+        assert!(!p.has_audio(), "the stalled reply's late audio is stale");
+    }
+
+    /// A pause that never resumes (the user's overlapping speech neither ends nor interrupts) is a stall too.
+    #[test]
+    fn a_pause_that_never_resumes_is_stopped_by_the_watchdog() {
+        let mut p = Playout::new();
+        p.enqueue(segment(1, "a b", 640));
+        render_frames(&mut p, 0, 1);
+        p.pause();
+        assert_eq!(p.poll_timeout(), Some(MediaTime(320) + PLAYOUT_STALL));
+        let frames = PLAYOUT_STALL.samples() / FRAME as u64;
+        assert_eq!(render_frames(&mut p, 1, frames), vec![]);
+        assert!(p.handle_timeout(MediaTime(320) + PLAYOUT_STALL, Epoch(1)));
+        assert!(matches!(p.poll_output(), Some(PlayoutOutput::AgentStoppedSpeaking { interrupted: false, .. })));
     }
 
     #[test]

@@ -39,6 +39,9 @@ const HISTORY: usize = 16_000 * 20;
 /// a hole of silence in the middle of a word (which speech-to-text and the turn model then hear).
 /// WebRTC's own receivers keep 40–100 ms for the same reason. It delays what the engine hears by that much.
 pub const INPUT_JITTER_BUFFER: usize = 3 * FRAME;
+/// Frames a session may take in one tick beyond its own, to catch up with input that piled up while its
+/// thread was late (see `catch_up_frames`): 4 frames a tick, so a second of backlog is gone in under 17 ticks.
+pub const MAX_CATCH_UP_FRAMES: usize = 3;
 
 pub enum Command {
     Open(Box<MediaSession>),
@@ -65,6 +68,8 @@ pub struct MediaSession {
     gate: SilenceGate,
     /// `INPUT_JITTER_BUFFER` has been filled since the input last ran short: frames are being taken.
     input_flowing: bool,
+    /// The session has had to catch up with its input at least once (logged once per call).
+    fell_behind: bool,
     /// The last `HISTORY` samples of user audio, as 16-bit to halve the memory.
     history: VecDeque<i16>,
     /// The agent's providers, when the session has them.
@@ -99,11 +104,25 @@ impl MediaSession {
             filled: 0,
             gate: SilenceGate::default(),
             input_flowing: false,
+            fell_behind: false,
             history: VecDeque::with_capacity(HISTORY),
             agent,
             _slot: slot,
         }
     }
+}
+
+/// Extra frames a session takes this tick when its thread fell behind its input. A media thread that runs
+/// late (a starved core, a long step) skips the ticks it missed: the user's audio keeps arriving at 50
+/// frames a second while the session takes one frame a tick, so every missed tick would leave 20 ms more
+/// waiting for the rest of the call, until the input ring overflows and the newest of the user's words are
+/// dropped (heard as fragments). While more than the jitter buffer and two frames wait (more than network
+/// jitter leaves), the excess above the jitter buffer is taken, up to `MAX_CATCH_UP_FRAMES` a tick.
+pub fn catch_up_frames(waiting: usize) -> usize {
+    if waiting <= INPUT_JITTER_BUFFER + 2 * FRAME {
+        return 0;
+    }
+    ((waiting - INPUT_JITTER_BUFFER - FRAME) / FRAME).min(MAX_CATCH_UP_FRAMES)
 }
 
 /// How many of the `waiting` input samples a tick takes: a whole frame while the input flows, none
@@ -234,6 +253,7 @@ impl MediaThread {
             let ticked = contain(&counters, "a session's media tick", || {
                 self.take_agent_results(index);
                 self.tick_session(index, frame);
+                self.catch_up(index, frame);
             });
             if ticked.is_none() {
                 self.fail_session(index, &counters);
@@ -338,6 +358,33 @@ impl MediaThread {
         });
         if applied != Some(true) {
             self.fail_session(index, counters);
+        }
+    }
+
+    /// Takes the frames a session fell behind on (`catch_up_frames`), each a whole tick of its media time
+    /// (its VAD windows, timeouts and the agent's audio with it); says so once per call, in the log.
+    fn catch_up(&mut self, index: usize, frame: &mut [f32; FRAME]) {
+        let s = &mut self.sessions[index];
+        let extra = if s.input_flowing { catch_up_frames(s.input.slots()) } else { 0 };
+        if extra == 0 {
+            return;
+        }
+        if !s.fell_behind {
+            s.fell_behind = true;
+            let behind_ms = (s.input.slots() - INPUT_JITTER_BUFFER) / 16;
+            tracing::warn!(
+                session = %s.id,
+                thread = self.index,
+                behind_ms,
+                "a call's audio piled up while its media thread ran late (the host is short of CPU); catching up"
+            );
+        }
+        self.counters.input_catch_up_frames.fetch_add(extra as u64, Ordering::Relaxed);
+        for _ in 0..extra {
+            if self.sessions[index].session.conversation.is_ended() {
+                return;
+            }
+            self.tick_session(index, frame);
         }
     }
 
@@ -552,6 +599,18 @@ impl SessionHost for LiveHost<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn input_that_piled_up_is_taken_down_to_the_jitter_buffer_a_few_frames_a_tick() {
+        // Network jitter (up to two frames beyond the buffer) is left alone; more is the thread's lateness.
+        let extra: Vec<usize> = [0, 960, 1280, 1600, 1920, 2240, 16_000].map(catch_up_frames).to_vec();
+        assert_eq!(extra, [0, 0, 0, 0, 2, 3, MAX_CATCH_UP_FRAMES]);
+        // Taking 1 + extra leaves at least the jitter buffer.
+        for waiting in (0..16_000).step_by(64) {
+            let taken = (1 + catch_up_frames(waiting)) * FRAME;
+            assert!(waiting < INPUT_JITTER_BUFFER + 3 * FRAME || waiting - taken >= INPUT_JITTER_BUFFER - FRAME);
+        }
+    }
 
     #[test]
     fn input_is_taken_in_whole_frames_once_its_jitter_buffer_is_full() {

@@ -9,8 +9,16 @@ use confab_engine::providers::env::ProviderEnv;
 
 use confab_store::calls::IceServers;
 
-/// Default for `--max-calls`.
-pub const DEFAULT_MAX_CALLS: usize = 8;
+/// Calls one core holds at full quality with the default local models and face: every word heard and
+/// every question answered right as in a call alone (`docs/scaling.md`, measured with the `call_load`
+/// benchmark: 5 calls on 2 cores, 1.1 cores busy; the language model, one reply at a time, is what grows
+/// the wait when they all ask at once).
+pub const CALLS_PER_CORE: usize = 2;
+
+/// Default for `--max-calls`: [`CALLS_PER_CORE`] for each core this process may run on.
+pub fn default_max_calls() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) * CALLS_PER_CORE
+}
 /// Default for `--no-media-timeout`: a participant whose audio stops this long has left.
 pub const DEFAULT_NO_MEDIA_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone)]
@@ -53,7 +61,7 @@ impl MediaConfig {
     pub fn new(rtc_ip: IpAddr, models_dir: PathBuf, recordings_dir: PathBuf) -> MediaConfig {
         MediaConfig {
             models_dir,
-            max_calls: DEFAULT_MAX_CALLS,
+            max_calls: default_max_calls(),
             rtc_ip,
             public_ips: vec![],
             udp_ports: None,

@@ -14,5 +14,5 @@ pub mod presence;
 pub mod recorder;
 pub mod recording_slot;
 
-pub use config::{DEFAULT_MAX_CALLS, DEFAULT_NO_MEDIA_TIMEOUT, MediaConfig};
+pub use config::{CALLS_PER_CORE, DEFAULT_NO_MEDIA_TIMEOUT, MediaConfig, default_max_calls};
 pub use media_worker::{MediaWorker, SHUTDOWN_GRACE};
