@@ -112,6 +112,16 @@ impl MediaSession {
     }
 }
 
+/// Whether a frame of media time also renders the agent's next frame of audio. Frames taken to catch up with
+/// the input hold it: the agent's voice (and the face drawn from it) leaves at one frame a tick, as the
+/// caller plays it, instead of in a burst that the caller's jitter buffer would turn into a lasting delay
+/// of the voice behind the face. Playout resumes where it was, so nothing of the agent's is lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    Render,
+    Hold,
+}
+
 /// Extra frames a session takes this tick when its thread fell behind its input. A media thread that runs
 /// late (a starved core, a long step) skips the ticks it missed: the user's audio keeps arriving at 50
 /// frames a second while the session takes one frame a tick, so every missed tick would leave 20 ms more
@@ -252,7 +262,7 @@ impl MediaThread {
             self.sessions[index].events.flush();
             let ticked = contain(&counters, "a session's media tick", || {
                 self.take_agent_results(index);
-                self.tick_session(index, frame);
+                self.tick_session(index, frame, Output::Render);
                 self.catch_up(index, frame);
             });
             if ticked.is_none() {
@@ -361,8 +371,8 @@ impl MediaThread {
         }
     }
 
-    /// Takes the frames a session fell behind on (`catch_up_frames`), each a whole tick of its media time
-    /// (its VAD windows, timeouts and the agent's audio with it); says so once per call, in the log.
+    /// Takes the frames a session fell behind on (`catch_up_frames`), each a frame of its media time (its VAD
+    /// windows and timeouts; the agent's audio is held: `Output::Hold`); says so once per call, in the log.
     fn catch_up(&mut self, index: usize, frame: &mut [f32; FRAME]) {
         let s = &mut self.sessions[index];
         let extra = if s.input_flowing { catch_up_frames(s.input.slots()) } else { 0 };
@@ -384,11 +394,13 @@ impl MediaThread {
             if self.sessions[index].session.conversation.is_ended() {
                 return;
             }
-            self.tick_session(index, frame);
+            self.tick_session(index, frame, Output::Hold);
         }
     }
 
-    fn tick_session(&mut self, index: usize, frame: &mut [f32; FRAME]) {
+    /// One frame of the session's media time: its input, its VAD windows and timeouts, and (`Output::Render`)
+    /// the agent's next frame of audio.
+    fn tick_session(&mut self, index: usize, frame: &mut [f32; FRAME], output: Output) {
         let s = &mut self.sessions[index];
         let now = s.now;
         // The user's audio for this tick: a whole frame or silence, never a frame cut short.
@@ -452,13 +464,15 @@ impl MediaThread {
         }
         // The agent's audio for this tick.
         s.session.conversation.handle_timeout(now);
-        s.session.conversation.render(now, frame);
-        let pushed = match s.output.write_chunk_uninit(FRAME) {
-            Ok(chunk) => chunk.fill_from_iter(frame.iter().copied()),
-            Err(_) => 0,
-        };
-        if pushed < FRAME {
-            self.counters.output_overflows.fetch_add(1, Ordering::Relaxed);
+        if output == Output::Render {
+            s.session.conversation.render(now, frame);
+            let pushed = match s.output.write_chunk_uninit(FRAME) {
+                Ok(chunk) => chunk.fill_from_iter(frame.iter().copied()),
+                Err(_) => 0,
+            };
+            if pushed < FRAME {
+                self.counters.output_overflows.fetch_add(1, Ordering::Relaxed);
+            }
         }
         s.now = now + MediaTime(FRAME as u64);
         self.handle_outputs(index);
