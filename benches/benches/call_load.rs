@@ -3,8 +3,8 @@
 //! over loopback, as the join page calls) asking the same spoken questions at the same moments, every
 //! provider local, the default face. Per level: the words heard (word error of the transcript against the
 //! questions), the answers right, end of speech (VAD) → first audio played (the calls' stored
-//! `turn_metrics`), the calls left speaking without an end, input that piled up while a media thread ran
-//! late (`confab_media_input_late_frames_total`), ticks that overran, input underruns, and the server's CPU
+//! `turn_metrics`), the calls left speaking without an end, calls whose input ring overflowed (user audio
+//! dropped: the log's warning), ticks that overran, input underruns, and the server's CPU
 //! (the fleet: the workers'). The knee is the first level where a call hears or answers worse than one call
 //! alone.
 //!
@@ -55,10 +55,10 @@ fn counter(metrics: &str, name: &str) -> f64 {
         .sum()
 }
 
-/// Calls that said in `logs` that their audio piled up while their media thread ran late.
+/// Calls that said in `logs` that some of the user's audio was dropped (their input ring was full).
 fn calls_fallen_behind(logs: &[std::path::PathBuf]) -> usize {
     logs.iter()
-        .map(|log| std::fs::read_to_string(log).unwrap_or_default().matches("piled up while its media thread ran late").count())
+        .map(|log| std::fs::read_to_string(log).unwrap_or_default().matches("user audio dropped").count())
         .sum()
 }
 
@@ -208,10 +208,10 @@ async fn run(levels: std::ops::RangeInclusive<usize>, fleet: bool, questions: us
         microphone.extend(std::iter::repeat_n(0.0, ANSWER_ROOM_SECONDS * 16_000));
     }
     println!(
-        "| calls | word error (per call) | answers right | end of speech → first audio p50 / max | left speaking | calls fallen behind | late input frames | tick overruns | input underruns | server CPU (cores busy, of {}) |",
+        "| calls | word error (per call) | answers right | end of speech → first audio p50 / max | left speaking | calls that dropped input | tick overruns | input underruns | server CPU (cores busy, of {}) |",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let metrics_of = || async {
         let url = format!("{}/metrics", deployment.base);
         client.get(url).header("x-api-key", &deployment.key).send().await.unwrap().text().await.unwrap()
@@ -246,13 +246,12 @@ async fn run(levels: std::ops::RangeInclusive<usize>, fleet: bool, questions: us
         let engine = |name: &str| if fleet { "–".to_string() } else { delta(name).to_string() };
         let per_call: Vec<String> = outcomes.iter().map(|o| format!("{}/{}", o.words_wrong, o.words)).collect();
         println!(
-            "| {level} | {:.1} % ({}) | {right} of {} | {:.2} / {:.2} s | {left} | {behind} | {} | {} | {} | {:.2} |",
+            "| {level} | {:.1} % ({}) | {right} of {} | {:.2} / {:.2} s | {left} | {behind} | {} | {} | {:.2} |",
             100.0 * wrong as f64 / words.max(1) as f64,
             per_call.join(", "),
             level * questions,
             percentile(&mut latencies, 0.5),
             percentile(&mut latencies, 1.0),
-            engine("confab_media_input_late_frames_total"),
             engine("confab_media_tick_overruns_total"),
             engine("confab_media_input_underruns_total"),
             cpu,

@@ -20,11 +20,6 @@ pub(super) const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
         "Times a call's incoming audio ran short mid-stream (came late); the engine then waits for 60 ms of it.",
         |c| &c.input_underruns,
     ),
-    (
-        "confab_media_input_late_frames_total",
-        "Frames of a call's incoming audio that piled up while its media thread ran late (the host short of CPU), taken to catch up.",
-        |c| &c.input_catch_up_frames,
-    ),
     ("confab_vad_windows_refused_total", "VAD windows dropped because the VAD queue was full.", |c| &c.vad_queue_full),
     (
         "confab_turn_requests_dropped_total",

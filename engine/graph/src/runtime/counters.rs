@@ -14,9 +14,6 @@ pub struct RuntimeCounters {
     /// Times a session's input ran short mid-stream (the user's audio came late): it then refills its
     /// jitter buffer (`media::INPUT_JITTER_BUFFER`) before frames are taken again.
     pub input_underruns: AtomicU64,
-    /// Frames of user audio taken beyond one a tick because they piled up while a media thread ran late
-    /// (`media::catch_up_frames`): each is 20 ms the engine heard late instead of losing.
-    pub input_catch_up_frames: AtomicU64,
     pub input_overflows: AtomicU64,
     pub output_overflows: AtomicU64,
     pub vad_windows: AtomicU64,

@@ -39,15 +39,6 @@ const HISTORY: usize = 16_000 * 20;
 /// a hole of silence in the middle of a word (which speech-to-text and the turn model then hear).
 /// WebRTC's own receivers keep 40–100 ms for the same reason. It delays what the engine hears by that much.
 pub const INPUT_JITTER_BUFFER: usize = 3 * FRAME;
-/// Input a session lets wait before it catches up (0.76 s, three quarters of its input ring). Below it,
-/// what waits beyond the jitter buffer is left waiting, as it always was: a spike of late packets leaves the
-/// buffer that much deeper (an adaptive jitter buffer), and later spikes find audio waiting instead of a hole
-/// to fill with silence. Above it, the ring is near overflowing and the session takes the excess (see
-/// `catch_up_frames`). Catching up to the 60 ms jitter buffer instead cut holes into words on a loaded host
-/// (live word error 3 → 11 %), and to 0.5 s it still ran in a single loaded browser call.
-pub const CATCH_UP_ABOVE: usize = 38 * FRAME;
-/// Frames a session may take in one tick beyond its own, to catch up: 4 frames a tick.
-pub const MAX_CATCH_UP_FRAMES: usize = 3;
 
 pub enum Command {
     Open(Box<MediaSession>),
@@ -74,8 +65,6 @@ pub struct MediaSession {
     gate: SilenceGate,
     /// `INPUT_JITTER_BUFFER` has been filled since the input last ran short: frames are being taken.
     input_flowing: bool,
-    /// The session has had to catch up with its input at least once (logged once per call).
-    fell_behind: bool,
     /// The last `HISTORY` samples of user audio, as 16-bit to halve the memory.
     history: VecDeque<i16>,
     /// The agent's providers, when the session has them.
@@ -110,32 +99,11 @@ impl MediaSession {
             filled: 0,
             gate: SilenceGate::default(),
             input_flowing: false,
-            fell_behind: false,
             history: VecDeque::with_capacity(HISTORY),
             agent,
             _slot: slot,
         }
     }
-}
-
-/// Whether a frame of media time also renders the agent's next frame of audio. Frames taken to catch up with
-/// the input hold it: the agent's voice (and the face drawn from it) leaves at one frame a tick, as the
-/// caller plays it, instead of in a burst that the caller's jitter buffer would turn into a lasting delay
-/// of the voice behind the face. Playout resumes where it was, so nothing of the agent's is lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Output {
-    Render,
-    Hold,
-}
-
-/// Extra frames a session takes this tick when its thread fell behind its input. A media thread that runs
-/// late (a starved core, a long step) skips the ticks it missed: the user's audio keeps arriving at 50
-/// frames a second while the session takes one frame a tick, so every missed tick would leave 20 ms more
-/// waiting for the rest of the call, until the input ring overflowed and the newest of the user's words were
-/// dropped (heard as fragments). Once more than `CATCH_UP_ABOVE` waits, the excess is taken, up to
-/// `MAX_CATCH_UP_FRAMES` a tick.
-pub fn catch_up_frames(waiting: usize) -> usize {
-    waiting.saturating_sub(CATCH_UP_ABOVE).div_ceil(FRAME).min(MAX_CATCH_UP_FRAMES)
 }
 
 /// How many of the `waiting` input samples a tick takes: a whole frame while the input flows, none
@@ -265,8 +233,7 @@ impl MediaThread {
             self.sessions[index].events.flush();
             let ticked = contain(&counters, "a session's media tick", || {
                 self.take_agent_results(index);
-                self.tick_session(index, frame, Output::Render);
-                self.catch_up(index, frame);
+                self.tick_session(index, frame);
             });
             if ticked.is_none() {
                 self.fail_session(index, &counters);
@@ -374,36 +341,7 @@ impl MediaThread {
         }
     }
 
-    /// Takes the frames a session fell behind on (`catch_up_frames`), each a frame of its media time (its VAD
-    /// windows and timeouts; the agent's audio is held: `Output::Hold`); says so once per call, in the log.
-    fn catch_up(&mut self, index: usize, frame: &mut [f32; FRAME]) {
-        let s = &mut self.sessions[index];
-        let extra = if s.input_flowing { catch_up_frames(s.input.slots()) } else { 0 };
-        if extra == 0 {
-            return;
-        }
-        if !s.fell_behind {
-            s.fell_behind = true;
-            let behind_ms = s.input.slots() / 16;
-            tracing::warn!(
-                session = %s.id,
-                thread = self.index,
-                behind_ms,
-                "a call's audio piled up while its media thread ran late (the host is short of CPU); catching up"
-            );
-        }
-        self.counters.input_catch_up_frames.fetch_add(extra as u64, Ordering::Relaxed);
-        for _ in 0..extra {
-            if self.sessions[index].session.conversation.is_ended() {
-                return;
-            }
-            self.tick_session(index, frame, Output::Hold);
-        }
-    }
-
-    /// One frame of the session's media time: its input, its VAD windows and timeouts, and (`Output::Render`)
-    /// the agent's next frame of audio.
-    fn tick_session(&mut self, index: usize, frame: &mut [f32; FRAME], output: Output) {
+    fn tick_session(&mut self, index: usize, frame: &mut [f32; FRAME]) {
         let s = &mut self.sessions[index];
         let now = s.now;
         // The user's audio for this tick: a whole frame or silence, never a frame cut short.
@@ -467,15 +405,13 @@ impl MediaThread {
         }
         // The agent's audio for this tick.
         s.session.conversation.handle_timeout(now);
-        if output == Output::Render {
-            s.session.conversation.render(now, frame);
-            let pushed = match s.output.write_chunk_uninit(FRAME) {
-                Ok(chunk) => chunk.fill_from_iter(frame.iter().copied()),
-                Err(_) => 0,
-            };
-            if pushed < FRAME {
-                self.counters.output_overflows.fetch_add(1, Ordering::Relaxed);
-            }
+        s.session.conversation.render(now, frame);
+        let pushed = match s.output.write_chunk_uninit(FRAME) {
+            Ok(chunk) => chunk.fill_from_iter(frame.iter().copied()),
+            Err(_) => 0,
+        };
+        if pushed < FRAME {
+            self.counters.output_overflows.fetch_add(1, Ordering::Relaxed);
         }
         s.now = now + MediaTime(FRAME as u64);
         self.handle_outputs(index);
@@ -616,19 +552,6 @@ impl SessionHost for LiveHost<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn input_that_piled_up_near_the_rings_end_is_taken_a_few_frames_a_tick() {
-        // What waits below three quarters of the ring is left alone; more is taken, a few frames a tick.
-        let extra: Vec<usize> =
-            [0, 960, 12_160, 12_161, 12_480, 12_800, 13_121, 16_000].map(catch_up_frames).to_vec();
-        assert_eq!(extra, [0, 0, 0, 1, 1, 2, 3, MAX_CATCH_UP_FRAMES]);
-        // Taking 1 + extra never leaves much less than the threshold.
-        for waiting in (CATCH_UP_ABOVE..16_000).step_by(64) {
-            let taken = (1 + catch_up_frames(waiting)) * FRAME;
-            assert!(waiting - taken >= CATCH_UP_ABOVE - 2 * FRAME, "{waiting}");
-        }
-    }
 
     #[test]
     fn input_is_taken_in_whole_frames_once_its_jitter_buffer_is_full() {
