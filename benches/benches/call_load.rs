@@ -57,9 +57,7 @@ fn counter(metrics: &str, name: &str) -> f64 {
 
 /// Calls that said in `logs` that some of the user's audio was dropped (their input ring was full).
 fn calls_fallen_behind(logs: &[std::path::PathBuf]) -> usize {
-    logs.iter()
-        .map(|log| std::fs::read_to_string(log).unwrap_or_default().matches("user audio dropped").count())
-        .sum()
+    logs.iter().map(|log| std::fs::read_to_string(log).unwrap_or_default().matches("user audio dropped").count()).sum()
 }
 
 /// CPU seconds (user + system) of the processes `pids`.
@@ -126,8 +124,7 @@ async fn deploy(dir: &Path, fleet: bool, max_calls: usize) -> Deployment {
         let extra = ["--max-calls", per_worker.as_str()];
         workers.push(confab_tests::fleet::Worker::start(dir, &id, &nats.url, &database_url, &extra, &[]).await);
     }
-    let server =
-        Server::start(&data, &["--nats", &nats.url, "--database-url", &database_url, "--no-media"]).await;
+    let server = Server::start(&data, &["--nats", &nats.url, "--database-url", &database_url, "--no-media"]).await;
     let pids = workers.iter().map(|w| w.child.id()).collect();
     let logs = workers.iter().map(|w| w.log.clone()).collect();
     Deployment {
@@ -173,10 +170,13 @@ async fn one_call(base: String, key: String, agent_id: String, microphone: Vec<f
     let asked: Vec<&str> = QUESTIONS.iter().take(questions).map(|(q, _)| *q).collect();
     let (words_wrong, words) = word_errors(&asked.join(" "), &said("user"));
     let answers = said("assistant");
-    let answers_right = QUESTIONS.iter().take(questions).filter(|(_, right)| right.iter().any(|w| answers.contains(w))).count();
+    let answers_right =
+        QUESTIONS.iter().take(questions).filter(|(_, right)| right.iter().any(|w| answers.contains(w))).count();
     let end_to_audio = turns
         .iter()
-        .filter_map(|t| Some(t["media_time"]["first_audio_played"].as_f64()? - t["media_time"]["speech_ended"].as_f64()?))
+        .filter_map(|t| {
+            Some(t["media_time"]["first_audio_played"].as_f64()? - t["media_time"]["speech_ended"].as_f64()?)
+        })
         .collect();
     // Every start has its stop: the events are in the webhook log too, but the transcript says it plainly:
     // an agent that started and never stopped leaves no assistant entry for its last turn.
@@ -200,7 +200,8 @@ async fn run(levels: std::ops::RangeInclusive<usize>, fleet: bool, questions: us
     let client = reqwest::Client::new();
     let agent = json!({ "agent_name": "Load", "agent_system_prompt": "You are a helpful assistant. Answer in one short sentence.",
         "avatars": [{ "avatar_key_id": "stock-amara" }] });
-    let agent = api(&client, &deployment.key, Method::POST, format!("{}/v1/ext/agent", deployment.base), Some(agent)).await;
+    let agent =
+        api(&client, &deployment.key, Method::POST, format!("{}/v1/ext/agent", deployment.base), Some(agent)).await;
     let agent_id = agent["id"].as_str().unwrap().to_string();
     let mut microphone = vec![0.0; LEAD_SECONDS * 16_000];
     for (question, _) in QUESTIONS.iter().take(questions) {

@@ -37,7 +37,8 @@ fn assert_clean(what: &str, body: &str, hidden: &[&Path]) {
     }
     let frame = body.lines().find(|line| {
         let line = line.trim_start();
-        line.split_once(": ").is_some_and(|(number, _)| !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+        line.split_once(": ")
+            .is_some_and(|(number, _)| !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
     });
     assert!(frame.is_none(), "{what}: the body holds a backtrace frame: {body}");
     for path in hidden {
@@ -156,7 +157,8 @@ async fn error_bodies_show_no_files_backtraces_or_library_output() {
 
     // Picture decoding: the job fails with the decoder's reason, and nothing of the server's.
     let png = base64_encode(&undecodable_png());
-    let answer = send(post("/v2/custom-avatar").json(&json!({ "name": "Broken", "gender": "female", "image": png }))).await;
+    let answer =
+        send(post("/v2/custom-avatar").json(&json!({ "name": "Broken", "gender": "female", "image": png }))).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     let id = serde_json::from_str::<Value>(&answer.body).unwrap()["id"].as_str().unwrap().to_string();
     let mut failed = None;
@@ -182,7 +184,10 @@ async fn error_bodies_show_no_files_backtraces_or_library_output() {
     sqlx::query("ALTER TABLE knowledge_bases RENAME TO knowledge_bases_gone").execute(&pool).await.unwrap();
     let answer = send(get(&format!("/v1/ext/kb/{}", uuid::Uuid::new_v4()))).await;
     assert_eq!(answer.status, 500, "{}", answer.body);
-    assert_eq!(serde_json::from_str::<Value>(&answer.body).unwrap(), json!({ "error": "Failed to retrieve knowledge base" }));
+    assert_eq!(
+        serde_json::from_str::<Value>(&answer.body).unwrap(),
+        json!({ "error": "Failed to retrieve knowledge base" })
+    );
     let line = log_line(&log, &answer.request_id, "no such table").await;
     assert!(line.contains("Failed to retrieve knowledge base"), "{line}");
     sqlx::query("ALTER TABLE knowledge_bases_gone RENAME TO knowledge_bases").execute(&pool).await.unwrap();

@@ -134,7 +134,11 @@ impl PipelineConfig {
         // operator named a file (`--local-llm`), nothing at all: that path is the operator's, and an agent
         // stored without one runs whatever default the server has when a call starts.
         if !confab_engine::providers::local_llm::default_is_operator_file() {
-            default_model(&mut self.llm.model, &self.llm.provider, confab_engine::providers::local_llm::default_model());
+            default_model(
+                &mut self.llm.model,
+                &self.llm.provider,
+                confab_engine::providers::local_llm::default_model(),
+            );
         }
         if self.llm.provider == "local" {
             // An embedded model's name in its own spelling; a file's path as given.

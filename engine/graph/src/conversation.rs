@@ -618,7 +618,10 @@ mod tests {
             })
             .collect();
         // The producers are cancelled, then the agent stops (as on an interruption).
-        assert_eq!(names, ["agent.started_speaking@0", "CancelReply { epoch: Epoch(1) }", "agent.stopped_speaking@20200"]);
+        assert_eq!(
+            names,
+            ["agent.started_speaking@0", "CancelReply { epoch: Epoch(1) }", "agent.stopped_speaking@20200"]
+        );
         assert!(matches!(&out[2], ConversationOutput::Event(ConversationEvent {
             kind: EventKind::AgentStoppedSpeaking { text }, .. }) if text == "Let me see."));
         assert_eq!(c.poll_timeout(), None);

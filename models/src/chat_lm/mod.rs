@@ -28,8 +28,8 @@ mod tokenizer;
 mod weights;
 
 pub use catalog::{ChatModelChoice, LocalChatModel};
-pub use places::ModelPlaces;
 pub use chat::{ChatLm, PREFIX_STATES, REPEAT_PENALTY, REPEAT_WINDOW, TOP_P};
+pub use places::ModelPlaces;
 pub use template::{CallFormat, Message, TemplateCall, ToolFunction};
 
 use crate::ModelError;

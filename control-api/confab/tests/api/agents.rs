@@ -207,7 +207,11 @@ async fn a_gguf_of_ones_own_is_checked_when_it_is_named(app: TestApp) {
     let not_gguf = dir.path().join("weights.gguf");
     std::fs::write(&not_gguf, b"these are not weights").unwrap();
     let not_gguf = not_gguf.display().to_string();
-    let refused = |name: &str| format!("Invalid request body: avatars[0].config.llm.model: {name} cannot be used: no such model: name one of qwen2.5-coder-0.5b-instruct, smollm2-135m-instruct or a GGUF file in the models directory (by its name, or a path inside it) or in a directory the server allows");
+    let refused = |name: &str| {
+        format!(
+            "Invalid request body: avatars[0].config.llm.model: {name} cannot be used: no such model: name one of qwen2.5-coder-0.5b-instruct, smollm2-135m-instruct or a GGUF file in the models directory (by its name, or a path inside it) or in a directory the server allows"
+        )
+    };
     for name in [not_gguf.as_str(), "no-such-model", "/etc/passwd", "../../etc/passwd"] {
         let response = app.post("/v1/ext/agent", agent(name)).await;
         assert_eq!(response.status, StatusCode::BAD_REQUEST, "{}", response.text());
