@@ -9,16 +9,22 @@
 //! alone.
 //!
 //! `cargo build --release --bin confab && cargo bench -p confab-benches --bench call_load [-- MAX] [--from=MIN]
-//! [--fleet] [--questions=N] [--verbose]` (levels MIN..=MAX calls, 1 and 6 by default; N questions a call, 3 by
-//! default; `--verbose`: each call's transcript on stderr). `--fleet` needs
-//! PostgreSQL (`CONFAB_TEST_POSTGRES_URL`) and `nats-server`: two `confab worker --max-calls` (half the level
-//! each, rounded up) behind one `confab serve --nats`. Under `cargo test` (no `--bench`) nothing runs.
+//! [--fleet] [--replicas=R] [--browsers] [--repeat=K] [--questions=N] [--verbose]` (levels MIN..=MAX calls, 1
+//! and 6 by default; N questions a call, 3 by default; each level K times, once by default; `--verbose`: each
+//! call's transcript on stderr). `--fleet` needs PostgreSQL (`CONFAB_TEST_POSTGRES_URL`) and `nats-server`: two
+//! `confab worker --max-calls` (half the level each, rounded up) behind R `confab serve --nats` replicas (1 by
+//! default; calls take turns among them). `--browsers`: each caller is a headless Debian Chromium on the
+//! conversation's `join_link` (the join page, its microphone the spoken questions through Web Audio, its own
+//! Opus encoder, jitter buffer and VP8 decoder: the CPU a real browser beside the server costs) instead of our
+//! offerer. Under `cargo test` (no `--bench`) nothing runs.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use confab_benches::{espeak, word_errors};
+use confab_tests::browser::{Browser, microphone_from_wav};
 use confab_tests::caller::{Caller, token_of};
+use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key, wait_for_preload, wait_for_status};
 use reqwest::Method;
 use serde_json::json;
@@ -74,13 +80,14 @@ fn cpu_of(pids: &[u32]) -> f64 {
 }
 
 struct Deployment {
-    base: String,
+    /// The replicas' addresses (one where there is one server); calls take turns among them.
+    bases: Vec<String>,
     key: String,
     /// Processes whose CPU is the calls' (the server, or the workers).
     pids: Vec<u32>,
     /// Their logs (a call that fell behind says so there once).
     logs: Vec<std::path::PathBuf>,
-    _server: Server,
+    _servers: Vec<Server>,
     _workers: Vec<confab_tests::fleet::Worker>,
     _nats: Option<confab_tests::fleet::Nats>,
     database_url: Option<String>,
@@ -94,7 +101,7 @@ impl Drop for Deployment {
     }
 }
 
-async fn deploy(dir: &Path, fleet: bool, max_calls: usize) -> Deployment {
+async fn deploy(dir: &Path, fleet: bool, replicas: usize, max_calls: usize) -> Deployment {
     let data = dir.join("data");
     std::fs::create_dir_all(&data).unwrap();
     let max = max_calls.to_string();
@@ -104,11 +111,11 @@ async fn deploy(dir: &Path, fleet: bool, max_calls: usize) -> Deployment {
         wait_for_preload(&data).await;
         let pids = vec![server.child.id()];
         return Deployment {
-            base: server.base.clone(),
+            bases: vec![server.base.clone()],
             key,
             pids,
             logs: vec![data.join("serve.log")],
-            _server: server,
+            _servers: vec![server],
             _workers: Vec::new(),
             _nats: None,
             database_url: None,
@@ -124,31 +131,77 @@ async fn deploy(dir: &Path, fleet: bool, max_calls: usize) -> Deployment {
         let extra = ["--max-calls", per_worker.as_str()];
         workers.push(confab_tests::fleet::Worker::start(dir, &id, &nats.url, &database_url, &extra, &[]).await);
     }
-    let server = Server::start(&data, &["--nats", &nats.url, "--database-url", &database_url, "--no-media"]).await;
+    let mut servers = Vec::new();
+    for index in 0..replicas.max(1) {
+        let data = dir.join(format!("replica-{index}"));
+        let args = ["--nats", &nats.url, "--database-url", &database_url, "--no-media"];
+        servers.push(Server::start(&data, &args).await);
+    }
     let pids = workers.iter().map(|w| w.child.id()).collect();
     let logs = workers.iter().map(|w| w.log.clone()).collect();
     Deployment {
-        base: server.base.clone(),
+        bases: servers.iter().map(|s| s.base.clone()).collect(),
         key,
         pids,
         logs,
-        _server: server,
+        _servers: servers,
         _workers: workers,
         _nats: Some(nats),
         database_url: Some(database_url),
     }
 }
 
+/// Who places the calls.
+#[derive(Clone)]
+enum Callers {
+    /// Our WebRTC offerer, in this process.
+    Offerer,
+    /// A headless Chromium on the join page each; its microphone, through Web Audio, the questions at
+    /// `wav_url`, started once the call is live; `silence` its fake capture device (never sent).
+    Chromium { wav_url: String, silence: std::path::PathBuf, logs: std::path::PathBuf },
+}
+
+/// Speaks `microphone` (16 kHz mono, `seconds` long) into conversation `id` through `callers`, then hangs up.
+async fn talk(callers: &Callers, base: &str, conversation: &serde_json::Value, microphone: Vec<f32>, seconds: f64) {
+    let client = reqwest::Client::new();
+    let (id, token) = (conversation["id"].as_str().unwrap(), token_of(conversation));
+    match callers {
+        Callers::Offerer => {
+            let caller = Caller::join(&client, base, id, &token, microphone).await;
+            tokio::time::sleep(Duration::from_secs_f64(seconds + 1.0)).await;
+            caller.hang_up(&client, base, id, &token).await;
+        }
+        Callers::Chromium { wav_url, silence, logs } => {
+            let join_link = conversation["join_link"].as_str().unwrap();
+            let mut browser = Browser::chromium(join_link, silence, &logs.join(format!("chromium-{id}.log"))).await;
+            let state = "document.body.dataset.state";
+            browser.wait_for(state, &json!("ready"), Duration::from_secs(30)).await;
+            assert_eq!(browser.eval(&microphone_from_wav(wav_url)).await, json!(true));
+            browser.eval("document.getElementById('join').click()").await;
+            browser.wait_for(state, &json!("live"), Duration::from_secs(60)).await;
+            assert_eq!(browser.eval("window.speak()").await, json!("running"));
+            tokio::time::sleep(Duration::from_secs_f64(seconds + 1.0)).await;
+            browser.eval("document.getElementById('hangup').click()").await;
+            browser.wait_for(state, &json!("ended"), Duration::from_secs(30)).await;
+        }
+    }
+}
+
 /// One call asking `questions`; its outcome, read from the stored conversation once it has ended.
-async fn one_call(base: String, key: String, agent_id: String, microphone: Vec<f32>, questions: usize) -> CallOutcome {
+async fn one_call(
+    base: String,
+    key: String,
+    agent_id: String,
+    callers: Callers,
+    microphone: Vec<f32>,
+    questions: usize,
+) -> CallOutcome {
     let client = reqwest::Client::new();
     let body = json!({ "agent_id": agent_id, "user_name": "Load", "user_id": "load" });
     let conversation = api(&client, &key, Method::POST, format!("{base}/v1/ext/conversation"), Some(body)).await;
-    let (id, token) = (conversation["id"].as_str().unwrap().to_string(), token_of(&conversation));
+    let id = conversation["id"].as_str().unwrap().to_string();
     let seconds = microphone.len() as f64 / 16_000.0;
-    let caller = Caller::join(&client, &base, &id, &token, microphone).await;
-    tokio::time::sleep(Duration::from_secs_f64(seconds + 1.0)).await;
-    caller.hang_up(&client, &base, &id, &token).await;
+    talk(&callers, &base, &conversation, microphone, seconds).await;
     wait_for_status(&client, &key, &base, &id, "ENDED", Duration::from_secs(60)).await;
     let detail = api(&client, &key, Method::GET, format!("{base}/v1/ext/conversation/{id}"), None).await;
     let url = format!("{base}/v1/ext/conversation/{id}/turn-metrics");
@@ -193,40 +246,65 @@ fn percentile(values: &mut [f64], q: f64) -> f64 {
     values[((values.len() - 1) as f64 * q).round() as usize]
 }
 
-async fn run(levels: std::ops::RangeInclusive<usize>, fleet: bool, questions: usize) {
+/// How a run is set up (the command line).
+struct Options {
+    levels: std::ops::RangeInclusive<usize>,
+    fleet: bool,
+    replicas: usize,
+    browsers: bool,
+    repeat: usize,
+    questions: usize,
+}
+
+async fn run(options: Options) {
+    let Options { levels, fleet, replicas, browsers, repeat, questions } = options;
     let max_level = *levels.end();
     let dir = tempfile::tempdir().unwrap();
-    let deployment = deploy(dir.path(), fleet, max_level).await;
+    let deployment = deploy(dir.path(), fleet, replicas, max_level).await;
     let client = reqwest::Client::new();
     let agent = json!({ "agent_name": "Load", "agent_system_prompt": "You are a helpful assistant. Answer in one short sentence.",
         "avatars": [{ "avatar_key_id": "stock-amara" }] });
     let agent =
-        api(&client, &deployment.key, Method::POST, format!("{}/v1/ext/agent", deployment.base), Some(agent)).await;
+        api(&client, &deployment.key, Method::POST, format!("{}/v1/ext/agent", deployment.bases[0]), Some(agent)).await;
     let agent_id = agent["id"].as_str().unwrap().to_string();
     let mut microphone = vec![0.0; LEAD_SECONDS * 16_000];
     for (question, _) in QUESTIONS.iter().take(questions) {
         microphone.extend(espeak(question, 160));
         microphone.extend(std::iter::repeat_n(0.0, ANSWER_ROOM_SECONDS * 16_000));
     }
+    // The browsers fetch the questions from a file server of their own (the join page's origin is the API's).
+    let mut _files = None;
+    let callers = if browsers {
+        let (wav, silence) = (dir.path().join("questions.wav"), dir.path().join("silence.wav"));
+        confab_engine::audio::wav::write_mono_16k(&wav, &microphone).unwrap();
+        confab_tests::silent_wav(&silence, 5.0);
+        let receiver = Receiver::start(vec![("questions.wav".into(), std::fs::read(&wav).unwrap())]).await;
+        let wav_url = format!("{}/questions.wav", receiver.files_url);
+        _files = Some(receiver);
+        Callers::Chromium { wav_url, silence, logs: dir.path().to_path_buf() }
+    } else {
+        Callers::Offerer
+    };
     println!(
         "| calls | word error (per call) | answers right | end of speech → first audio p50 / max | left speaking | calls that dropped input | tick overruns | input underruns | server CPU (cores busy, of {}) |",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     let metrics_of = || async {
-        let url = format!("{}/metrics", deployment.base);
+        let url = format!("{}/metrics", deployment.bases[0]);
         client.get(url).header("x-api-key", &deployment.key).send().await.unwrap().text().await.unwrap()
     };
-    for level in levels {
+    for level in levels.flat_map(|level| std::iter::repeat_n(level, repeat.max(1))) {
         let before = metrics_of().await;
         let behind_before = calls_fallen_behind(&deployment.logs);
         let (cpu_before, started) = (cpu_of(&deployment.pids), Instant::now());
         let calls: Vec<_> = (0..level)
-            .map(|_| {
+            .map(|index| {
                 tokio::spawn(one_call(
-                    deployment.base.clone(),
+                    deployment.bases[index % deployment.bases.len()].clone(),
                     deployment.key.clone(),
                     agent_id.clone(),
+                    callers.clone(),
                     microphone.clone(),
                     questions,
                 ))
@@ -266,11 +344,19 @@ fn main() {
     }
     let max_level = std::env::args().skip(1).find_map(|a| a.parse::<usize>().ok()).unwrap_or(6);
     let fleet = std::env::args().any(|a| a == "--fleet");
-    let questions = std::env::args()
-        .find_map(|a| a.strip_prefix("--questions=").and_then(|n| n.parse().ok()))
-        .unwrap_or(3)
-        .clamp(1, QUESTIONS.len());
-    let from = std::env::args().find_map(|a| a.strip_prefix("--from=").and_then(|n| n.parse().ok())).unwrap_or(1);
+    let number = |flag: &str, default: usize| {
+        std::env::args().find_map(|a| a.strip_prefix(flag).and_then(|n| n.parse().ok())).unwrap_or(default)
+    };
+    let questions = number("--questions=", 3).clamp(1, QUESTIONS.len());
+    let from: usize = number("--from=", 1);
+    let options = Options {
+        levels: from.clamp(1, max_level)..=max_level,
+        fleet,
+        replicas: number("--replicas=", 1),
+        browsers: std::env::args().any(|a| a == "--browsers"),
+        repeat: number("--repeat=", 1),
+        questions,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    runtime.block_on(run(from.clamp(1, max_level)..=max_level, fleet, questions));
+    runtime.block_on(run(options));
 }

@@ -221,6 +221,7 @@ fn ask(
         models_dir: confab_models::default_models_dir(),
         allow_private_urls: false,
         providers: providers.clone(),
+        custom_face: None,
     };
     let mut out = Vec::new();
     run(&options, &mut out).expect("models are fetched (confab models fetch)");

@@ -268,3 +268,97 @@ async fn a_stored_agent_answers_from_its_knowledge_base() {
     server.terminate();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A test picture from `scripts/fixtures.sh` (public-domain photos of real people: test inputs only).
+fn fixture(name: &str) -> Vec<u8> {
+    let dir = std::env::var_os("CONFAB_FIXTURES_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/confab/fixtures"));
+    let path = dir.join(name);
+    std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}; run ./scripts/fixtures.sh", path.display()))
+}
+
+/// The first video frame of `webm`, as 512×512 RGB (decoded by ffmpeg).
+fn first_frame(webm: &std::path::Path) -> Vec<u8> {
+    let output = std::process::Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(webm)
+        .args(["-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+        .output()
+        .expect("ffmpeg (scripts/setup.sh)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.stdout.len(), 512 * 512 * 3);
+    output.stdout
+}
+
+fn mean_difference(a: &[u8], b: &[u8]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| f64::from(x.abs_diff(*y))).sum::<f64>() / a.len() as f64
+}
+
+/// `confab simulate --agent-id` with an agent that wears a custom avatar draws that avatar's own portrait
+/// in `avatar.webm` (read from the agent's database), not a stock face; `--agent FILE` naming the same
+/// avatar cannot read it and fails before running, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_agent_with_a_custom_avatar_is_drawn_with_its_own_face() {
+    use base64::Engine;
+    let (dir, data, key, mut server) = fresh_server("custom-face").await;
+    let client = reqwest::Client::new();
+    let image = base64::engine::general_purpose::STANDARD.encode(fixture("astronaut.png"));
+    let url = format!("{}/v2/custom-avatar", server.base);
+    let body = json!({ "image": image, "name": "Robin", "gender": "female" });
+    let avatar_id = api(&client, &key, Method::POST, url, Some(body)).await["id"].as_str().unwrap().to_string();
+    let mut status = Value::Null;
+    for _ in 0..300 {
+        let url = format!("{}/v2/custom-avatar/{avatar_id}", server.base);
+        status = api(&client, &key, Method::GET, url, None).await["status"].clone();
+        if status == "COMPLETED" || status == "FAILED" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, "COMPLETED");
+    let config = json!({ "llm": { "provider": "custom", "model": "m" }, "stt": { "provider": "custom" },
+        "tts": { "provider": "local", "model_id": "espeak-ng" } });
+    let agent = json!({ "agent_name": "Robin", "agent_system_prompt": "Be brief.",
+        "avatars": [{ "avatar_key_id": avatar_id, "config": config }] });
+    let agent = api(&client, &key, Method::POST, format!("{}/v1/ext/agent", server.base), Some(agent)).await;
+    let agent_id = agent["id"].as_str().unwrap().to_string();
+    server.terminate();
+
+    let (input, out) = (dir.join("quiet.wav"), dir.join("out"));
+    confab_tests::silent_wav(&input, 1.0);
+    let args = [
+        OsStr::new("--agent-id"),
+        OsStr::new(&agent_id),
+        OsStr::new("--data"),
+        data.as_os_str(),
+        OsStr::new("--out"),
+        out.as_os_str(),
+    ];
+    tokio::task::block_in_place(|| simulate_with(&args, &input, &[]));
+    let frame = first_frame(&out.join("avatar.webm"));
+    let db = confab_store::Db::connect(&confab_store::resolve_url(None, &data).unwrap()).await.unwrap();
+    let (portrait, _) = confab_store::avatars::assets::load(&db, &avatar_id).await.unwrap().expect("a stored face");
+    let (stock, _) = confab_engine::avatar::stock::stock_face("stock-amara", 512).unwrap();
+    let (own, other) = (mean_difference(&frame, &portrait.rgb), mean_difference(&frame, &stock.rgb));
+    assert!(own < 8.0 && other > 30.0, "mean difference from its portrait {own:.1}, from the stock face {other:.1}");
+
+    // The same agent as a file: the custom avatar cannot be read from there, and the run says so at once.
+    let file = dir.join("agent.json");
+    std::fs::write(&file, agent.to_string()).unwrap();
+    let output = std::process::Command::new(confab_tests::confab_bin())
+        .args([OsStr::new("simulate"), OsStr::new("--agent"), file.as_os_str(), OsStr::new("--input")])
+        .arg(&input)
+        .arg("--out")
+        .arg(dir.join("out-file"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!("cannot write avatar.webm: avatar \"{avatar_id}\" is neither a stock face")),
+        "{stderr}"
+    );
+    assert!(!dir.join("out-file").join("avatar.webm").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

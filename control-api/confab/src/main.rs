@@ -62,6 +62,7 @@ async fn run() -> anyhow::Result<()> {
                 models_dir,
                 allow_private_urls,
                 providers: media::provider_env(),
+                custom_face: None,
             };
             if let Some(agent_id) = agent_id {
                 let db = open_database(&database).await?;

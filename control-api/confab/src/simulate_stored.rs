@@ -28,11 +28,15 @@ pub const TYPE_SIMULATION: &str = "simulation";
 /// Longest wait for the conversation's webhooks after it ends.
 pub const WEBHOOK_DRAIN: Duration = Duration::from_secs(30);
 
-/// Runs the stored agent `agent_id` on `options.input` (`options.agent` is not read).
-pub async fn run(db: Db, agent_id: &str, options: SimulateOptions) -> anyhow::Result<String> {
+/// Runs the stored agent `agent_id` on `options.input` (`options.agent` is not read), with its own face: a
+/// completed custom avatar's portrait is read from the same database.
+pub async fn run(db: Db, agent_id: &str, mut options: SimulateOptions) -> anyhow::Result<String> {
     let record = AGENTS.get(&db, agent_id).await?.with_context(|| format!("agent {agent_id} not found"))?;
     let fields: AgentFields = record.fields()?;
     let agent = serde_json::to_value(to_agent(&db, &record).await?)?;
+    if let Some(face) = agent["avatars"][0]["avatar_key_id"].as_str() {
+        options.custom_face = confab_store::avatars::assets::load(&db, face).await?;
+    }
     let id = uuid::Uuid::new_v4().to_string();
     let new = NewConversation {
         agent_id,

@@ -28,7 +28,10 @@ use crate::responder::{ReplyOutput, Responder};
 use crate::session_driver::{AgentResult, DrivenSession, SessionHost};
 use crate::time::MediaTime;
 use crate::turn_metrics::{ReplyTimings, TurnMetrics, TurnMetricsLog};
+use crate::avatar::stock::{STOCK, stock_face};
+use crate::avatar::{FaceRig, RgbImage};
 use crate::video::recording::{DEFAULT_FACE, RecordingError, write_conversation_webm};
+use crate::video::vp8::Vp8Config;
 
 /// Samples per 20 ms frame at 16 kHz: the pace of the media loop.
 pub const FRAME: usize = 320;
@@ -51,6 +54,11 @@ pub enum SimulateError {
     Provider(#[from] crate::providers::ProviderError),
     #[error("cannot write avatar.webm: {0}")]
     Video(#[from] RecordingError),
+    #[error(
+        "cannot write avatar.webm: avatar \"{0}\" is neither a stock face ({stock}) nor a completed custom avatar in the agent's database (a custom avatar is drawn with --agent-id, from the data directory or database it was made in)",
+        stock = STOCK.map(|(id, _)| id).join(", ")
+    )]
+    UnknownFace(String),
     #[error(transparent)]
     Action(#[from] crate::actions::MalformedAction),
 }
@@ -65,6 +73,20 @@ pub struct SimulateOptions {
     pub allow_private_urls: bool,
     /// The providers' endpoints and keys (the binary reads them from its environment).
     pub providers: ProviderEnv,
+    /// The rigged portrait of the agent's custom avatar (`--agent-id` reads it from the database the agent
+    /// lives in). Without one the agent's face must be a stock face: an avatar that cannot be drawn is an
+    /// error, never a stand-in.
+    pub custom_face: Option<(RgbImage, FaceRig)>,
+}
+
+/// The face `avatar.webm` shows: the agent's first avatar (`DEFAULT_FACE` for an agent with none), its
+/// custom portrait when `custom` is given, else the stock face of that id.
+fn face_to_draw(spec: &AgentSpec, custom: Option<&(RgbImage, FaceRig)>) -> Result<(RgbImage, FaceRig), SimulateError> {
+    if let Some(face) = custom {
+        return Ok(face.clone());
+    }
+    let id = spec.avatars.first().map_or(DEFAULT_FACE, |avatar| avatar.avatar_key_id.as_str());
+    stock_face(id, Vp8Config::default().width).ok_or_else(|| SimulateError::UnknownFace(id.to_string()))
 }
 
 /// The listening models of one session.
@@ -449,6 +471,8 @@ pub fn run_agent(
 ) -> Result<SimulationRecord, SimulateError> {
     let spec = AgentSpec::from_json(agent_json)?;
     let config = spec.conversation_config()?;
+    // The face is found before anything runs: a face that cannot be drawn fails the run at once.
+    let face = options.out_dir.as_ref().map(|_| face_to_draw(&spec, options.custom_face.as_ref())).transpose()?;
     let audio = wav::read_mono_16k(&options.input)?;
     let mut models = ListeningModels::load(&options.models_dir)?;
     let settings = ActionSettings::for_conversation(&spec.actions, conversation_id, options.allow_private_urls);
@@ -497,7 +521,7 @@ pub fn run_agent(
         std::fs::write(&transcript_path, text)
             .map_err(|source| SimulateError::Write { path: transcript_path.display().to_string(), source })?;
         wav::write_mono_16k(&dir.join("agent.wav"), &record.agent_audio)?;
-        let face = spec.avatars.first().map_or(DEFAULT_FACE, |avatar| avatar.avatar_key_id.as_str());
+        let face = face.expect("found above whenever there is an output directory");
         write_conversation_webm(&dir.join("avatar.webm"), face, &record.agent_audio, &audio)?;
     }
     Ok(record)

@@ -61,8 +61,21 @@ pub struct LiveConversation {
     pub input: rtrb::Producer<f32>,
     /// The agent's audio, 16 kHz mono.
     pub output: rtrb::Consumer<f32>,
+    /// Bumped by the transport for each packet of the user's audio that `input` had no room for.
+    pub input_overflows: InputOverflows,
     /// Resolves when the engine has ended the session and everything is recorded.
     pub finished: tokio::task::JoinHandle<()>,
+}
+
+/// Counts, in the engine's `/metrics` counters, the user's audio a call's transport had to drop because the
+/// engine's input ring was full (its media thread fell a second behind).
+#[derive(Clone)]
+pub struct InputOverflows(Arc<confab_engine::runtime::RuntimeCounters>);
+
+impl InputOverflows {
+    pub fn count(&self) {
+        self.0.input_overflows.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// Starts the engine for `conversation_id` with its agent's configuration and providers.
@@ -109,7 +122,10 @@ pub async fn start(
     {
         responder = responder.with_retrieval(retrieval);
     }
-    let session = confab_engine::lock::lock(runtime).open_session(config, Some(responder)).ok_or(LiveError::Full)?;
+    let (session, counters) = {
+        let mut runtime = confab_engine::lock::lock(runtime);
+        (runtime.open_session(config, Some(responder)).ok_or(LiveError::Full)?, runtime.counters.clone())
+    };
 
     let (tx, rx) = mpsc::channel(BRIDGE_QUEUE);
     let (metrics_tx, metrics_rx) = mpsc::channel(BRIDGE_QUEUE);
@@ -133,6 +149,7 @@ pub async fn start(
         custom_face,
         input: session.input,
         output: session.output,
+        input_overflows: InputOverflows(counters),
         finished,
     })
 }

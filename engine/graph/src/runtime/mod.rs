@@ -19,6 +19,7 @@ mod event_outbox;
 mod inference;
 mod jobs;
 mod media;
+mod pause_trim;
 mod slots;
 mod stepped;
 mod threads;

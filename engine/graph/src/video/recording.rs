@@ -9,6 +9,8 @@ use crate::audio::AudioError;
 use crate::audio::opus_egress::{FRAME_16K, OpusEgress};
 use crate::avatar::FRAME_SAMPLES;
 
+use crate::avatar::{FaceRig, RgbImage};
+
 pub use super::face_encoder::DEFAULT_FACE;
 use super::face_encoder::FaceEncoder;
 use super::vp8::{Vp8Config, Vp8Error};
@@ -32,16 +34,16 @@ pub struct RecordingSummary {
     pub keyframes: usize,
 }
 
-/// Writes `path`: the face `face_id` (a stock id; others fall back to `DEFAULT_FACE`) speaking
+/// Writes `path`: the rigged portrait `face` (a stock face or a custom avatar's, at any size) speaking
 /// `agent_audio`, with `user_audio` mixed in (both 16 kHz mono, same clock, the longer sets the length).
 pub fn write_conversation_webm(
     path: &Path,
-    face_id: &str,
+    (portrait, rig): (RgbImage, FaceRig),
     agent_audio: &[f32],
     user_audio: &[f32],
 ) -> Result<RecordingSummary, RecordingError> {
     let config = Vp8Config::default();
-    let mut face = FaceEncoder::new(face_id, config, 1)?;
+    let mut face = FaceEncoder::with_portrait(portrait, rig, config, 1)?;
     let mut opus = OpusEgress::new()?;
     let mut webm = WebmWriter::create(path, Some((config.width, config.height)), 16_000)?;
     let frame = FRAME_SAMPLES as usize;

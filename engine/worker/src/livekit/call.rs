@@ -30,7 +30,7 @@ use crate::media::MediaConfig;
 use crate::media::call::{MediaClock, VoiceTrack, receive_voice, send_voice};
 use crate::media::face::{self, FaceFeed, VideoTrack};
 use crate::media::recording_slot::RecordingSlot;
-use crate::session_binding::LiveConversation;
+use crate::session_binding::{InputOverflows, LiveConversation};
 
 /// How often the call looks at its connections and the client's pings.
 const SUPERVISE_INTERVAL: Duration = Duration::from_millis(200);
@@ -93,6 +93,7 @@ pub async fn run(
         custom_face,
         input,
         output,
+        input_overflows,
         mut finished,
         events,
         ..
@@ -102,7 +103,7 @@ pub async fn run(
     let opened = open(&config, room, signal.clone(), output, agent).await;
     let (ending, call, listening) = match opened {
         Ok((mut call, remote_tracks)) => {
-            let listening = hear(&session, &conversation_id, input, remote_tracks, recording.clone());
+            let listening = hear(&session, &conversation_id, (input, input_overflows), remote_tracks, recording.clone());
             let ending = converse(&mut call, &mut from_client, events, &hang_up, &mut finished).await;
             (ending, Some(call), Some(listening))
         }
@@ -200,7 +201,7 @@ pub fn ice_servers(config: &MediaConfig) -> Vec<proto::IceServer> {
 fn hear(
     session: &CallSession,
     conversation_id: &str,
-    mut input: rtrb::Producer<f32>,
+    (mut input, overflows): (rtrb::Producer<f32>, InputOverflows),
     mut tracks: mpsc::Receiver<Arc<dyn TrackRemote>>,
     recording: RecordingSlot,
 ) -> tokio::task::JoinHandle<()> {
@@ -215,7 +216,7 @@ fn hear(
                 continue;
             }
             tokio::select! {
-                _ = receive_voice(track, &mut input, &clock, &mut first_packet, &recording) => {
+                _ = receive_voice(track, &mut input, &overflows, &clock, &mut first_packet, &recording) => {
                     next = tracks.recv().await;
                 }
                 newer = tracks.recv() => next = newer,

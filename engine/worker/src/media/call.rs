@@ -24,7 +24,7 @@ use super::peer::Negotiated;
 use super::presence::{Connection, Presence};
 use super::recording_slot::RecordingSlot;
 use crate::call_session::CallSession;
-use crate::session_binding::LiveConversation;
+use crate::session_binding::{InputOverflows, LiveConversation};
 
 /// How often the agent's audio is taken from the engine and sent (it arrives in 20 ms frames).
 const SEND_INTERVAL: Duration = Duration::from_millis(10);
@@ -74,6 +74,7 @@ pub async fn run(
         custom_face,
         input,
         output,
+        input_overflows,
         finished,
         ..
     } = live;
@@ -107,7 +108,7 @@ pub async fn run(
                     continue;
                 }
                 let Some(mut input) = input.take() else { continue };
-                receive_voice(track, &mut input, &shared, &mut first_packet, &recording).await;
+                receive_voice(track, &mut input, &input_overflows, &shared, &mut first_packet, &recording).await;
                 return;
             }
         })
@@ -225,12 +226,14 @@ pub async fn send_voice(
 }
 
 /// Receives the participant's voice: each Opus packet of `track` is decoded (to 16 kHz), recorded and
-/// written to `input`, the engine's ring (what does not fit is dropped and counted). `first_packet` fires
+/// written to `input`, the engine's ring (what does not fit is dropped: counted in `overflows` packet by
+/// packet, and said once in the log when the track ends). `first_packet` fires
 /// with the first packet (and is taken). Returns when the track ends or the engine abandons `input`; a
 /// participant who publishes another track is heard on the same ring.
 pub async fn receive_voice(
     track: Arc<dyn TrackRemote>,
     input: &mut rtrb::Producer<f32>,
+    overflows: &InputOverflows,
     clock: &MediaClock,
     first_packet: &mut Option<tokio::sync::oneshot::Sender<()>>,
     recording: &RecordingSlot,
@@ -252,7 +255,10 @@ pub async fn receive_voice(
         recording.push_user(samples);
         let Ok(chunk) = input.write_chunk_uninit(samples.len().min(input.slots())) else { continue };
         let written = chunk.fill_from_iter(samples.iter().copied());
-        dropped += (samples.len() - written) as u64;
+        if written < samples.len() {
+            dropped += (samples.len() - written) as u64;
+            overflows.count();
+        }
         if input.is_abandoned() {
             break;
         }
