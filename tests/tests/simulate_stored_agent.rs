@@ -321,8 +321,8 @@ async fn a_stored_agent_with_a_custom_avatar_is_drawn_with_its_own_face() {
         "tts": { "provider": "local", "model_id": "espeak-ng" } });
     let agent = json!({ "agent_name": "Robin", "agent_system_prompt": "Be brief.",
         "avatars": [{ "avatar_key_id": avatar_id, "config": config }] });
-    let agent = api(&client, &key, Method::POST, format!("{}/v1/ext/agent", server.base), Some(agent)).await;
-    let agent_id = agent["id"].as_str().unwrap().to_string();
+    let url = format!("{}/v1/ext/agent", server.base);
+    let agent_id = api(&client, &key, Method::POST, url, Some(agent.clone())).await["id"].as_str().unwrap().to_string();
     server.terminate();
 
     let (input, out) = (dir.join("quiet.wav"), dir.join("out"));
@@ -335,7 +335,9 @@ async fn a_stored_agent_with_a_custom_avatar_is_drawn_with_its_own_face() {
         OsStr::new("--out"),
         out.as_os_str(),
     ];
-    tokio::task::block_in_place(|| simulate_with(&args, &input, &[]));
+    // Nothing is said: the providers are never asked (the address is loopback's discard port).
+    let nowhere = [("CONFAB_LLM_BASE_URL", "http://127.0.0.1:9/v1"), ("CONFAB_STT_BASE_URL", "http://127.0.0.1:9/v1")];
+    tokio::task::block_in_place(|| simulate_with(&args, &input, &nowhere));
     let frame = first_frame(&out.join("avatar.webm"));
     let db = confab_store::Db::connect(&confab_store::resolve_url(None, &data).unwrap()).await.unwrap();
     let (portrait, _) = confab_store::avatars::assets::load(&db, &avatar_id).await.unwrap().expect("a stored face");
