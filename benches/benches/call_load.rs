@@ -131,6 +131,14 @@ async fn deploy(dir: &Path, fleet: bool, replicas: usize, max_calls: usize) -> D
         let extra = ["--max-calls", per_worker.as_str()];
         workers.push(confab_tests::fleet::Worker::start(dir, &id, &nats.url, &database_url, &extra, &[]).await);
     }
+    // Calls are timed from here, not the workers' start-up loading of the models.
+    for worker in &workers {
+        let started = Instant::now();
+        while !worker.log_text().contains("local models preloaded") {
+            assert!(started.elapsed() < Duration::from_secs(180), "worker {} did not preload its models", worker.id);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
     let mut servers = Vec::new();
     for index in 0..replicas.max(1) {
         let data = dir.join(format!("replica-{index}"));
