@@ -21,6 +21,7 @@ use confab_worker::media::MediaConfig;
 use confab_worker::media::call::{MediaClock, VoiceTrack, receive_voice, send_voice};
 use confab_worker::media::peer::{Offerer, negotiate};
 use confab_worker::media::recording_slot::RecordingSlot;
+use confab_worker::session_binding::InputOverflows;
 use rtc::media::Sample;
 use rtc::rtp_transceiver::rtp_sender::RtpCodecKind;
 use tokio::runtime::Runtime;
@@ -90,7 +91,14 @@ fn open_call(server: &Runtime, client: &Runtime, microphone: Arc<Vec<Bytes>>) ->
     server.spawn(async move {
         let track = first_audio_track(&mut remote_tracks).await;
         let (first_packet, _) = tokio::sync::oneshot::channel();
-        receive_voice(track, &mut input, &MediaClock::default(), &mut Some(first_packet), &RecordingSlot::default())
+        receive_voice(
+            track,
+            &mut input,
+            &InputOverflows::default(),
+            &MediaClock::default(),
+            &mut Some(first_packet),
+            &RecordingSlot::default(),
+        )
             .await;
     });
     let drained = received.clone();

@@ -1,5 +1,5 @@
 //! Admission by capacity: the real `confab serve` with its default `--max-calls` (two calls per core of this
-//! host, `confab_worker::media::default_max_calls`) holds that many calls at once, four of them (or all,
+//! host, one without VNNI: `confab_worker::media::default_max_calls`) holds that many calls at once, four of them (or all,
 //! where fewer fit) asking a spoken question of the default local models and each heard and answered right
 //! as a call alone is; the next join is refused with the clear 503 and counted
 //! (`confab_calls_refused_total`).
@@ -43,7 +43,7 @@ async fn calls_up_to_the_default_capacity_are_answered_and_the_next_is_refused()
         let url = format!("{base}/metrics");
         client.get(url).header("x-api-key", &key).send().await.unwrap().text().await.unwrap()
     };
-    assert_eq!(sample(&metrics().await, "confab_sessions_max"), Some(capacity as f64), "two calls per core");
+    assert_eq!(sample(&metrics().await, "confab_sessions_max"), Some(capacity as f64), "calls_per_core() per core");
 
     let agent = json!({ "agent_name": "Geographer", "agent_system_prompt": "You are a helpful assistant. Answer in one short sentence.",
         "avatars": [{ "avatar_key_id": "stock-amara" }] });

@@ -68,8 +68,9 @@ fn widen_q8_0(weights: &QTensor, rows: usize, width: usize, pad: usize) -> Resul
 }
 
 /// Whether candle multiplies Q8_0 with VNNI tiles here (its own test: AVX-512 F and VNNI, or AVX-VNNI
-/// with AVX2).
-fn has_vnni_tiles() -> bool {
+/// with AVX2). Without them (AVX2 alone, most rented VMs) the language model reads and writes about 2.5×
+/// slower, and a host holds fewer calls (`confab_worker::media::calls_per_core`).
+pub fn has_vnni_tiles() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         (is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni"))

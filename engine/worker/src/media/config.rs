@@ -9,15 +9,25 @@ use confab_engine::providers::env::ProviderEnv;
 
 use confab_store::calls::IceServers;
 
-/// Calls one core holds at full quality with the default local models and face: every word heard and
-/// every question answered right as in a call alone (`docs/scaling.md`, measured with the `call_load`
+/// Calls one core holds at full quality with the default local models and face, where the CPU multiplies
+/// the language model's int8 matrices with VNNI (AVX-512 VNNI or AVX-VNNI): every word heard and every
+/// question answered right as in a call alone (`docs/scaling.md`, measured with the `call_load`
 /// benchmark: 5 calls on 2 cores, 1.1 cores busy; the language model, one reply at a time, is what grows
 /// the wait when they all ask at once).
 pub const CALLS_PER_CORE: usize = 2;
+/// The same on a CPU without VNNI (AVX2 alone): the language model is about 2.5× slower, and three calls
+/// asking at once on 2 cores already left answers past 9 s (`call_load`, `docs/performance.md`).
+pub const CALLS_PER_CORE_WITHOUT_VNNI: usize = 1;
 
-/// Default for `--max-calls`: [`CALLS_PER_CORE`] for each core this process may run on.
+/// Calls one core of this host holds: [`CALLS_PER_CORE`], or [`CALLS_PER_CORE_WITHOUT_VNNI`] on a CPU
+/// without VNNI.
+pub fn calls_per_core() -> usize {
+    if confab_models::chat_lm::projection::has_vnni_tiles() { CALLS_PER_CORE } else { CALLS_PER_CORE_WITHOUT_VNNI }
+}
+
+/// Default for `--max-calls`: [`calls_per_core`] for each core this process may run on.
 pub fn default_max_calls() -> usize {
-    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) * CALLS_PER_CORE
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) * calls_per_core()
 }
 /// Default for `--no-media-timeout`: a participant whose audio stops this long has left.
 pub const DEFAULT_NO_MEDIA_TIMEOUT: Duration = Duration::from_secs(10);

@@ -14,5 +14,7 @@ pub mod presence;
 pub mod recorder;
 pub mod recording_slot;
 
-pub use config::{CALLS_PER_CORE, DEFAULT_NO_MEDIA_TIMEOUT, MediaConfig, default_max_calls};
+pub use config::{
+    CALLS_PER_CORE, CALLS_PER_CORE_WITHOUT_VNNI, DEFAULT_NO_MEDIA_TIMEOUT, MediaConfig, calls_per_core, default_max_calls,
+};
 pub use media_worker::{MediaWorker, SHUTDOWN_GRACE};
