@@ -99,7 +99,7 @@ fn open_call(server: &Runtime, client: &Runtime, microphone: Arc<Vec<Bytes>>) ->
             &mut Some(first_packet),
             &RecordingSlot::default(),
         )
-            .await;
+        .await;
     });
     let drained = received.clone();
     server.spawn(async move {

@@ -19,6 +19,8 @@ use crate::actions::{ActionSettings, Actions};
 use crate::agent_spec::{AgentSpec, AgentSpecError, PipelineSpec};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::audio::{AudioError, wav};
+use crate::avatar::stock::{STOCK, stock_face};
+use crate::avatar::{FaceRig, RgbImage};
 use crate::conversation::{Conversation, ConversationConfig, transcription_start, turn_model_end};
 use crate::core::{Epoch, TurnId};
 use crate::events::ConversationEvent;
@@ -28,8 +30,6 @@ use crate::responder::{ReplyOutput, Responder};
 use crate::session_driver::{AgentResult, DrivenSession, SessionHost};
 use crate::time::MediaTime;
 use crate::turn_metrics::{ReplyTimings, TurnMetrics, TurnMetricsLog};
-use crate::avatar::stock::{STOCK, stock_face};
-use crate::avatar::{FaceRig, RgbImage};
 use crate::video::recording::{DEFAULT_FACE, RecordingError, write_conversation_webm};
 use crate::video::vp8::Vp8Config;
 

@@ -103,7 +103,8 @@ pub async fn run(
     let opened = open(&config, room, signal.clone(), output, agent).await;
     let (ending, call, listening) = match opened {
         Ok((mut call, remote_tracks)) => {
-            let listening = hear(&session, &conversation_id, (input, input_overflows), remote_tracks, recording.clone());
+            let listening =
+                hear(&session, &conversation_id, (input, input_overflows), remote_tracks, recording.clone());
             let ending = converse(&mut call, &mut from_client, events, &hang_up, &mut finished).await;
             (ending, Some(call), Some(listening))
         }

@@ -15,6 +15,7 @@ pub mod recorder;
 pub mod recording_slot;
 
 pub use config::{
-    CALLS_PER_CORE, CALLS_PER_CORE_WITHOUT_VNNI, DEFAULT_NO_MEDIA_TIMEOUT, MediaConfig, calls_per_core, default_max_calls,
+    CALLS_PER_CORE, CALLS_PER_CORE_WITHOUT_VNNI, DEFAULT_NO_MEDIA_TIMEOUT, MediaConfig, calls_per_core,
+    default_max_calls,
 };
 pub use media_worker::{MediaWorker, SHUTDOWN_GRACE};
