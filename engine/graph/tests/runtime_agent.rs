@@ -260,7 +260,7 @@ fn a_stepped_session_has_its_events_at_exact_media_times() {
 /// and skips those 10 ticks (as `MediaThread::run` skips a thread more than five ticks late) while the
 /// user's audio keeps arriving. The backlog the skips leave is spent in the user's long pauses: no audio is
 /// dropped, and three questions asked 4 s apart are heard word for word by the local speech-to-text
-/// (Moonshine). Before, each skip left 200 ms more waiting, the 1 s input ring overflowed within 4 s and
+/// (Moonshine). Before, each skip left 200 ms more waiting, the input ring overflowed and
 /// the newest words were dropped (81k samples here): "What do we make?", "What is the middle of Japan?".
 #[test]
 fn a_starved_session_still_hears_every_word() {

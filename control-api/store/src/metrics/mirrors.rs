@@ -22,7 +22,7 @@ pub(super) const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
     ),
     (
         "confab_media_input_overflows_total",
-        "Packets of a call's incoming audio dropped, in whole or part, because the engine's input ring (1 s) was full: the call's media thread fell behind.",
+        "Packets of a call's incoming audio dropped, in whole or part, because the engine's input ring (2 s) was full: the call's media thread fell behind.",
         |c| &c.input_overflows,
     ),
     (

@@ -15,7 +15,7 @@ pub struct RuntimeCounters {
     /// jitter buffer (`media::INPUT_JITTER_BUFFER`) before frames are taken again.
     pub input_underruns: AtomicU64,
     /// Packets of the user's audio a transport dropped (in whole or part) because the session's input ring
-    /// was full: its media thread had fallen a second behind.
+    /// was full: its media thread had fallen two seconds behind.
     pub input_overflows: AtomicU64,
     /// 20 ms frames of silence dropped from long pauses in the user's audio to catch up after a media
     /// thread skipped ticks (`pause_trim`).
