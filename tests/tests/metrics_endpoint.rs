@@ -55,7 +55,6 @@ async fn metrics_are_served_with_the_key_or_on_their_own_listener() {
         "confab_media_tick_overruns_total",
         "confab_media_input_underruns_total",
         "confab_media_input_overflows_total",
-        "confab_media_input_pause_frames_trimmed_total",
         "confab_vad_windows_refused_total",
         "confab_turn_requests_dropped_total",
         "confab_turn_requests_stale_total",

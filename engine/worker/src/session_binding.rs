@@ -68,7 +68,7 @@ pub struct LiveConversation {
 }
 
 /// Counts, in the engine's `/metrics` counters, the user's audio a call's transport had to drop because the
-/// engine's input ring was full (its media thread fell two seconds behind).
+/// engine's input ring was full (its media thread fell a second behind).
 /// `InputOverflows::default()` counts into counters of its own (a transport run without a runtime).
 #[derive(Clone, Default)]
 pub struct InputOverflows(Arc<confab_engine::runtime::RuntimeCounters>);

@@ -22,13 +22,8 @@ pub(super) const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
     ),
     (
         "confab_media_input_overflows_total",
-        "Packets of a call's incoming audio dropped, in whole or part, because the engine's input ring (2 s) was full: the call's media thread fell behind.",
+        "Packets of a call's incoming audio dropped, in whole or part, because the engine's input ring (1 s) was full: the call's media thread fell behind.",
         |c| &c.input_overflows,
-    ),
-    (
-        "confab_media_input_pause_frames_trimmed_total",
-        "20 ms frames of silence dropped from the long pauses of a call's incoming audio to catch up after its media thread fell behind (never speech).",
-        |c| &c.input_pause_frames_trimmed,
     ),
     ("confab_vad_windows_refused_total", "VAD windows dropped because the VAD queue was full.", |c| &c.vad_queue_full),
     (

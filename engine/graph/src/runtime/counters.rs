@@ -15,11 +15,8 @@ pub struct RuntimeCounters {
     /// jitter buffer (`media::INPUT_JITTER_BUFFER`) before frames are taken again.
     pub input_underruns: AtomicU64,
     /// Packets of the user's audio a transport dropped (in whole or part) because the session's input ring
-    /// was full: its media thread had fallen two seconds behind.
+    /// was full: its media thread had fallen a second behind.
     pub input_overflows: AtomicU64,
-    /// 20 ms frames of silence dropped from long pauses in the user's audio to catch up after a media
-    /// thread skipped ticks (`pause_trim`).
-    pub input_pause_frames_trimmed: AtomicU64,
     pub output_overflows: AtomicU64,
     pub vad_windows: AtomicU64,
     pub vad_skipped_silent: AtomicU64,

@@ -20,7 +20,6 @@ use super::agent::{AgentJob, AgentLink};
 use super::contain::contain;
 use super::event_outbox::{EventOutbox, Sent};
 use super::jobs::{InferenceResult, TurnJob, VadJob};
-use super::pause_trim::PauseTrim;
 use super::slots::{SessionId, SlotGuard};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::conversation::{Conversation, ConversationConfig, transcription_start, turn_model_end};
@@ -66,8 +65,6 @@ pub struct MediaSession {
     gate: SilenceGate,
     /// `INPUT_JITTER_BUFFER` has been filled since the input last ran short: frames are being taken.
     input_flowing: bool,
-    /// Shortens long pauses in the input while the thread has fallen behind (`pause_trim`).
-    pause_trim: PauseTrim,
     /// The last `HISTORY` samples of user audio, as 16-bit to halve the memory.
     history: VecDeque<i16>,
     /// The agent's providers, when the session has them.
@@ -102,7 +99,6 @@ impl MediaSession {
             filled: 0,
             gate: SilenceGate::default(),
             input_flowing: false,
-            pause_trim: PauseTrim::default(),
             history: VecDeque::with_capacity(HISTORY),
             agent,
             _slot: slot,
@@ -348,11 +344,6 @@ impl MediaThread {
     fn tick_session(&mut self, index: usize, frame: &mut [f32; FRAME]) {
         let s = &mut self.sessions[index];
         let now = s.now;
-        // A backlog left by skipped ticks is spent in the user's long pauses, never in their words.
-        let trimmed = s.pause_trim.trim(&mut s.input);
-        if trimmed > 0 {
-            self.counters.input_pause_frames_trimmed.fetch_add(trimmed, Ordering::Relaxed);
-        }
         // The user's audio for this tick: a whole frame or silence, never a frame cut short.
         let was_flowing = s.input_flowing;
         let available = take_input(s.input.slots(), &mut s.input_flowing);
@@ -368,9 +359,6 @@ impl MediaThread {
             chunk.commit_all();
         }
         frame[taken..].fill(0.0);
-        if taken == FRAME {
-            s.pause_trim.heard(frame);
-        }
         for &sample in frame.iter() {
             if s.history.len() == HISTORY {
                 s.history.pop_front();

@@ -19,7 +19,6 @@ mod event_outbox;
 mod inference;
 mod jobs;
 mod media;
-mod pause_trim;
 mod slots;
 mod stepped;
 mod threads;
@@ -34,9 +33,8 @@ pub use stepped::SteppedRuntime;
 pub use threads::{Runtime, SessionHandle};
 pub use wait_histogram::WaitHistogram;
 
-/// Per-session input ring, in 16 kHz samples (2 s: room for a backlog of `pause_trim::TRIM_ABOVE` and
-/// the speech that arrives while it is spent). Full: the newest samples are dropped and counted.
-pub const INPUT_RING_SAMPLES: usize = 32_000;
+/// Per-session input ring, in 16 kHz samples (1 s). Full: the newest samples are dropped and counted.
+pub const INPUT_RING_SAMPLES: usize = 16_000;
 /// Per-session output ring, in 16 kHz samples (1 s). Full: rendered audio is dropped and counted.
 pub const OUTPUT_RING_SAMPLES: usize = 16_000;
 /// Per-session event queue. Full: later events wait in the session's outbox (`EventOutbox`, up to
