@@ -3,8 +3,8 @@
 //! over loopback, as the join page calls) asking the same spoken questions at the same moments, every
 //! provider local, the default face. Per level: the words heard (word error of the transcript against the
 //! questions), the answers right, end of speech (VAD) → first audio played (the calls' stored
-//! `turn_metrics`), the calls left speaking without an end, calls whose input ring overflowed (user audio
-//! dropped: the log's warning), ticks that overran, input underruns, and the server's CPU
+//! `turn_metrics`), the calls left speaking without an end, the calls that said in the log how they degraded
+//! (user audio dropped, media thread fell behind, face frames held, early replies deferred), ticks that overran, input underruns, and the server's CPU
 //! (the fleet: the workers'). The knee is the first level where a call hears or answers worse than one call
 //! alone.
 //!
@@ -61,9 +61,18 @@ fn counter(metrics: &str, name: &str) -> f64 {
         .sum()
 }
 
-/// Calls that said in `logs` that some of the user's audio was dropped (their input ring was full).
-fn calls_fallen_behind(logs: &[std::path::PathBuf]) -> usize {
-    logs.iter().map(|log| std::fs::read_to_string(log).unwrap_or_default().matches("user audio dropped").count()).sum()
+/// What calls say once in the servers' `logs` when they degrade: (the line's words, the table's name).
+const DEGRADED: [(&str, &str); 4] = [
+    ("user audio dropped", "dropped input"),
+    ("this call's media thread fell behind", "media fell behind"),
+    ("the face fell behind its voice", "face held"),
+    ("replies are asked at the commit", "early reply deferred"),
+];
+
+/// How many times each of `DEGRADED`'s lines is in `logs` so far.
+fn degraded_so_far(logs: &[std::path::PathBuf]) -> [usize; DEGRADED.len()] {
+    let texts: Vec<String> = logs.iter().map(|log| std::fs::read_to_string(log).unwrap_or_default()).collect();
+    DEGRADED.map(|(line, _)| texts.iter().map(|text| text.matches(line).count()).sum())
 }
 
 /// CPU seconds (user + system) of the processes `pids`.
@@ -293,18 +302,20 @@ async fn run(options: Options) {
     } else {
         Callers::Offerer
     };
+    let degraded: Vec<String> = DEGRADED.iter().map(|(_, name)| format!("calls: {name}")).collect();
     println!(
-        "| calls | word error (per call) | answers right | end of speech → first audio p50 / max | left speaking | calls that dropped input | tick overruns | input underruns | server CPU (cores busy, of {}) |",
+        "| calls | word error (per call) | answers right | end of speech → first audio p50 / max | left speaking | {} | tick overruns | input underruns | server CPU (cores busy, of {}) |",
+        degraded.join(" | "),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|{}---|---|---|", "---|".repeat(DEGRADED.len()));
     let metrics_of = || async {
         let url = format!("{}/metrics", deployment.bases[0]);
         client.get(url).header("x-api-key", &deployment.key).send().await.unwrap().text().await.unwrap()
     };
     for level in levels.flat_map(|level| std::iter::repeat_n(level, repeat.max(1))) {
         let before = metrics_of().await;
-        let behind_before = calls_fallen_behind(&deployment.logs);
+        let degraded_before = degraded_so_far(&deployment.logs);
         let (cpu_before, started) = (cpu_of(&deployment.pids), Instant::now());
         let calls: Vec<_> = (0..level)
             .map(|index| {
@@ -329,16 +340,19 @@ async fn run(options: Options) {
         let right: usize = outcomes.iter().map(|o| o.answers_right).sum();
         let mut latencies: Vec<f64> = outcomes.iter().flat_map(|o| o.end_to_audio.clone()).collect();
         let left = outcomes.iter().filter(|o| o.left_speaking).count();
-        let behind = calls_fallen_behind(&deployment.logs) - behind_before;
+        let degraded_after = degraded_so_far(&deployment.logs);
+        let degraded: Vec<String> =
+            degraded_after.iter().zip(degraded_before).map(|(after, before)| (after - before).to_string()).collect();
         let engine = |name: &str| if fleet { "–".to_string() } else { delta(name).to_string() };
         let per_call: Vec<String> = outcomes.iter().map(|o| format!("{}/{}", o.words_wrong, o.words)).collect();
         println!(
-            "| {level} | {:.1} % ({}) | {right} of {} | {:.2} / {:.2} s | {left} | {behind} | {} | {} | {:.2} |",
+            "| {level} | {:.1} % ({}) | {right} of {} | {:.2} / {:.2} s | {left} | {} | {} | {} | {:.2} |",
             100.0 * wrong as f64 / words.max(1) as f64,
             per_call.join(", "),
             level * questions,
             percentile(&mut latencies, 0.5),
             percentile(&mut latencies, 1.0),
+            degraded.join(" | "),
             engine("confab_media_tick_overruns_total"),
             engine("confab_media_input_underruns_total"),
             cpu,

@@ -21,7 +21,7 @@ use confab_worker::media::MediaConfig;
 use confab_worker::media::call::{MediaClock, VoiceTrack, receive_voice, send_voice};
 use confab_worker::media::peer::{Offerer, negotiate};
 use confab_worker::media::recording_slot::RecordingSlot;
-use confab_worker::session_binding::InputOverflows;
+use confab_worker::session_binding::LoadCounters;
 use rtc::media::Sample;
 use rtc::rtp_transceiver::rtp_sender::RtpCodecKind;
 use tokio::runtime::Runtime;
@@ -94,7 +94,7 @@ fn open_call(server: &Runtime, client: &Runtime, microphone: Arc<Vec<Bytes>>) ->
         receive_voice(
             track,
             &mut input,
-            &InputOverflows::default(),
+            &LoadCounters::default(),
             &MediaClock::default(),
             &mut Some(first_packet),
             &RecordingSlot::default(),

@@ -177,7 +177,8 @@ async fn calls_spread_over_workers_and_a_lost_workers_calls_end() {
     let env = [("CONFAB_LLM_BASE_URL", providers.as_str()), ("CONFAB_STT_BASE_URL", providers.as_str())];
     let mut w1 = fleet.worker("w1", &["--max-calls", "2"], &env).await;
     let _w2 = fleet.worker("w2", &["--max-calls", "2"], &env).await;
-    let (r1, r2) = (fleet.replica("r1", &[]).await, fleet.replica("r2", &[]).await);
+    // r2 would wait a minute for a free worker: a join over the fleet's capacity must not wait at all.
+    let (r1, r2) = (fleet.replica("r1", &[]).await, fleet.replica("r2", &["--dispatch-timeout", "60"]).await);
     let bases = [r1.base.clone(), r2.base.clone()];
     let receiver = Receiver::start(vec![]).await;
     let events = ["utterance_committed", "participant_left", "call_ended"];
@@ -215,12 +216,16 @@ async fn calls_spread_over_workers_and_a_lost_workers_calls_end() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 
-    // A fifth: no free slot anywhere.
+    // A fifth: no free slot anywhere; refused at once (from the database's view of the fleet), not after
+    // the minute r2 would wait for a worker to take its job.
     let fifth = fleet.conversation(&bases[1], &agent_id, "user-5").await;
     let sdp = Offerer::new(&client_config()).await.unwrap().offer_sdp;
     let refused = offer(&fleet.client, &bases[1], &id_of(&fifth), &token_of(&fifth), sdp).await;
     assert_eq!(refused.status(), 503);
     assert_eq!(refused.text().await.unwrap(), FULL);
+    let r2_log = std::fs::read_to_string(fleet.dir.join("r2").join("serve.log")).unwrap();
+    assert!(r2_log.contains("every worker of the fleet is full"), "{r2_log}");
+    assert!(!r2_log.contains("no media worker took the call in time"), "{r2_log}");
 
     // Every call is heard, transcribed and reported, whichever replica delivers.
     for (id, _, _) in &calls {

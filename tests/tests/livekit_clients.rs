@@ -201,8 +201,12 @@ async fn run_script(script: &str, args: &[&str]) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(script);
     let output = tokio::process::Command::new(tools.join("trugen/bin/python")).arg(script).args(args).output();
     let output = tokio::time::timeout(Duration::from_secs(180), output).await.expect("the SDK's flow ends").unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the trugen-sdk flow failed: {stderr}");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "the trugen-sdk flow failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
     let seen: Value = serde_json::from_slice(&output.stdout).expect("the script's JSON line");
     eprintln!("the client saw: {seen}");
     seen

@@ -73,6 +73,24 @@ pub async fn list(db: &Db) -> Result<Vec<(WorkerBeat, i64)>, sqlx::Error> {
         .collect()
 }
 
+/// The calls held by the workers that are alive (a heartbeat at or after `alive_since_ms`) and not
+/// draining, and the calls those workers may hold (their `max_calls`): (held, capacity). A replica refuses a
+/// join at once when every slot of the fleet is taken, rather than queueing it for `--dispatch-timeout`.
+pub async fn fleet_load(db: &Db, alive_since_ms: i64) -> Result<(i64, i64), sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT \
+           (SELECT COUNT(*) FROM conversations c JOIN workers w ON c.worker_id = w.id \
+             WHERE w.heartbeat_ms >= $1 AND w.draining = 0 AND c.status <> $2) AS held, \
+           (SELECT CAST(COALESCE(SUM(max_calls), 0) AS BIGINT) FROM workers \
+             WHERE heartbeat_ms >= $1 AND draining = 0) AS capacity",
+    )
+    .bind(alive_since_ms)
+    .bind(STATUS_ENDED)
+    .fetch_one(&db.pool)
+    .await?;
+    Ok((row.try_get("held")?, row.try_get("capacity")?))
+}
+
 /// The outcome of a worker's claim on a conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {

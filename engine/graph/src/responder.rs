@@ -8,7 +8,8 @@
 //! preparation (or a commit of other audio) drops it, which stops its generation. The early reply is read
 //! while the delay runs and its first sentence goes to the voice at once (`speak_ahead`), so that the
 //! commit finds its audio ready or under way. On by default; `config.llm.preemptive_generation: false`
-//! turns it off.
+//! turns it off. Under load it gives way first: a model shared by the process's calls that other requests
+//! wait for is not asked ahead (`LanguageModel::free_for_early_request`); the reply is asked at the commit.
 //!
 //! Tools and guardrails (`crate::actions`) are offered to the model; the calls it makes are run by
 //! `tool_round` and their results go back to it, up to `MAX_TOOL_ROUNDS` times per turn.
@@ -72,6 +73,8 @@ pub struct Responder {
     /// keeps what it reached.
     last_reply: ReplyTimings,
     preemptive_generation: bool,
+    /// The log has said that this call's replies wait for the commit because the model is busy.
+    said_model_busy: bool,
     /// A reply asked for on the prepared transcript, before the commit.
     early_reply: Option<EarlyReply>,
     /// The agent's tools and guardrails, and the functions offered to the model for them.
@@ -175,6 +178,7 @@ impl Responder {
             last_transcript: None,
             last_reply: ReplyTimings::default(),
             preemptive_generation: true,
+            said_model_busy: false,
             early_reply: None,
             actions: Actions::default(),
             tool_specs: Vec::new(),
@@ -223,7 +227,8 @@ impl Responder {
         let early = self.preemptive_generation
             && !text.trim().is_empty()
             && self.in_flight.is_none()
-            && self.reply_rule.answers(&text);
+            && self.reply_rule.answers(&text)
+            && self.model_free_for_early_reply();
         self.early_reply = early.then(|| EarlyReply {
             ahead: speak_ahead::Ahead::start(self.llm.0.stream(self.request(Some(&text), &snippets)), self.tts.clone()),
             user_text: text.clone(),
@@ -231,6 +236,20 @@ impl Responder {
             snippets,
         });
         self.prepared = Some((range, text, took));
+    }
+
+    /// Whether the language model can take a reply asked ahead of the commit now: a model shared with
+    /// other calls whose requests wait for it is left to them (under load, committed replies before guesses).
+    /// The first time it is not, the call says so in the log.
+    fn model_free_for_early_reply(&mut self) -> bool {
+        let free = self.llm.0.free_for_early_request();
+        if !free && !std::mem::replace(&mut self.said_model_busy, true) {
+            tracing::info!(
+                model = %self.llm.1,
+                "the language model is busy with other calls: this call's replies are asked at the commit, not ahead of it"
+            );
+        }
+        free
     }
 
     /// The chunks of the agent's knowledge bases for `text` (none without knowledge bases).
@@ -516,6 +535,31 @@ mod tests {
         let timings = commit(&mut responder, 0, 16_000, "").await;
         assert!(timings.llm_started_early);
         assert_eq!(*asked.lock().unwrap(), ["What is the capital of France?"], "one request, made early");
+    }
+
+    /// `CountingLlm` shared with other calls that keep it busy.
+    struct BusyLlm(CountingLlm);
+
+    impl LanguageModel for BusyLlm {
+        fn stream(&self, request: ChatRequest) -> LlmStream {
+            self.0.stream(request)
+        }
+
+        fn free_for_early_request(&self) -> bool {
+            false
+        }
+    }
+
+    #[tokio::test]
+    async fn a_busy_model_is_asked_at_the_commit_not_ahead_of_it() {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let llm: Box<dyn LanguageModel> = Box::new(BusyLlm(CountingLlm(asked.clone())));
+        let mut responder = Responder::new((llm, "test".into()), Box::new(Silence), None, "Be brief.".into());
+        prepare(&mut responder, 0, 16_000, "What is the capital of France?");
+        assert!(asked.lock().unwrap().is_empty(), "nothing asked ahead of the commit");
+        let timings = commit(&mut responder, 0, 16_000, "").await;
+        assert!(!timings.llm_started_early);
+        assert_eq!(*asked.lock().unwrap(), ["What is the capital of France?"], "asked once, at the commit");
     }
 
     /// A voice that records what it was asked to say.

@@ -61,21 +61,29 @@ pub struct LiveConversation {
     pub input: rtrb::Producer<f32>,
     /// The agent's audio, 16 kHz mono.
     pub output: rtrb::Consumer<f32>,
-    /// Bumped by the transport for each packet of the user's audio that `input` had no room for.
-    pub input_overflows: InputOverflows,
+    /// What the transport counts of the call's load: the user's audio `input` had no room for, the
+    /// face's frames held still.
+    pub load: LoadCounters,
     /// Resolves when the engine has ended the session and everything is recorded.
     pub finished: tokio::task::JoinHandle<()>,
 }
 
-/// Counts, in the engine's `/metrics` counters, the user's audio a call's transport had to drop because the
-/// engine's input ring was full (its media thread fell a second behind).
-/// `InputOverflows::default()` counts into counters of its own (a transport run without a runtime).
+/// Counts, in the engine's `/metrics` counters, what a call's transport does when the host runs short: the
+/// user's audio dropped because the engine's input ring was full (its media thread fell a second behind),
+/// and the face's frames held still because its thread was behind.
+/// `LoadCounters::default()` counts into counters of its own (a transport run without a runtime).
 #[derive(Clone, Default)]
-pub struct InputOverflows(Arc<confab_engine::runtime::RuntimeCounters>);
+pub struct LoadCounters(Arc<confab_engine::runtime::RuntimeCounters>);
 
-impl InputOverflows {
-    pub fn count(&self) {
+impl LoadCounters {
+    /// A packet of the user's audio, in whole or part, had no room in the input ring.
+    pub fn input_overflow(&self) {
         self.0.input_overflows.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A frame of the face was held still instead of drawn.
+    pub fn face_frame_held(&self) {
+        self.0.face_frames_held.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -150,7 +158,7 @@ pub async fn start(
         custom_face,
         input: session.input,
         output: session.output,
-        input_overflows: InputOverflows(counters),
+        load: LoadCounters(counters),
         finished,
     })
 }

@@ -2,7 +2,8 @@
 //! a job on the JetStream work queue (`Nats-Msg-Id` = job id); a worker with a free slot takes it, claims
 //! the conversation in the database and says so on the job's reply inbox; the offer then goes to that
 //! worker by request-reply on `confab.worker.<id>.rpc` and its answer comes back. No worker within
-//! `take_timeout`: 503, as `confab serve` alone answers when its slots are full.
+//! `take_timeout`: 503, as `confab serve` alone answers when its slots are full; and when the database
+//! already shows every live worker's slots taken, that 503 comes at once, without queueing the job.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -108,6 +109,12 @@ impl Dispatcher {
         if !protocol::is_connected(&self.client) {
             // Known to be down: say so now rather than after the publish times out.
             return Err(JoinError::Unavailable(NATS_DOWN.into()));
+        }
+        let alive_since = protocol::now_ms() - protocol::WORKER_LOST_AFTER.as_millis() as i64;
+        let (held, capacity) = workers::fleet_load(&self.db, alive_since).await?;
+        if capacity > 0 && held >= capacity {
+            tracing::info!(%conversation_id, held, capacity, "every worker of the fleet is full: the call is refused at once");
+            return Err(JoinError::Full);
         }
         let job = CallJob {
             job_id: uuid::Uuid::new_v4().to_string(),

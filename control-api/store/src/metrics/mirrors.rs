@@ -16,6 +16,11 @@ pub(super) const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
     ("confab_media_ticks_total", "Media ticks (20 ms of every call) run by the engine.", |c| &c.ticks),
     ("confab_media_tick_overruns_total", "Media ticks whose work took longer than 20 ms.", |c| &c.missed_deadlines),
     (
+        "confab_media_ticks_skipped_total",
+        "Media ticks skipped because a media thread was more than 100 ms late (the host is short of CPU); the calls' incoming audio of those ticks is heard on later ticks.",
+        |c| &c.ticks_skipped,
+    ),
+    (
         "confab_media_input_underruns_total",
         "Times a call's incoming audio ran short mid-stream (came late); the engine then waits for 60 ms of it.",
         |c| &c.input_underruns,
@@ -24,6 +29,11 @@ pub(super) const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
         "confab_media_input_overflows_total",
         "Packets of a call's incoming audio dropped, in whole or part, because the engine's input ring (1 s) was full: the call's media thread fell behind.",
         |c| &c.input_overflows,
+    ),
+    (
+        "confab_face_frames_held_total",
+        "Frames of an agent's face held still instead of drawn because the face's thread was behind (the host is short of CPU): the face's frame rate gives way before the voice.",
+        |c| &c.face_frames_held,
     ),
     ("confab_vad_windows_refused_total", "VAD windows dropped because the VAD queue was full.", |c| &c.vad_queue_full),
     (
@@ -58,6 +68,11 @@ pub(super) const LLM_QUEUE_COUNTERS: &[MirroredCounter<QueueCounters>] = &[
         "confab_llm_requests_refused_total",
         "Requests to an embedded language model refused at once because its queue was full.",
         |c| &c.refused,
+    ),
+    (
+        "confab_llm_early_replies_deferred_total",
+        "Replies not asked of an embedded language model ahead of the user's commit because other requests were waiting for it (asked at the commit instead): under load, committed replies come first.",
+        |c| &c.early_deferred,
     ),
     (
         "confab_llm_requests_abandoned_total",

@@ -96,4 +96,12 @@ pub trait LanguageModel: Send + Sync {
     /// Prepares for conversations that begin with `system_prompt` and offer `tools`, in the background (an
     /// embedded model evaluates them now and keeps its state); remote models do nothing.
     fn warm(&self, _system_prompt: &str, _tools: &[ToolSpec]) {}
+
+    /// Whether a request made now, ahead of need (the reply asked before the user's turn is committed),
+    /// would find the model free. An embedded model that every call of the process shares says no while
+    /// requests wait for it, and counts it: under load its time goes to committed replies first. A hosted
+    /// model always says yes.
+    fn free_for_early_request(&self) -> bool {
+        true
+    }
 }

@@ -230,4 +230,13 @@ impl LanguageModel for LocalLlm {
         }
         rx
     }
+
+    fn free_for_early_request(&self) -> bool {
+        // Behind the reply being written, if any, but never ahead of another call's waiting request.
+        let free = self.loaded.queue.none_waiting();
+        if !free {
+            queue_counters().early_deferred.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        free
+    }
 }

@@ -5,7 +5,8 @@
 //! discarded because the user spoke on or barged in) is dropped unstarted instead of spending the model
 //! on an answer nobody hears. Every queue of the process adds to one set of [`QueueCounters`].
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 
 /// Jobs that may wait behind the running one. A short voice reply takes ~0.3–1 s of the model on two
@@ -21,6 +22,8 @@ pub struct QueueCounters {
     pub abandoned: AtomicU64,
     /// Jobs waiting now (queued, not yet started), across the process's queues.
     pub waiting: AtomicU64,
+    /// Replies not asked ahead of the user's commit because the model had other work (asked at the commit).
+    pub early_deferred: AtomicU64,
 }
 
 /// One piece of work for the model.
@@ -50,20 +53,30 @@ pub enum Refused {
 pub struct ModelQueue<M> {
     jobs: SyncSender<Job<M>>,
     counters: &'static QueueCounters,
+    /// Jobs waiting for this queue's model (queued, not yet started).
+    waiting: Arc<AtomicUsize>,
 }
 
 impl<M: Send + 'static> ModelQueue<M> {
     /// Moves `model` onto a thread named `name` that runs the queue's jobs.
     pub fn start(model: M, name: &str, counters: &'static QueueCounters) -> std::io::Result<ModelQueue<M>> {
         let (jobs, queued) = sync_channel(QUEUE_CAPACITY);
-        std::thread::Builder::new().name(name.to_string()).spawn(move || serve(model, queued, counters))?;
-        Ok(ModelQueue { jobs, counters })
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let served = waiting.clone();
+        std::thread::Builder::new().name(name.to_string()).spawn(move || serve(model, queued, counters, &served))?;
+        Ok(ModelQueue { jobs, counters, waiting })
+    }
+
+    /// No job waits for the model: one queued now runs next (after the one running, if any).
+    pub fn none_waiting(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) == 0
     }
 
     /// Queues `job` behind those waiting, or says why not.
     pub fn push(&self, job: Job<M>) -> Result<(), Refused> {
         // Counted before it is sent: the thread may take it (and count it out) before `try_send` returns.
         self.counters.waiting.fetch_add(1, Ordering::Relaxed);
+        self.waiting.fetch_add(1, Ordering::Relaxed);
         let refused = match self.jobs.try_send(job) {
             Ok(()) => return Ok(()),
             Err(TrySendError::Full(_)) => {
@@ -73,15 +86,17 @@ impl<M: Send + 'static> ModelQueue<M> {
             Err(TrySendError::Disconnected(_)) => Refused::Stopped,
         };
         self.counters.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
         Err(refused)
     }
 }
 
 /// The queue's thread: each job in turn, unless its caller has gone. A job that panics ends the thread
 /// (the model may be left half way through a change), and later pushes are refused as `Stopped`.
-fn serve<M>(mut model: M, queued: Receiver<Job<M>>, counters: &'static QueueCounters) {
+fn serve<M>(mut model: M, queued: Receiver<Job<M>>, counters: &'static QueueCounters, waiting: &AtomicUsize) {
     for job in queued {
         counters.waiting.fetch_sub(1, Ordering::Relaxed);
+        waiting.fetch_sub(1, Ordering::Relaxed);
         if (job.wanted)() {
             (job.run)(&mut model);
         } else {
@@ -106,9 +121,14 @@ mod tests {
 
     #[test]
     fn jobs_run_in_order_a_full_queue_refuses_and_abandoned_jobs_never_start() {
-        static COUNTERS: QueueCounters =
-            QueueCounters { refused: AtomicU64::new(0), abandoned: AtomicU64::new(0), waiting: AtomicU64::new(0) };
+        static COUNTERS: QueueCounters = QueueCounters {
+            refused: AtomicU64::new(0),
+            abandoned: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+            early_deferred: AtomicU64::new(0),
+        };
         let queue = ModelQueue::start(Vec::new(), "test-model", &COUNTERS).unwrap();
+        assert!(queue.none_waiting());
         // The first job holds the model until released, so the others wait.
         let (started_tx, started) = channel();
         let (release, released) = channel::<()>();
@@ -121,6 +141,7 @@ mod tests {
         );
         queue.push(hold).unwrap();
         started.recv().unwrap();
+        assert!(queue.none_waiting(), "the running job waits no more");
 
         let kept = Arc::new(AtomicBool::new(true));
         let given_up = Arc::new(AtomicBool::new(true));
@@ -128,6 +149,7 @@ mod tests {
             let wanted = if number % 2 == 0 { &kept } else { &given_up };
             queue.push(numbered(number, wanted)).unwrap();
         }
+        assert!(!queue.none_waiting());
         let (report_tx, report) = channel();
         queue.push(Job::new(move |ran: &mut Vec<u32>| report_tx.send(ran.clone()).unwrap(), || true)).unwrap();
         assert_eq!(COUNTERS.waiting.load(Ordering::SeqCst), QUEUE_CAPACITY as u64);
@@ -146,8 +168,12 @@ mod tests {
 
     #[test]
     fn a_panicking_job_stops_the_queue_and_later_jobs_are_refused() {
-        static COUNTERS: QueueCounters =
-            QueueCounters { refused: AtomicU64::new(0), abandoned: AtomicU64::new(0), waiting: AtomicU64::new(0) };
+        static COUNTERS: QueueCounters = QueueCounters {
+            refused: AtomicU64::new(0),
+            abandoned: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+            early_deferred: AtomicU64::new(0),
+        };
         let queue = ModelQueue::start((), "test-model-panics", &COUNTERS).unwrap();
         queue.push(Job::new(|_: &mut ()| panic!("the model broke"), || true)).unwrap();
         // The thread ends with the panic; its receiver goes with it.

@@ -11,6 +11,9 @@ pub struct RuntimeCounters {
     pub ticks: AtomicU64,
     /// Ticks whose work took longer than the 20 ms period.
     pub missed_deadlines: AtomicU64,
+    /// Ticks a media thread skipped because it was more than five ticks late (starved of CPU); its
+    /// sessions take the audio of those ticks back on later ticks.
+    pub ticks_skipped: AtomicU64,
     /// Times a session's input ran short mid-stream (the user's audio came late): it then refills its
     /// jitter buffer (`media::INPUT_JITTER_BUFFER`) before frames are taken again.
     pub input_underruns: AtomicU64,
@@ -18,6 +21,9 @@ pub struct RuntimeCounters {
     /// was full: its media thread had fallen a second behind.
     pub input_overflows: AtomicU64,
     pub output_overflows: AtomicU64,
+    /// Frames of an agent's face held still instead of drawn because the face's thread was behind: the
+    /// face's frame rate gives way before the voice.
+    pub face_frames_held: AtomicU64,
     pub vad_windows: AtomicU64,
     pub vad_skipped_silent: AtomicU64,
     pub vad_queue_full: AtomicU64,

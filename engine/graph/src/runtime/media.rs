@@ -39,6 +39,10 @@ const HISTORY: usize = 16_000 * 20;
 /// a hole of silence in the middle of a word (which speech-to-text and the turn model then hear).
 /// WebRTC's own receivers keep 40–100 ms for the same reason. It delays what the engine hears by that much.
 pub const INPUT_JITTER_BUFFER: usize = 3 * FRAME;
+/// A thread this many ticks late skips them rather than running them in a burst (`MediaThread::run`).
+const FAR_BEHIND_TICKS: u32 = 5;
+/// Skipped ticks a session owes its input, at most: the input ring's second (`INPUT_RING_SAMPLES`).
+const MAX_OWED_TICKS: u32 = (super::INPUT_RING_SAMPLES / FRAME) as u32;
 
 pub enum Command {
     Open(Box<MediaSession>),
@@ -65,6 +69,18 @@ pub struct MediaSession {
     gate: SilenceGate,
     /// `INPUT_JITTER_BUFFER` has been filled since the input last ran short: frames are being taken.
     input_flowing: bool,
+    /// Ticks its thread skipped while this session's audio kept arriving (`MediaThread::fell_behind`):
+    /// that much more of the user's audio waits than before. Each later tick takes one extra frame of it
+    /// while owed, down to `catch_up_floor`, so a starved call hears every word a little late rather than
+    /// losing the newest ones when the input ring fills.
+    owed_ticks: u32,
+    /// User audio waiting after the last tick (samples).
+    waiting: usize,
+    /// What waited before the thread fell behind (at least `INPUT_JITTER_BUFFER`): a catch-up never takes
+    /// the input below it, so the slack a browser's late bursts built up is kept.
+    catch_up_floor: usize,
+    /// The log has said that this call's media fell behind.
+    said_behind: bool,
     /// The last `HISTORY` samples of user audio, as 16-bit to halve the memory.
     history: VecDeque<i16>,
     /// The agent's providers, when the session has them.
@@ -99,6 +115,10 @@ impl MediaSession {
             filled: 0,
             gate: SilenceGate::default(),
             input_flowing: false,
+            owed_ticks: 0,
+            waiting: 0,
+            catch_up_floor: INPUT_JITTER_BUFFER,
+            said_behind: false,
             history: VecDeque::with_capacity(HISTORY),
             agent,
             _slot: slot,
@@ -166,7 +186,8 @@ impl MediaThread {
     }
 
     /// Paces `tick` on the wall clock: one step every 20 ms until the runtime shuts down; a step that
-    /// overran counts as a missed deadline, and a thread far behind does not catch up in a burst.
+    /// overran counts as a missed deadline, and a thread far behind skips the ticks it missed
+    /// (`fell_behind`) rather than running them in a burst.
     pub fn run(mut self) {
         let mut next_tick = Instant::now();
         let mut frame = [0.0f32; FRAME];
@@ -175,6 +196,13 @@ impl MediaThread {
                 return;
             }
             let started = Instant::now();
+            if started > next_tick + TICK * FAR_BEHIND_TICKS {
+                // Far behind: the missed ticks are not run in a burst (the agents' voices would burst);
+                // the sessions catch their input up instead.
+                let missed = ((started - next_tick).as_micros() / TICK.as_micros()) as u32;
+                self.fell_behind(missed);
+                next_tick = started;
+            }
             self.tick(started, &mut frame);
             let took = started.elapsed();
             self.counters.max_tick_micros.fetch_max(took.as_micros() as u64, Ordering::Relaxed);
@@ -185,8 +213,6 @@ impl MediaThread {
             let now = Instant::now();
             if next_tick > now {
                 std::thread::sleep(next_tick - now);
-            } else if now - next_tick > TICK * 5 {
-                next_tick = now; // far behind: do not try to catch up in a burst
             }
         }
     }
@@ -244,6 +270,29 @@ impl MediaThread {
             }
         }
         self.counters.ticks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The thread skipped `ticks` ticks (it was starved of CPU): every session's user audio of those ticks
+    /// is waiting in its input, and each session takes it back a frame per tick on top of its own
+    /// (`MediaSession::owed_ticks`), its media time with it; the agent's voice is not rendered for those
+    /// extra frames (it carries on where it was, at the wall clock's pace, instead of bursting).
+    pub fn fell_behind(&mut self, ticks: u32) {
+        self.counters.ticks_skipped.fetch_add(u64::from(ticks), Ordering::Relaxed);
+        for s in &mut self.sessions {
+            if s.owed_ticks == 0 {
+                s.catch_up_floor = s.waiting.max(INPUT_JITTER_BUFFER);
+            }
+            s.owed_ticks = (s.owed_ticks + ticks).min(MAX_OWED_TICKS);
+            if !s.said_behind {
+                s.said_behind = true;
+                tracing::warn!(
+                    session = %s.id,
+                    thread = self.index,
+                    behind_ms = u64::from(ticks) * TICK.as_millis() as u64,
+                    "this call's media thread fell behind (the host is short of CPU): the user's audio is caught up, the agent's voice paused"
+                );
+            }
+        }
     }
 
     fn open(&mut self, session: MediaSession, counters: &RuntimeCounters) {
@@ -342,6 +391,27 @@ impl MediaThread {
     }
 
     fn tick_session(&mut self, index: usize, frame: &mut [f32; FRAME]) {
+        self.hear_frame(index, frame);
+        let s = &mut self.sessions[index];
+        let now = s.now;
+        // The agent's audio for this tick.
+        s.session.conversation.handle_timeout(now);
+        s.session.conversation.render(now, frame);
+        let pushed = match s.output.write_chunk_uninit(FRAME) {
+            Ok(chunk) => chunk.fill_from_iter(frame.iter().copied()),
+            Err(_) => 0,
+        };
+        if pushed < FRAME {
+            self.counters.output_overflows.fetch_add(1, Ordering::Relaxed);
+        }
+        s.now = now + MediaTime(FRAME as u64);
+        self.catch_up(index, frame);
+        self.handle_outputs(index);
+    }
+
+    /// Takes the session's next frame of user audio (or silence, when its input runs short) at its media
+    /// time: into its history and its VAD windows.
+    fn hear_frame(&mut self, index: usize, frame: &mut [f32; FRAME]) {
         let s = &mut self.sessions[index];
         let now = s.now;
         // The user's audio for this tick: a whole frame or silence, never a frame cut short.
@@ -358,6 +428,7 @@ impl MediaThread {
             taken = first.len() + second.len();
             chunk.commit_all();
         }
+        s.waiting = s.input.slots();
         frame[taken..].fill(0.0);
         for &sample in frame.iter() {
             if s.history.len() == HISTORY {
@@ -403,18 +474,20 @@ impl MediaThread {
                 }
             }
         }
-        // The agent's audio for this tick.
-        s.session.conversation.handle_timeout(now);
-        s.session.conversation.render(now, frame);
-        let pushed = match s.output.write_chunk_uninit(FRAME) {
-            Ok(chunk) => chunk.fill_from_iter(frame.iter().copied()),
-            Err(_) => 0,
-        };
-        if pushed < FRAME {
-            self.counters.output_overflows.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One owed frame of the user's audio (`MediaSession::owed_ticks`), heard on top of the tick's own
+    /// while more than `catch_up_floor` waits; the agent's voice holds for it (nothing rendered).
+    fn catch_up(&mut self, index: usize, frame: &mut [f32; FRAME]) {
+        let s = &mut self.sessions[index];
+        if s.owed_ticks == 0 || !s.input_flowing || s.input.slots() < s.catch_up_floor + FRAME {
+            return;
         }
-        s.now = now + MediaTime(FRAME as u64);
-        self.handle_outputs(index);
+        s.owed_ticks -= 1;
+        self.hear_frame(index, frame);
+        let s = &mut self.sessions[index];
+        s.session.conversation.handle_timeout(s.now);
+        s.now = s.now + MediaTime(FRAME as u64);
     }
 
     /// What the session's agent task has finished: transcripts, sentences of audio, ends of replies.

@@ -123,6 +123,13 @@ impl SteppedRuntime {
         MediaTime::from_samples(self.steps * FRAME as u64)
     }
 
+    /// The media thread was starved for `ticks` steps that are not run, as the live thread skips the ticks
+    /// of a stall longer than five: the audio pushed meanwhile waits, and the sessions catch it up.
+    pub fn fall_behind(&mut self, ticks: u32) {
+        self.thread.fell_behind(ticks);
+        self.steps += u64::from(ticks);
+    }
+
     /// One 20 ms step: the media thread's tick, then the inference and agent work it asked for.
     pub fn step(&mut self) {
         let wall = self.epoch + STEP * self.steps as u32;

@@ -30,7 +30,7 @@ use crate::media::MediaConfig;
 use crate::media::call::{MediaClock, VoiceTrack, receive_voice, send_voice};
 use crate::media::face::{self, FaceFeed, VideoTrack};
 use crate::media::recording_slot::RecordingSlot;
-use crate::session_binding::{InputOverflows, LiveConversation};
+use crate::session_binding::{LiveConversation, LoadCounters};
 
 /// How often the call looks at its connections and the client's pings.
 const SUPERVISE_INTERVAL: Duration = Duration::from_millis(200);
@@ -93,18 +93,17 @@ pub async fn run(
         custom_face,
         input,
         output,
-        input_overflows,
+        load,
         mut finished,
         events,
         ..
     } = live;
     let LiveKitCall { room, signal, mut from_client } = call;
-    let agent = AgentLook { face_id, custom_face, recording: recording.clone() };
+    let agent = AgentLook { face_id, custom_face, recording: recording.clone(), load: load.clone() };
     let opened = open(&config, room, signal.clone(), output, agent).await;
     let (ending, call, listening) = match opened {
         Ok((mut call, remote_tracks)) => {
-            let listening =
-                hear(&session, &conversation_id, (input, input_overflows), remote_tracks, recording.clone());
+            let listening = hear(&session, &conversation_id, (input, load), remote_tracks, recording.clone());
             let ending = converse(&mut call, &mut from_client, events, &hang_up, &mut finished).await;
             (ending, Some(call), Some(listening))
         }
@@ -147,6 +146,8 @@ struct AgentLook {
     face_id: String,
     custom_face: Option<(confab_engine::avatar::RgbImage, confab_engine::avatar::FaceRig)>,
     recording: RecordingSlot,
+    /// Where the face counts the frames it holds still.
+    load: LoadCounters,
 }
 
 /// Sends the subscriber's offer (the client has its JoinResponse); the call, and the person's tracks as
@@ -202,7 +203,7 @@ pub fn ice_servers(config: &MediaConfig) -> Vec<proto::IceServer> {
 fn hear(
     session: &CallSession,
     conversation_id: &str,
-    (mut input, overflows): (rtrb::Producer<f32>, InputOverflows),
+    (mut input, load): (rtrb::Producer<f32>, LoadCounters),
     mut tracks: mpsc::Receiver<Arc<dyn TrackRemote>>,
     recording: RecordingSlot,
 ) -> tokio::task::JoinHandle<()> {
@@ -217,7 +218,7 @@ fn hear(
                 continue;
             }
             tokio::select! {
-                _ = receive_voice(track, &mut input, &overflows, &clock, &mut first_packet, &recording) => {
+                _ = receive_voice(track, &mut input, &load, &clock, &mut first_packet, &recording) => {
                     next = tracks.recv().await;
                 }
                 newer = tracks.recv() => next = newer,
@@ -341,7 +342,15 @@ impl Call {
             let track =
                 VideoTrack { track: self.subscriber.face.track.clone(), ssrc: self.subscriber.face.ssrc, payload_type };
             let seed = u64::from(self.subscriber.face.ssrc);
-            face::start(&self.agent.face_id, self.agent.custom_face.take(), track, seed, self.agent.recording.clone())
+            let agent = &mut self.agent;
+            face::start(
+                &agent.face_id,
+                agent.custom_face.take(),
+                track,
+                seed,
+                agent.recording.clone(),
+                agent.load.clone(),
+            )
         });
         let voice = VoiceTrack {
             track: self.subscriber.voice.track.clone(),

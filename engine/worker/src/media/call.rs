@@ -24,7 +24,7 @@ use super::peer::Negotiated;
 use super::presence::{Connection, Presence};
 use super::recording_slot::RecordingSlot;
 use crate::call_session::CallSession;
-use crate::session_binding::{InputOverflows, LiveConversation};
+use crate::session_binding::{LiveConversation, LoadCounters};
 
 /// How often the agent's audio is taken from the engine and sent (it arrives in 20 ms frames).
 const SEND_INTERVAL: Duration = Duration::from_millis(10);
@@ -74,7 +74,7 @@ pub async fn run(
         custom_face,
         input,
         output,
-        input_overflows,
+        load,
         finished,
         ..
     } = live;
@@ -92,7 +92,7 @@ pub async fn run(
     } = negotiated;
     let face = video_payload_type.and_then(|payload_type| {
         let track = VideoTrack { track: video.clone(), ssrc: video_ssrc, payload_type };
-        face::start(&face_id, custom_face, track, u64::from(video_ssrc), recording.clone())
+        face::start(&face_id, custom_face, track, u64::from(video_ssrc), recording.clone(), load.clone())
     });
     let shared = Arc::new(MediaClock::default());
 
@@ -108,7 +108,7 @@ pub async fn run(
                     continue;
                 }
                 let Some(mut input) = input.take() else { continue };
-                receive_voice(track, &mut input, &input_overflows, &shared, &mut first_packet, &recording).await;
+                receive_voice(track, &mut input, &load, &shared, &mut first_packet, &recording).await;
                 return;
             }
         })
@@ -233,7 +233,7 @@ pub async fn send_voice(
 pub async fn receive_voice(
     track: Arc<dyn TrackRemote>,
     input: &mut rtrb::Producer<f32>,
-    overflows: &InputOverflows,
+    load: &LoadCounters,
     clock: &MediaClock,
     first_packet: &mut Option<tokio::sync::oneshot::Sender<()>>,
     recording: &RecordingSlot,
@@ -257,7 +257,7 @@ pub async fn receive_voice(
         let written = chunk.fill_from_iter(samples.iter().copied());
         if written < samples.len() {
             dropped += (samples.len() - written) as u64;
-            overflows.count();
+            load.input_overflow();
         }
         if input.is_abandoned() {
             break;

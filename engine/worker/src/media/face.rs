@@ -6,6 +6,8 @@
 //! the voice sender: no separate timer, and the frame carries the audio it was drawn from. The thread runs
 //! at a lower priority than the audio path (`confab_engine::video::priority`).
 //!
+//! Under load the face gives way before the voice: once half its audio queue waits (160 ms behind), every
+//! other frame is held still instead of drawn (`LoadPacer`), and the call says so once in the log.
 //! Queues: audio to the face thread, 16 frames (320 ms); full means the thread is behind: the audio frame
 //! is dropped for the face (not for the voice) and counted (`FaceFeed::dropped`). The frames are numbered,
 //! so the thread sees the gap where audio was dropped and codes the frames it would have drawn as still
@@ -31,6 +33,7 @@ use webrtc::media_stream::track_local::{TrackLocal, TrackLocalEvent};
 
 use super::keyframe_requests::is_keyframe_request;
 use super::recording_slot::RecordingSlot;
+use crate::session_binding::LoadCounters;
 
 const AUDIO_QUEUE: usize = 16;
 const ENCODED_QUEUE: usize = 8;
@@ -89,13 +92,15 @@ pub struct VideoTrack {
 
 /// Starts the face: `custom` (a custom avatar's rigged portrait) when given, else the stock face
 /// `face_id` (an unknown id is drawn as `DEFAULT_FACE`). Returns the feed; the thread and the writer end when every feed is dropped.
-/// Each encoded frame is also handed to `recording` (a no-op when the call is not recorded).
+/// Each encoded frame is also handed to `recording` (a no-op when the call is not recorded); frames held
+/// still under load are counted in `load`.
 pub fn start(
     face_id: &str,
     custom: Option<(RgbImage, FaceRig)>,
     video: VideoTrack,
     seed: u64,
     recording: RecordingSlot,
+    load: LoadCounters,
 ) -> Option<FaceFeed> {
     let encoder = match custom {
         Some((portrait, rig)) => FaceEncoder::with_portrait(portrait, rig, Vp8Config::default(), seed),
@@ -110,13 +115,15 @@ pub fn start(
     };
     let (input, audio) = bounded(AUDIO_QUEUE);
     let (encoded_tx, encoded) = mpsc::channel(ENCODED_QUEUE);
+    let span = tracing::Span::current(); // the call's, for the face thread's log lines
     std::thread::Builder::new()
         .name("confab-face".into())
         .spawn(move || {
+            let _call = span.enter();
             if let Err(err) = confab_engine::priority::lower_for_video() {
                 tracing::debug!(error = %err, "the face thread keeps the process's priority");
             }
-            run(face, audio, encoded_tx, recording)
+            run(face, audio, encoded_tx, (recording, load))
         })
         .ok()?;
     let feed = FaceFeed { input, dropped: Arc::default(), offered: Arc::default(), keyframe_requests: Arc::default() };
@@ -138,14 +145,17 @@ async fn forward_keyframe_requests(track: Arc<TrackLocalStaticSample>, feed: Fac
 }
 
 /// The face thread: a frame for every 40 ms of the voice, drawn from its audio, or held still where
-/// that audio was dropped (the frames missing from the numbers received, in their place).
+/// that audio was dropped (the frames missing from the numbers received, in their place) or where the
+/// thread is behind (`LoadPacer`).
 fn run(
     mut face: FaceEncoder,
     input: Receiver<FaceInput>,
     encoded: mpsc::Sender<(Bytes, bool)>,
-    recording: RecordingSlot,
+    (recording, load): (RecordingSlot, LoadCounters),
 ) {
     let mut frames = FrameAssembler::default();
+    let mut pacer = LoadPacer::default();
+    let mut said_behind = false;
     let mut expected = 0u64;
     for message in input.iter() {
         let (number, samples) = match message {
@@ -158,9 +168,18 @@ fn run(
         let missed = (expected..number).map(|_| None);
         expected = number + 1;
         for audio in missed.chain(std::iter::once(Some(&samples))) {
-            if let Some(ready) = frames.push(audio)
-                && !send_frame(&mut face, ready, &frames.audio, &encoded, &recording)
-            {
+            let Some(ready) = frames.push(audio) else { continue };
+            let ready = pacer.pace(ready, input.len());
+            if ready == Ready::Still {
+                load.face_frame_held();
+                if !std::mem::replace(&mut said_behind, true) {
+                    tracing::warn!(
+                        waiting_ms = input.len() * 20,
+                        "the face fell behind its voice (the host is short of CPU): its frames are held still at times, the voice is unaffected"
+                    );
+                }
+            }
+            if !send_frame(&mut face, ready, &frames.audio, &encoded, &recording) {
                 return;
             }
         }
@@ -198,6 +217,23 @@ fn send_frame(
 enum Ready {
     Drawn,
     Still,
+}
+
+/// The face's frame rate under load: while at least half the audio queue waits (the thread is 160 ms or
+/// more behind its voice), every other frame that would be drawn is held still instead, a fraction of a
+/// drawn frame's cost, so the thread catches up before its queue fills and drops the voice's frames.
+#[derive(Default)]
+struct LoadPacer {
+    held_last: bool,
+}
+
+impl LoadPacer {
+    /// What to do with a `ready` frame while `waiting` audio frames queue behind it.
+    fn pace(&mut self, ready: Ready, waiting: usize) -> Ready {
+        let hold = ready == Ready::Drawn && waiting >= AUDIO_QUEUE / 2 && !self.held_last;
+        self.held_last = hold;
+        if hold { Ready::Still } else { ready }
+    }
 }
 
 /// Gathers the voice's 20 ms frames into the 40 ms a video frame is drawn from; a dropped audio frame
@@ -243,6 +279,16 @@ async fn write_frames(mut encoded: mpsc::Receiver<(Bytes, bool)>, video: VideoTr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_face_behind_its_voice_holds_every_other_frame() {
+        use Ready::{Drawn, Still};
+        let mut pacer = LoadPacer::default();
+        let waiting = [0, 7, 8, 8, 8, 12, 3, 9];
+        let paced: Vec<Ready> = waiting.iter().map(|&w| pacer.pace(Drawn, w)).collect();
+        assert_eq!(paced, [Drawn, Drawn, Still, Drawn, Still, Drawn, Drawn, Still]);
+        assert_eq!(pacer.pace(Still, 16), Still, "a frame with no audio stays still");
+    }
 
     #[test]
     fn dropped_audio_becomes_still_frames_on_the_voices_timeline() {
