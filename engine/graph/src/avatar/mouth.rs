@@ -3,6 +3,12 @@
 //! and whether the lips spread ("ee", "s") or round ("oo", "o"). This works for every voice (Piper
 //! included) because it reads the samples, not the text.
 //!
+//! Syllables, not a held-open mouth: the opening follows the frame's level against the phrase's running
+//! peak, not its level alone. A syllable's vowel sits at the peak and opens the jaw as wide as the voice's
+//! loudness allows; the consonants between vowels are 10–20 dB below it and narrow the mouth towards a
+//! near-closure (stops and nasals: p, b, m). A level scale alone saturates through every word of a voice
+//! at a normal level and holds the mouth open.
+//!
 //! Exact on media time: a frame whose audio is silent shows a closed mouth (so the face stops speaking
 //! on the frame the audio stops, interruption included); a voiced frame opens it at once, and moves
 //! between shapes with a short blend (coarticulation) while speech goes on.
@@ -13,6 +19,12 @@ pub const SILENCE_DBFS: f32 = -48.0;
 const LOUD_DBFS: f32 = -14.0;
 /// How much of the way to the new shape one frame moves while speaking (the rest is the previous shape).
 const BLEND: f32 = 0.7;
+/// How far below the phrase's running peak a voiced frame narrows the mouth to its least opening.
+const SYLLABLE_RANGE_DB: f32 = 18.0;
+/// How fast the running peak falls (dB per second) when the voice goes quieter or stops.
+const PEAK_DECAY_DB_PER_SECOND: f32 = 6.0;
+/// The least opening of a voiced frame: a consonant's near-closure, still visibly speaking.
+const LEAST_VOICED_OPEN: f32 = 0.08;
 
 /// Where the mouth is in one video frame.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -32,23 +44,36 @@ impl MouthShape {
 }
 
 /// Follows the agent's audio, one video frame at a time.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MouthDriver {
     shape: MouthShape,
+    /// The phrase's running peak level (dBFS): a syllable's vowel reaches it.
+    peak_dbfs: f32,
+}
+
+impl Default for MouthDriver {
+    fn default() -> Self {
+        MouthDriver { shape: MouthShape::CLOSED, peak_dbfs: f32::NEG_INFINITY }
+    }
 }
 
 impl MouthDriver {
     /// The shape for the video frame that carries `audio` (16 kHz samples, any length).
     pub fn next(&mut self, audio: &[f32], sample_rate: u32) -> MouthShape {
         let (level, crossings_hz) = features(audio, sample_rate);
+        let seconds = audio.len() as f32 / sample_rate as f32;
+        self.peak_dbfs = level.max(self.peak_dbfs - PEAK_DECAY_DB_PER_SECOND * seconds);
         if level < SILENCE_DBFS {
             self.shape = MouthShape::CLOSED;
             return self.shape;
         }
-        let open = ((level - SILENCE_DBFS) / (LOUD_DBFS - SILENCE_DBFS)).clamp(0.0, 1.0).sqrt();
+        // How wide this voice opens at its loudest, then how near this frame is to its syllable's peak.
+        let loudness = ((self.peak_dbfs - SILENCE_DBFS) / (LOUD_DBFS - SILENCE_DBFS)).clamp(0.0, 1.0).sqrt();
+        let nucleus = ((level - self.peak_dbfs + SYLLABLE_RANGE_DB) / SYLLABLE_RANGE_DB).clamp(0.0, 1.0);
+        let open = loudness * nucleus * nucleus;
         // Vowels with low zero-crossing rates are rounded; bright sounds (fricatives, "ee") spread.
         let spread = ((crossings_hz - 1_400.0) / 1_400.0).clamp(-1.0, 1.0);
-        let target = MouthShape { open: open.max(0.08), spread };
+        let target = MouthShape { open: open.max(LEAST_VOICED_OPEN), spread };
         self.shape = if self.shape.is_closed() {
             target // speech starts on this frame: no blend from closed, so the first voiced frame shows it
         } else {
