@@ -11,6 +11,7 @@ use confab_models::face::{Detection, FaceDetector, FaceLandmarker, detector, lan
 use image::imageops::{self, FilterType};
 
 use super::image::RgbImage;
+use super::photo_pose::PhotoPose;
 use super::rig::{EyeRig, FaceRig, Point};
 
 /// Largest picture decoded, in pixels (a 48-megapixel phone photo fits). The size is read from the
@@ -48,8 +49,26 @@ pub enum AvatarImageError {
     FaceTooSmall(u32),
     #[error("The face is cut off by the edge of the image")]
     FaceCutOff,
+    #[error(
+        "The face is turned {0}° away from the camera (at most {max}°): use a photo that looks straight at the camera",
+        max = super::photo_pose::MAX_TURN_DEGREES
+    )]
+    FaceTurned(u32),
+    #[error("The eyes are closed: use a photo with the eyes open, looking at the camera")]
+    EyesClosed,
     #[error(transparent)]
     Model(#[from] ModelError),
+}
+
+/// A photo's face that cannot be animated well: turned too far from the camera, or its eyes closed.
+fn refuse_pose(pose: &PhotoPose) -> Result<(), AvatarImageError> {
+    if pose.turned_away() {
+        return Err(AvatarImageError::FaceTurned(pose.turn_degrees.abs().round() as u32));
+    }
+    if pose.eyes_closed() {
+        return Err(AvatarImageError::EyesClosed);
+    }
+    Ok(())
 }
 
 /// How the rig was found.
@@ -65,6 +84,8 @@ pub enum RigSource {
 /// A rigged portrait made from a picture.
 #[derive(Debug, Clone)]
 pub struct RiggedPortrait {
+    /// How a photo's face is held (none for a drawing rigged from the detector's keypoints).
+    pub pose: Option<PhotoPose>,
     pub portrait: RgbImage,
     pub rig: FaceRig,
     pub source: RigSource,
@@ -110,12 +131,22 @@ impl AvatarBuilder {
         let points: Vec<Point> =
             found.points.iter().map(|p| (crop.left + p[0] * scale, crop.top + p[1] * scale)).collect();
         let portrait = RgbImage { width: size, height: size, rgb: portrait.into_raw() };
-        let (rig, source) = if found.presence >= MIN_LANDMARK_PRESENCE && landmarks_fit(&points, &face) {
-            (rig_from_landmarks(&points, &portrait), RigSource::Landmarks)
+        let (rig, source, pose) = if found.presence >= MIN_LANDMARK_PRESENCE && landmarks_fit(&points, &face) {
+            let pose = PhotoPose::of(&found.points);
+            tracing::debug!(?pose, "the photo's face");
+            refuse_pose(&pose)?;
+            (rig_from_landmarks(&points, &portrait), RigSource::Landmarks, Some(pose))
         } else {
-            (rig_from_keypoints(&face, &portrait), RigSource::DetectorKeypoints)
+            (rig_from_keypoints(&face, &portrait), RigSource::DetectorKeypoints, None)
         };
-        Ok(RiggedPortrait { portrait, rig, source, detection_score: face.score, landmark_presence: found.presence })
+        Ok(RiggedPortrait {
+            pose,
+            portrait,
+            rig,
+            source,
+            detection_score: face.score,
+            landmark_presence: found.presence,
+        })
     }
 
     /// The best face in the picture, in its pixels, or why there is none that can be used.

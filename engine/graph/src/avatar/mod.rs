@@ -7,6 +7,7 @@ pub mod from_image;
 pub mod head;
 pub mod image;
 pub mod mouth;
+pub mod photo_pose;
 pub mod renderer;
 pub mod rig;
 pub mod stock;
