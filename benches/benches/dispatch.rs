@@ -24,9 +24,11 @@ use confab_worker::fleet::{CallHost, FleetWorker};
 use futures_util::future::BoxFuture;
 use serde_json::json;
 
-/// Media that admits every call at once; each call is over when it is admitted.
+/// Media that admits every call at once; each call is over when it is admitted, and its conversation is
+/// ENDED then, as a real call's is when it ends (a replica counts the calls live workers hold from that).
 struct SimulatedMedia {
     max_calls: usize,
+    db: Db,
 }
 
 #[async_trait::async_trait]
@@ -34,8 +36,11 @@ impl CallHost for SimulatedMedia {
     async fn join(&self, _conversation_id: &str, _offer_sdp: String) -> Result<String, JoinError> {
         Ok("v=0\r\n".to_string())
     }
-    fn finished(&self, _conversation_id: &str) -> BoxFuture<'static, ()> {
-        Box::pin(async {})
+    fn finished(&self, conversation_id: &str) -> BoxFuture<'static, ()> {
+        let (db, id) = (self.db.clone(), conversation_id.to_string());
+        Box::pin(async move {
+            confab_store::workers::end_with_reason(&db, &id, "completed").await.expect("the call's record ends");
+        })
     }
     fn hang_up(&self, _conversation_id: &str) -> bool {
         false
@@ -125,7 +130,9 @@ async fn start_workers(
         clients.push(confab_store::fleet_protocol::connect(nats, &format!("bench-{prefix}-{n}")).await.unwrap());
     }
     for n in 0..count {
-        let media: Arc<dyn CallHost> = Arc::new(SimulatedMedia { max_calls: 8 });
+        // Room for every caller at once: a replica refuses a join outright when the fleet's slots are all held,
+        // and a caller asks again while its last call is still being ended.
+        let media: Arc<dyn CallHost> = Arc::new(SimulatedMedia { max_calls: 64, db: db.clone() });
         let client = clients[n % clients.len()].clone();
         let worker = FleetWorker::join_fleet(client, db.clone(), media, format!("{prefix}-{n}"), queue).await.unwrap();
         let stopped = stop.clone();

@@ -77,15 +77,17 @@ pub async fn list(db: &Db) -> Result<Vec<(WorkerBeat, i64)>, sqlx::Error> {
 /// draining, and the calls those workers may hold (their `max_calls`): (held, capacity). A replica refuses a
 /// join at once when every slot of the fleet is taken, rather than queueing it for `--dispatch-timeout`.
 pub async fn fleet_load(db: &Db, alive_since_ms: i64) -> Result<(i64, i64), sqlx::Error> {
+    // `status <> 'ENDED'` written out, as the partial index `conversations_held` says it (a bound
+    // parameter would keep PostgreSQL's generic plan from using it).
+    const _: () = assert!(matches!(STATUS_ENDED.as_bytes(), b"ENDED"));
     let row = sqlx::query(
         "SELECT \
            (SELECT COUNT(*) FROM conversations c JOIN workers w ON c.worker_id = w.id \
-             WHERE w.heartbeat_ms >= $1 AND w.draining = 0 AND c.status <> $2) AS held, \
+             WHERE w.heartbeat_ms >= $1 AND w.draining = 0 AND c.status <> 'ENDED') AS held, \
            (SELECT CAST(COALESCE(SUM(max_calls), 0) AS BIGINT) FROM workers \
              WHERE heartbeat_ms >= $1 AND draining = 0) AS capacity",
     )
     .bind(alive_since_ms)
-    .bind(STATUS_ENDED)
     .fetch_one(&db.pool)
     .await?;
     Ok((row.try_get("held")?, row.try_get("capacity")?))
