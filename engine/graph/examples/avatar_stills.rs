@@ -1,4 +1,4 @@
-//! Writes stills of every stock face mid-word, and at rest, as PNG files for reviewers:
+//! Writes stills of every stock face mid-word, at rest and mid-blink, as PNG files for reviewers:
 //! `cargo run -p confab-engine --example avatar_stills -- docs/avatars [PICTURE…]` (pictures are
 //! rigged as custom avatars first). The audio is real speech from
 //! espeak-ng; each still is the frame the renderer draws for the 40 ms of audio at that moment.
@@ -43,10 +43,12 @@ fn main() {
     }
 }
 
-/// Writes `{name}-rest.png` and two frames mid-word, `{name}-word{1,2}.png`.
+/// Writes `{name}-rest.png`, two frames mid-word, `{name}-word{1,2}.png`, and the most shut frame of
+/// the first blink, `{name}-blink.png`.
 fn stills(dir: &std::path::Path, name: &str, portrait: &RgbImage, rig: &FaceRig, speech: &[f32]) {
     let frame = FRAME_SAMPLES as usize;
     write_png(&dir.join(format!("{name}-rest.png")), portrait);
+    write_png(&dir.join(format!("{name}-blink.png")), &most_shut(portrait, rig));
     let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1);
     // The three most open frames of the sentence, each after the frames that lead to it.
     let mut shapes: Vec<(usize, f32)> = Vec::new();
@@ -65,6 +67,30 @@ fn stills(dir: &std::path::Path, name: &str, portrait: &RgbImage, rig: &FaceRig,
         write_png(&path, &last.expect("a frame"));
         println!("{} (frame {wanted}, open {open:.2})", path.display());
     }
+}
+
+/// The frame of seven silent seconds whose first eye differs most from the portrait's (a blink).
+fn most_shut(portrait: &RgbImage, rig: &FaceRig) -> RgbImage {
+    let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1).without_idle_motion();
+    let eye = rig.eyes[0];
+    let (x0, x1) = ((eye.center.0 - eye.half_width) as usize, (eye.center.0 + eye.half_width) as usize);
+    let (y0, y1) = ((eye.center.1 - eye.half_height) as usize, (eye.center.1 + eye.half_height) as usize);
+    let silence = vec![0.0; FRAME_SAMPLES as usize];
+    let mut best = (0u64, portrait.clone());
+    for index in 0..175u64 {
+        let (image, _) = renderer.render(MediaTime(index * FRAME_SAMPLES), &silence);
+        let difference: u64 = (y0..y1)
+            .flat_map(|y| (x0..x1).map(move |x| (x, y)))
+            .map(|(x, y)| {
+                let (a, b) = (image.pixel(x, y), portrait.pixel(x, y));
+                (0..3).map(|c| u64::from(a[c].abs_diff(b[c]))).sum::<u64>()
+            })
+            .sum();
+        if difference > best.0 {
+            best = (difference, image.clone());
+        }
+    }
+    best.1
 }
 
 fn write_png(path: &std::path::Path, image: &RgbImage) {

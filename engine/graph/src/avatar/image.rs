@@ -33,8 +33,7 @@ impl RgbImage {
 
     /// Bilinear sample at a fractional position (clamped to the image): the fractions are rounded to
     /// 1/64 of a pixel and the result to the nearest level. Images are at least 2×2.
-    #[cfg(test)]
-    fn sample(&self, x: f32, y: f32) -> [u8; 3] {
+    pub(super) fn sample(&self, x: f32, y: f32) -> [u8; 3] {
         self.sample_fixed(to_fixed(x), to_fixed(y))
     }
 

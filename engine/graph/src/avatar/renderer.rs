@@ -18,6 +18,10 @@ pub const FPS: u64 = 25;
 /// One video frame in 16 kHz media time (40 ms).
 pub const FRAME_SAMPLES: u64 = 16_000 / FPS;
 
+/// The upper lid's skin above an eye that a blink slides down over it, in eye half-heights.
+const LID_SKIN: f32 = 1.3;
+/// The eye's own upper lash line, just above its top, left out of that skin (eye half-heights).
+const LASH_BAND: f32 = 0.4;
 /// A blink: closing, closed, opening (media time).
 const BLINK_CLOSE: MediaTime = MediaTime::from_millis(70);
 const BLINK_HOLD: MediaTime = MediaTime::from_millis(30);
@@ -75,8 +79,9 @@ impl AvatarRenderer {
         let face_box = grown(&mut mesh.rest[(RINGS - 1) * SEGMENTS..].iter().copied());
         let eye_boxes = rig.eyes.map(|eye| {
             let (x, y) = eye.center;
+            // Above the eye, the lid's skin that slides down over it in a blink.
             let corners = [
-                (x - eye.half_width - 2.0, y - eye.half_height - 2.0),
+                (x - eye.half_width - 2.0, y - eye.half_height * (1.0 + LID_SKIN) - 2.0),
                 (x + eye.half_width + 2.0, y + eye.half_height + 3.0),
             ];
             grown(&mut corners.into_iter())
@@ -249,10 +254,15 @@ impl AvatarRenderer {
         }
     }
 
+    /// The eye `index` closed by `closed` (0 … 1): the portrait's own upper lid — the skin between its
+    /// lash line and `LID_SKIN` eye half-heights above the eye — slides down over the eye, stretched from that band to the
+    /// lid's edge (an arc sweeping from the top of the eye to its bottom), with a thin lash line along the
+    /// edge. Nothing is painted over the eye but its own skin, moved, in the head's pose.
     fn draw_eyelid(&mut self, index: usize, closed: f32, pose: Pose) {
         let eye = self.rig.eyes[index];
         let (cx, cy) = self.head.place(pose, eye.center);
         let (left, top, right, bottom) = self.eye_boxes[index];
+        let reach = eye.half_height + 1.0;
         for y in top..bottom {
             for x in left..right {
                 let (px, py) = (x as f32 + 0.5, y as f32 + 0.5);
@@ -260,16 +270,25 @@ impl AvatarRenderer {
                 if dx.abs() > 1.0 {
                     continue;
                 }
-                // The lid's edge is an arc sweeping down from the top of the eye to the bottom.
                 let arc = (1.0 - dx * dx).sqrt();
-                let eye_top = cy - (eye.half_height + 1.0) * arc;
-                let edge = eye_top + 2.0 * (eye.half_height + 1.0) * arc * closed;
-                let i = (y * self.frame.width + x) * 3;
-                if py >= eye_top && py < edge - 1.2 {
-                    self.frame.rgb[i..i + 3].copy_from_slice(&eye.lid);
-                } else if py >= eye_top && py < edge + 0.8 {
-                    self.frame.rgb[i..i + 3].copy_from_slice(&eye.lash);
+                let eye_top = cy - reach * arc;
+                let crease = eye_top - eye.half_height * LID_SKIN * arc;
+                let edge = eye_top + 2.0 * reach * arc * closed;
+                if py < crease || py >= edge + 0.8 {
+                    continue;
                 }
+                let i = (y * self.frame.width + x) * 3;
+                if py >= edge - 1.2 && py >= eye_top {
+                    self.frame.rgb[i..i + 3].copy_from_slice(&eye.lash);
+                    continue;
+                }
+                // [crease, edge) shows the skin of [crease, lashes), stretched down: the band stops short of
+                // the eye's own upper lash line, which would smear across the closed lid.
+                let lashes = eye_top - eye.half_height * LASH_BAND * arc;
+                let along = (py - crease) / (edge - crease).max(1e-3);
+                let source_y = crease + along * (lashes - crease);
+                let skin = self.posed.sample(px - 0.5, source_y - 0.5);
+                self.frame.rgb[i..i + 3].copy_from_slice(&skin);
             }
         }
     }
@@ -290,6 +309,15 @@ mod tests {
         let mut image = RgbImage::new(128, 128);
         for (i, px) in image.rgb.chunks_mut(3).enumerate() {
             px.copy_from_slice(&[200, 150 + (i % 7) as u8, 120]);
+        }
+        // Two dark eyes, 16 × 8, in skin.
+        for (ex, ey) in [(48, 50), (80, 50)] {
+            for y in ey - 3..=ey + 3 {
+                for x in ex - 7..=ex + 7 {
+                    let i = (y * 128 + x) * 3;
+                    image.rgb[i..i + 3].copy_from_slice(&[40, 30, 30]);
+                }
+            }
         }
         let eye = EyeRig {
             center: (48.0, 50.0),
@@ -377,18 +405,26 @@ mod tests {
         assert!(largest_step < 2.0, "a pose step changes the closed mouth's region by {largest_step} per pixel");
     }
 
+    /// A blink covers the eye with the portrait's own skin from above it (its red channel is the skin's
+    /// 200 here, never the rig's painted lid colour) or the lash line, and the eye shows again after.
     #[test]
     fn the_eyes_blink_within_six_seconds_and_open_again() {
         let (image, rig) = portrait();
         let mut renderer = AvatarRenderer::new(image, rig, 3).without_idle_motion();
-        let lid = renderer.rig.eyes[0].lid;
-        let mut shut = 0;
+        let (lid, lash) = (renderer.rig.eyes[0].lid, renderer.rig.eyes[0].lash);
+        let (mut shut, mut open_after) = (0, false);
         for frame in 0..(7 * FPS) {
             let (image, _) = renderer.render(MediaTime(frame * FRAME_SAMPLES), &[0.0; 640]);
-            if image.pixel(48, 50) == lid || image.pixel(48, 50) == renderer.rig.eyes[0].lash {
+            let centre = image.pixel(48, 50);
+            assert_ne!(centre, lid, "frame {frame}: no painted lid");
+            if centre[0] == 200 || centre == lash {
                 shut += 1;
+            } else if shut > 0 {
+                assert_eq!(centre, [40, 30, 30], "frame {frame}: the eye itself again");
+                open_after = true;
             }
         }
         assert!((1..=8).contains(&shut), "a blink or two, a few frames each: {shut} frames");
+        assert!(open_after, "the eye opens again");
     }
 }
