@@ -1,12 +1,15 @@
 //! The avatar's cost per video frame at 512×512, 25 fps, on real speech (espeak-ng): the renderer
 //! (mouth warp, inner mouth, blinks), RGB→I420, VP8 encoding (libvpx, real time, cpu-used −6), and the
 //! three together (as calls do it: only the changed macroblocks coded; and, to compare, every macroblock
-//! searched). Streams per core = 40 ms / (render + convert + encode), from the measured mean.
+//! searched). Streams per core = 40 ms / (render + convert + encode), from the measured mean. The same
+//! for a custom avatar rigged from a photo (the public-domain astronaut of `scripts/fixtures.sh`), and
+//! what rigging that photo costs once per upload (face detection, landmarks, rig).
 //!
 //! `cargo bench -p confab-benches --bench avatar -- --warm-up-time 2 --measurement-time 5`
 
 use confab_benches::espeak;
 use confab_engine::MediaTime;
+use confab_engine::avatar::from_image::AvatarBuilder;
 use confab_engine::avatar::stock::stock_face;
 use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES};
 use confab_engine::video::face_encoder::FaceEncoder;
@@ -72,7 +75,31 @@ fn avatar(c: &mut Criterion) {
             frame.data.len()
         })
     });
+
+    // A custom avatar: the photo rigged once (what an upload costs), then its frames as a call draws them.
+    let photo = std::fs::read(fixtures_dir().join("astronaut.png")).expect("run ./scripts/fixtures.sh");
+    let mut builder = AvatarBuilder::load(&confab_models::default_models_dir()).expect("run `confab models fetch`");
+    group.bench_function("rig a photo (detect, landmarks, rig), once per upload", |b| {
+        b.iter(|| builder.build(&photo, 512).unwrap().rig.mouth_half_width)
+    });
+    let rigged = builder.build(&photo, 512).unwrap();
+    let mut face = FaceEncoder::with_portrait(rigged.portrait, rigged.rig, Vp8Config::default(), 1).unwrap();
+    let mut index = 0usize;
+    group.bench_function("render + I420 + VP8 encode, custom avatar (photo)", |b| {
+        b.iter(|| {
+            let (frame, _) = face.encode(frames[index % frames.len()]).unwrap();
+            index += 1;
+            frame.data.len()
+        })
+    });
     group.finish();
+}
+
+/// Where `scripts/fixtures.sh` put the test pictures.
+fn fixtures_dir() -> std::path::PathBuf {
+    std::env::var_os("CONFAB_FIXTURES_DIR").map(std::path::PathBuf::from).unwrap_or_else(|| {
+        std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/confab/fixtures")
+    })
 }
 
 criterion_group!(benches, avatar);
