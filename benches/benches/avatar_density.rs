@@ -12,7 +12,8 @@
 //! whole machine stalled meanwhile (`stall_watch`: a real-time watchdog held off means the host did not run
 //! this virtual machine); the raw figures, the stalls and the host's steal time are printed beside it.
 //!
-//! `cargo bench -p confab-benches --bench avatar_density [-- N…]` reports, for each N: late frames, frame
+//! `cargo bench -p confab-benches --bench avatar_density [-- N…] [--custom=PICTURE]` (`--custom`: every call
+//! wears a custom avatar rigged from that picture instead of the stock faces) reports, for each N: late frames, frame
 //! latency (due → encoded) p50/p99/max, CPU per stream-second, then the largest N that passed. Under
 //! `cargo test` (no `--bench` argument) it runs one small smoke case.
 
@@ -23,14 +24,18 @@ use std::time::{Duration, Instant};
 use confab_benches::stall_watch::{StallWatch, stalled_during};
 use confab_benches::{cpu_seconds, espeak, play_users_tick, steal_seconds, user_offsets};
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
-use confab_engine::avatar::FRAME_SAMPLES;
+use confab_engine::avatar::from_image::AvatarBuilder;
 use confab_engine::avatar::stock::STOCK;
+use confab_engine::avatar::{FRAME_SAMPLES, FaceRig, RgbImage};
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters, SessionHandle};
 use confab_engine::video::face_encoder::FaceEncoder;
 use confab_engine::video::vp8::Vp8Config;
 
 const TICK: Duration = Duration::from_millis(20);
+
+/// The custom avatar every call wears (`--custom=PICTURE`), rigged once; none: the stock faces in turn.
+static CUSTOM: std::sync::OnceLock<Option<(RgbImage, FaceRig)>> = std::sync::OnceLock::new();
 
 /// One call's voice sender and face: the call joins at `start` (its face is set up), then Opus every 20 ms
 /// and a face frame every 40 ms, for `frames` frames. Returns each frame's latency (due → encoded).
@@ -39,7 +44,12 @@ fn call(face_id: &str, voice: &[f32], offset: usize, start: Instant, frames: usi
     if let Some(wait) = start.checked_duration_since(Instant::now()) {
         std::thread::sleep(wait);
     }
-    let mut face = FaceEncoder::new(face_id, Vp8Config::default(), offset as u64).unwrap();
+    let mut face = match CUSTOM.get().and_then(Option::as_ref) {
+        Some((portrait, rig)) => {
+            FaceEncoder::with_portrait(portrait.clone(), rig.clone(), Vp8Config::default(), offset as u64).unwrap()
+        }
+        None => FaceEncoder::new(face_id, Vp8Config::default(), offset as u64).unwrap(),
+    };
     let mut opus = OpusEgress::new().unwrap();
     let mut audio = vec![0.0f32; FRAME_SAMPLES as usize];
     let mut latencies = Vec::with_capacity(frames);
@@ -193,6 +203,13 @@ fn main() {
         println!("avatar density smoke: {}", run(2, 1, &voice, &user).line);
         return;
     }
+    let custom = std::env::args().find_map(|a| a.strip_prefix("--custom=").map(str::to_string)).map(|picture| {
+        let mut builder = AvatarBuilder::load(&confab_models::default_models_dir()).expect("run `confab models fetch`");
+        let rigged = builder.build(&std::fs::read(&picture).expect("the picture"), 512).expect("a usable face");
+        println!("every call wears {picture} (rigged from {:?})", rigged.source);
+        (rigged.portrait, rigged.rig)
+    });
+    CUSTOM.set(custom).expect("set once");
     let asked: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let tries = if asked.is_empty() { vec![10, 20, 26, 30, 34, 38, 42, 46, 50] } else { asked };
     let mut best = 0;
