@@ -66,15 +66,8 @@ fn avatar(c: &mut Criterion) {
         })
     });
 
-    let mut face = FaceEncoder::new("stock-sofia", Vp8Config::default(), 1).unwrap();
-    let mut index = 0usize;
-    group.bench_function("render + I420 + VP8 encode", |b| {
-        b.iter(|| {
-            let (frame, _) = face.encode(frames[index % frames.len()]).unwrap();
-            index += 1;
-            frame.data.len()
-        })
-    });
+    let face = FaceEncoder::new("stock-sofia", Vp8Config::default(), 1).unwrap();
+    bench_face(&mut group, "render + I420 + VP8 encode", face, &frames);
 
     // A custom avatar: the photo rigged once (what an upload costs), then its frames as a call draws them.
     let photo = std::fs::read(fixtures_dir().join("astronaut.png")).expect("run ./scripts/fixtures.sh");
@@ -83,16 +76,26 @@ fn avatar(c: &mut Criterion) {
         b.iter(|| builder.build(&photo, 512).unwrap().rig.mouth_half_width)
     });
     let rigged = builder.build(&photo, 512).unwrap();
-    let mut face = FaceEncoder::with_portrait(rigged.portrait, rigged.rig, Vp8Config::default(), 1).unwrap();
+    let face = FaceEncoder::with_portrait(rigged.portrait, rigged.rig, Vp8Config::default(), 1).unwrap();
+    bench_face(&mut group, "render + I420 + VP8 encode, custom avatar (photo)", face, &frames);
+    group.finish();
+}
+
+/// `face`'s frames as a call encodes them, one per 40 ms of `frames` in turn.
+fn bench_face(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    mut face: FaceEncoder,
+    frames: &[&[f32]],
+) {
     let mut index = 0usize;
-    group.bench_function("render + I420 + VP8 encode, custom avatar (photo)", |b| {
+    group.bench_function(name, |b| {
         b.iter(|| {
             let (frame, _) = face.encode(frames[index % frames.len()]).unwrap();
             index += 1;
             frame.data.len()
         })
     });
-    group.finish();
 }
 
 /// Where `scripts/fixtures.sh` put the test pictures.

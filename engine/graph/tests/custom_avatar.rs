@@ -183,18 +183,17 @@ fn a_photo_blinks_with_its_own_eyelids() {
     let mut builder = builder();
     for name in ["astronaut.png", "grace_hopper.jpg"] {
         let rigged = builder.build(&fixture(name), 512).unwrap_or_else(|err| panic!("{name}: {err}"));
-        let mut renderer = AvatarRenderer::new(rigged.portrait.clone(), rigged.rig.clone(), 5).without_idle_motion();
         let silence = vec![0.0f32; FRAME_SAMPLES as usize];
         for eye in rigged.rig.eyes {
+            let mut renderer =
+                AvatarRenderer::new(rigged.portrait.clone(), rigged.rig.clone(), 5).without_idle_motion();
             let middle = (eye.half_width * 0.4, eye.half_height * 0.3);
             let skin = mean_colour(&rigged.portrait, (eye.center.0, eye.center.1 - eye.half_height * 1.8), middle);
             let at_rest = mean_colour(&rigged.portrait, eye.center, middle);
             let mut closest = f32::MAX;
-            let mut renderer_frames = 0u64;
-            while renderer_frames < 175 {
-                let (image, _) = renderer.render(MediaTime(renderer_frames * FRAME_SAMPLES), &silence);
+            for frame in 0..175u64 {
+                let (image, _) = renderer.render(MediaTime(frame * FRAME_SAMPLES), &silence);
                 closest = closest.min(colour_distance(mean_colour(image, eye.center, middle), skin));
-                renderer_frames += 1;
             }
             eprintln!(
                 "{name}: eye at rest {:.0} levels from its lid skin, shut {closest:.0}",
@@ -206,7 +205,6 @@ fn a_photo_blinks_with_its_own_eyelids() {
                 closest <= open / 3.0,
                 "{name}: the shut eye shows its lid skin ({closest:.0} levels off, {open:.0} open)"
             );
-            renderer = AvatarRenderer::new(rigged.portrait.clone(), rigged.rig.clone(), 5).without_idle_motion();
         }
     }
 }
