@@ -77,6 +77,17 @@ if ! grep -qs "\"version\": \"$livekit_js_version\"" "$tools_dir/livekit-js/node
   echo "setup: installing livekit-client $livekit_js_version" >&2
   npm install --silent --no-audit --no-fund --prefix "$tools_dir/livekit-js" "livekit-client@$livekit_js_version" >&2
 fi
+# An independent face-landmark model (dlib's 68-point shape predictor, with its HOG face detector), pinned:
+# it judges rendered avatar frames in engine/graph/tests/face_judged_by_dlib.rs.
+dlib_version="20.0.1.post1"
+dlib_models_version="0.3.0"
+numpy_version="2.1.3"
+if ! "$tools_dir/face-judge/bin/python" -c "import importlib.metadata as m; assert (m.version('dlib-bin'), m.version('face_recognition_models'), m.version('numpy')) == ('$dlib_version', '$dlib_models_version', '$numpy_version')" 2>/dev/null; then
+  echo "setup: installing dlib-bin $dlib_version and face_recognition_models $dlib_models_version" >&2
+  python3 -m venv "$tools_dir/face-judge"
+  "$tools_dir/face-judge/bin/pip" install --quiet "dlib-bin==$dlib_version" \
+    "face_recognition_models==$dlib_models_version" "numpy==$numpy_version" >&2
+fi
 python_mcp_version="2.3.0"
 if ! "$tools_dir/mcp-python/bin/python" -c "import mcp, importlib.metadata as m; assert m.version('mcp') == '$python_mcp_version'" 2>/dev/null; then
   echo "setup: installing the Python MCP SDK $python_mcp_version" >&2

@@ -11,6 +11,7 @@ use confab_models::face::{Detection, FaceDetector, FaceLandmarker, detector, lan
 use image::imageops::{self, FilterType};
 
 use super::image::RgbImage;
+use super::lips::{LipContours, mouth_colours};
 use super::photo_pose::PhotoPose;
 use super::rig::{EyeRig, FaceRig, Point};
 
@@ -284,7 +285,14 @@ fn skin_below(portrait: &RgbImage, (x, y): Point, eye_height: f32) -> [u8; 3] {
 /// An eye of the given size whose lid takes the colour of the skin below it.
 fn eye_rig(portrait: &RgbImage, center: Point, half_width: f32, half_height: f32) -> EyeRig {
     let lid = skin_below(portrait, center, half_height);
-    EyeRig { center, half_width, half_height, lid, lash: lid.map(|c| (f32::from(c) * 0.3) as u8) }
+    EyeRig {
+        center,
+        half_width,
+        half_height,
+        lid,
+        lash: lid.map(|c| (f32::from(c) * 0.3) as u8),
+        lid_skin: EyeRig::LID_SKIN,
+    }
 }
 
 fn eye(portrait: &RgbImage, corners: (Point, Point), lids: (Point, Point)) -> EyeRig {
@@ -293,9 +301,15 @@ fn eye(portrait: &RgbImage, corners: (Point, Point), lids: (Point, Point)) -> Ey
     eye_rig(portrait, midpoint(corners.0, corners.1), half_width, half_height)
 }
 
-/// The rig from MediaPipe's face mesh points (portrait pixels).
+/// The rig from MediaPipe's face mesh points (portrait pixels): the photo's own lip contours and jaw
+/// line, and its mouth's colours read from it.
 pub fn rig_from_landmarks(points: &[Point], portrait: &RgbImage) -> FaceRig {
     use landmarks::index::*;
+    let mut contours = LipContours::from_landmarks(points);
+    contours.find_closed_line(portrait);
+    let chin_skin = skin_below(portrait, midpoint(points[LOWER_LIP_BOTTOM], points[CHIN]), 0.0);
+    let colours = mouth_colours(portrait, &contours, chin_skin);
+    contours.teeth_shown = colours.teeth_shown;
     let inner_top = points[UPPER_LIP_INNER];
     let inner_bottom = points[LOWER_LIP_INNER];
     let lips = ((inner_top.1 - points[UPPER_LIP_TOP].1) + (points[LOWER_LIP_BOTTOM].1 - inner_bottom.1)) / 2.0;
@@ -319,8 +333,9 @@ pub fn rig_from_landmarks(points: &[Point], portrait: &RgbImage) -> FaceRig {
                 (points[LEFT_EYE_TOP], points[LEFT_EYE_BOTTOM]),
             ),
         ],
-        mouth_interior: MOUTH_INTERIOR,
-        teeth: TEETH,
+        mouth_interior: colours.interior,
+        teeth: colours.teeth,
+        lips: Some(contours),
     }
 }
 
@@ -339,6 +354,7 @@ fn rig_from_keypoints(face: &FaceBox, portrait: &RgbImage) -> FaceRig {
         eyes: [right_eye, left_eye].map(|center| eye_rig(portrait, center, eyes * 0.22, eyes * 0.1)),
         mouth_interior: MOUTH_INTERIOR,
         teeth: TEETH,
+        lips: None,
     }
 }
 

@@ -2,12 +2,13 @@
 //! head region (an ellipse around the face) of the portrait. Inside the ellipse the head moves rigidly
 //! (one rotation and translation, the pose: `source_map` maps it whole); a band around it blends to the untouched portrait at its
 //! outer ring, which never moves, so there are no seams and nothing outside the band is ever redrawn.
-//! The pose is a sum of slow sinusoids with per-session phases, sampled on media time every
+//! The pose is a sum of slow sinusoids with per-session phases, and a breath's rise and fall at a
+//! per-session rate, sampled on media time every
 //! `POSE_FRAMES` video frames: deterministic for a seed, and cheap (the head is redrawn 6 times a
 //! second, the mouth and eyes every frame).
 
 use super::image::Affine;
-use super::rig::{FaceRig, Point, RINGS, SEGMENTS};
+use super::rig::{FaceRig, Point, SEGMENTS};
 use super::xorshift;
 
 /// Video frames between two poses (160 ms at 25 fps): steps of a few tenths of a pixel.
@@ -18,6 +19,10 @@ const SHIFT: (f32, f32) = (0.010, 0.007);
 const TILT: f32 = 0.9 * std::f32::consts::PI / 180.0;
 /// Periods of the sinusoids (seconds), two per motion, none a multiple of another.
 const PERIODS: [(f32, f32); 3] = [(9.7, 5.3), (5.9, 3.7), (7.3, 4.1)];
+/// Breathing: the head rises and falls by this fraction of the eye-to-chin distance, once a breath.
+const BREATH: f32 = 0.005;
+/// A breath's length (seconds), drawn per session in this range (12–20 breaths a minute).
+const BREATH_SECONDS: (f32, f32) = (3.0, 5.0);
 /// The band where the head blends into the portrait: from the ellipse (moves fully) to this scale of
 /// it (never moves).
 const ANCHOR_SCALE: f32 = 1.15;
@@ -45,7 +50,11 @@ pub struct Head {
     pivot: Point,
     /// Largest shift (x, y) in pixels.
     amplitude: Point,
-    phases: [f32; 6],
+    phases: [f32; 7],
+    /// Seconds per breath (per session).
+    breath_seconds: f32,
+    /// Breathing's rise and fall in pixels.
+    breath: f32,
     /// How far any point inside the ellipse can move, in whole pixels (for the regions around it).
     pub reach: usize,
 }
@@ -61,11 +70,10 @@ impl Head {
         // a margin) and both eyes, whatever the face's proportions.
         let mut radii = (rig.jaw_half_width * 1.3, eye_to_chin * 0.9);
         let mouth_mesh = rig.mesh();
-        let must_hold =
-            mouth_mesh.rest[(RINGS - 1) * SEGMENTS..].iter().copied().chain(rig.eyes.iter().flat_map(|eye| {
-                let (x, y) = eye.center;
-                [(x - eye.half_width * 1.5, y), (x + eye.half_width * 1.5, y), (x, y - eye.half_height * 3.0)]
-            }));
+        let must_hold = mouth_mesh.anchor().iter().copied().chain(rig.eyes.iter().flat_map(|eye| {
+            let (x, y) = eye.center;
+            [(x - eye.half_width * 1.5, y), (x + eye.half_width * 1.5, y), (x, y - eye.half_height * 3.0)]
+        }));
         for (x, y) in must_hold {
             let (dx, dy) = ((x - center.0) / radii.0, (y - center.1) / radii.1);
             let reach = (dx * dx + dy * dy).sqrt();
@@ -92,13 +100,16 @@ impl Head {
         }
         let pivot = (center_x, rig.chin.1 + 0.35 * eye_to_chin);
         let amplitude = (SHIFT.0 * eye_to_chin, SHIFT.1 * eye_to_chin);
+        let breath = BREATH * eye_to_chin;
         // The farthest a point of the ellipse is from the pivot, turned by the largest tilt.
         let farthest = radii.0.hypot(pivot.1 - (center.1 - radii.1));
-        let reach = (amplitude.0.hypot(amplitude.1) + farthest * TILT).ceil() as usize + 1;
+        let reach = (amplitude.0.hypot(amplitude.1 + breath) + farthest * TILT).ceil() as usize + 1;
         let mut random = seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1;
         let phases =
             std::array::from_fn(|_| (xorshift(&mut random) % 10_000) as f32 / 10_000.0 * std::f32::consts::TAU);
-        Head { rest, band, pivot, amplitude, phases, reach }
+        let (shortest, longest) = BREATH_SECONDS;
+        let breath_seconds = shortest + (xorshift(&mut random) % 1_000) as f32 / 1_000.0 * (longest - shortest);
+        Head { rest, band, pivot, amplitude, phases, breath_seconds, breath, reach }
     }
 
     /// The head's pose at `seconds` of media time.
@@ -109,7 +120,8 @@ impl Head {
             0.75 * (tau * seconds / slow + self.phases[2 * index]).sin()
                 + 0.25 * (tau * seconds / fast + self.phases[2 * index + 1]).sin()
         };
-        Pose { shift: (self.amplitude.0 * wave(0), self.amplitude.1 * wave(1)), tilt: TILT * wave(2) }
+        let breathing = self.breath * (std::f32::consts::TAU * seconds / self.breath_seconds + self.phases[6]).sin();
+        Pose { shift: (self.amplitude.0 * wave(0), self.amplitude.1 * wave(1) + breathing), tilt: TILT * wave(2) }
     }
 
     /// Where `point` (inside the ellipse) goes in `pose`.
@@ -172,6 +184,17 @@ mod tests {
             }
             assert!(largest > 1.5, "{face_id}: the head visibly moves ({largest} px at most)");
         }
+    }
+
+    #[test]
+    fn two_sessions_breathe_at_their_own_pace() {
+        let (_, rig) = stock_face("stock-amara", 512).unwrap();
+        let (one, two) = (Head::new(&rig, 1), Head::new(&rig, 2));
+        for head in [&one, &two] {
+            assert!((BREATH_SECONDS.0..=BREATH_SECONDS.1).contains(&head.breath_seconds), "{}", head.breath_seconds);
+            assert!(head.breath > 0.5, "a visible rise and fall: {} px", head.breath);
+        }
+        assert_ne!(one.breath_seconds, two.breath_seconds, "not in step");
     }
 
     #[test]

@@ -6,7 +6,9 @@
 pub mod from_image;
 pub mod head;
 pub mod image;
+pub mod lips;
 pub mod mouth;
+pub mod mouth_interior;
 pub mod photo_pose;
 pub mod renderer;
 pub mod rig;

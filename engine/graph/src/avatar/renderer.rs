@@ -1,15 +1,16 @@
 //! The avatar renderer: one frame of the agent's face per 40 ms of the agent's audio, drawn from the
-//! portrait by warping the lower-face mesh to the mouth shape that audio calls for, opening the inner
-//! mouth (interior and upper teeth) where the lips part, closing the eyes in blinks at natural, random
+//! portrait by warping the lower-face mesh to the mouth shape that audio calls for (a photo's along its
+//! own lips and jaw), opening the inner mouth (`mouth_interior`) where the lips part, closing the eyes in blinks at natural, random
 //! intervals, and moving the whole head a little (`head`: idle sway, nod and tilt), all on media time.
 //! The head region is redrawn only when its pose steps (every `POSE_FRAMES` frames), into a posed copy
 //! of the portrait; every other frame redraws only the mouth's and the eyes' boxes from that copy. The
 //! rest of the frame is the portrait, copied once. Nothing allocates per frame.
 
 use super::head::{Head, POSE_FRAMES, Pose};
-use super::image::{RgbImage, bounds, fill_polygon, warp_polygon, warp_triangle};
+use super::image::{RgbImage, bounds, warp_polygon, warp_triangle};
 use super::mouth::{MouthDriver, MouthShape};
-use super::rig::{FaceMesh, FaceRig, Point, RINGS, SEGMENTS};
+use super::mouth_interior::{OpenMouth, draw_drawn, soften_edge};
+use super::rig::{FaceMesh, FaceRig, Point, SEGMENTS};
 use super::xorshift;
 use crate::time::MediaTime;
 
@@ -18,8 +19,6 @@ pub const FPS: u64 = 25;
 /// One video frame in 16 kHz media time (40 ms).
 pub const FRAME_SAMPLES: u64 = 16_000 / FPS;
 
-/// The upper lid's skin above an eye that a blink slides down over it, in eye half-heights.
-const LID_SKIN: f32 = 1.3;
 /// The eye's own upper lash line, just above its top, left out of that skin (eye half-heights).
 const LASH_BAND: f32 = 0.4;
 /// A blink: closing, closed, opening (media time).
@@ -76,12 +75,12 @@ impl AvatarRenderer {
                 height,
             )
         };
-        let face_box = grown(&mut mesh.rest[(RINGS - 1) * SEGMENTS..].iter().copied());
+        let face_box = grown(&mut mesh.anchor().iter().copied());
         let eye_boxes = rig.eyes.map(|eye| {
             let (x, y) = eye.center;
             // Above the eye, the lid's skin that slides down over it in a blink.
             let corners = [
-                (x - eye.half_width - 2.0, y - eye.half_height * (1.0 + LID_SKIN) - 2.0),
+                (x - eye.half_width - 2.0, y - eye.half_height * (1.0 + eye.lid_skin) - 2.0),
                 (x + eye.half_width + 2.0, y + eye.half_height + 3.0),
             ];
             grown(&mut corners.into_iter())
@@ -195,43 +194,32 @@ impl AvatarRenderer {
     }
 
     fn draw_mouth(&mut self, shape: MouthShape, pose: Pose) {
-        self.rig.deform(&self.mesh, shape.open, shape.spread, &mut self.deformed);
+        let moves = self.rig.deform(&self.mesh, shape.open, shape.spread, &mut self.deformed);
         if pose != Pose::REST {
             for point in &mut self.deformed {
                 *point = self.head.place(pose, *point);
             }
         }
-        // The inside of the mouth, where the inner lip line has parted: dark, upper teeth at the top.
+        // The inside of the mouth, where the inner lip line has parted; then the lips and the skin around
+        // them, warped from the portrait over its edges.
         self.inner_lips.clear();
         self.inner_lips.extend_from_slice(&self.deformed[..SEGMENTS]);
-        let (cx, _) = self.head.place(pose, self.rig.mouth_center);
-        let top = self.inner_lips.iter().map(|p| p.1).fold(f32::MAX, f32::min);
-        let bottom = self.inner_lips.iter().map(|p| p.1).fold(f32::MIN, f32::max);
-        let teeth_bottom = top + (bottom - top).min(self.rig.lip_height * 1.6) * 0.45;
-        let teeth_half_width = self.rig.mouth_half_width * 0.62;
-        let (interior, teeth) = (self.rig.mouth_interior, self.rig.teeth);
-        let mouth_half_width = self.rig.mouth_half_width;
-        fill_polygon(&mut self.frame, &self.inner_lips, |x, y| {
-            let (x, y) = (x as f32 + 0.5, y as f32 + 0.5);
-            // The teeth's lower edge follows the arch of the jaw; they darken towards the corners.
-            let across = ((x - cx) / teeth_half_width).clamp(-1.0, 1.0);
-            let arch = teeth_bottom - (teeth_bottom - top) * 0.45 * across * across;
-            if y < arch && across.abs() < 1.0 {
-                let shade = 1.0 - 0.3 * across * across;
-                teeth.map(|c| (f32::from(c) * shade) as u8)
-            } else {
-                // Darker towards the back of the mouth (the middle, low) and in the corners' shadow.
-                let low = ((y - top) / (bottom - top + 1.0)).clamp(0.0, 1.0);
-                let side = ((x - cx) / mouth_half_width).clamp(-1.0, 1.0);
-                let depth = (1.0 - 0.35 * low) * (1.0 - 0.4 * side * side);
-                interior.map(|c| (f32::from(c) * depth) as u8)
-            }
-        });
+        if self.mesh.photo {
+            let open =
+                OpenMouth { rig: &self.rig, mesh: &self.mesh, moves: &moves, source: self.head.source_map(pose) };
+            open.draw_photo(&self.portrait, &mut self.frame, &self.inner_lips);
+        } else {
+            let (cx, _) = self.head.place(pose, self.rig.mouth_center);
+            draw_drawn(&self.rig, &mut self.frame, &self.inner_lips, cx);
+        }
         for triangle in &self.mesh.triangles {
             let [a, b, c] = triangle.map(usize::from);
             let src = [self.mesh.rest[a], self.mesh.rest[b], self.mesh.rest[c]];
             let dst = [self.deformed[a], self.deformed[b], self.deformed[c]];
             warp_triangle(&self.portrait, src, &mut self.frame, dst);
+        }
+        if self.mesh.photo {
+            soften_edge(&mut self.frame, &self.inner_lips);
         }
     }
 
@@ -255,7 +243,7 @@ impl AvatarRenderer {
     }
 
     /// The eye `index` closed by `closed` (0 … 1): the portrait's own upper lid — the skin between its
-    /// lash line and `LID_SKIN` eye half-heights above the eye — slides down over the eye, stretched from that band to the
+    /// lash line and `lid_skin` eye half-heights above the eye — slides down over the eye, stretched from that band to the
     /// lid's edge (an arc sweeping from the top of the eye to its bottom), with a thin lash line along the
     /// edge. Nothing is painted over the eye but its own skin, moved, in the head's pose.
     fn draw_eyelid(&mut self, index: usize, closed: f32, pose: Pose) {
@@ -272,7 +260,7 @@ impl AvatarRenderer {
                 }
                 let arc = (1.0 - dx * dx).sqrt();
                 let eye_top = cy - reach * arc;
-                let crease = eye_top - eye.half_height * LID_SKIN * arc;
+                let crease = eye_top - eye.half_height * eye.lid_skin * arc;
                 let edge = eye_top + 2.0 * reach * arc * closed;
                 if py < crease || py >= edge + 0.8 {
                     continue;
@@ -325,6 +313,7 @@ mod tests {
             half_height: 4.0,
             lid: [190, 140, 110],
             lash: [30, 20, 20],
+            lid_skin: EyeRig::LID_SKIN,
         };
         let rig = FaceRig {
             mouth_center: (64.0, 90.0),
@@ -336,6 +325,7 @@ mod tests {
             eyes: [eye, EyeRig { center: (80.0, 50.0), ..eye }],
             mouth_interior: [70, 20, 30],
             teeth: [245, 245, 240],
+            lips: None,
         };
         (image, rig)
     }

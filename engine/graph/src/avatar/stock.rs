@@ -342,6 +342,8 @@ fn draw(style: &FaceStyle, size: u32) -> (RgbImage, FaceRig) {
         half_height: px(12.5),
         lid: shade(skin, 0.95),
         lash: [30, 22, 22],
+        // The brow's stroke starts 1.5 half-heights above the eye's middle: the lid stays under it.
+        lid_skin: 0.6,
     };
     let rig = FaceRig {
         mouth_center: (px(mx), px(my + 1.0)),
@@ -353,6 +355,7 @@ fn draw(style: &FaceStyle, size: u32) -> (RgbImage, FaceRig) {
         eyes: [eye(eyes[0]), eye(eyes[1])],
         mouth_interior: [74, 24, 32],
         teeth: [242, 240, 232],
+        lips: None,
     };
     (image, rig)
 }
