@@ -3,20 +3,13 @@
 //! from their landmarks and speak; a drawing is rigged; pictures without a usable face are refused
 //! with the reason.
 
-use std::path::PathBuf;
+mod common;
 
+use common::fixture;
 use confab_engine::MediaTime;
 use confab_engine::avatar::from_image::{AvatarBuilder, AvatarImageError, RigSource};
 use confab_engine::avatar::stock::stock_face;
 use confab_engine::avatar::{AvatarRenderer, FRAME_SAMPLES};
-
-fn fixture(name: &str) -> Vec<u8> {
-    let dir = std::env::var_os("CONFAB_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/confab/fixtures"));
-    let path = dir.join(name);
-    std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}; run ./scripts/fixtures.sh", path.display()))
-}
 
 fn builder() -> AvatarBuilder {
     AvatarBuilder::load(&confab_models::default_models_dir()).expect("run `confab models fetch`")

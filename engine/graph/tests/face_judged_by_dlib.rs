@@ -11,6 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::fixture;
 use confab_engine::MediaTime;
 use confab_engine::avatar::from_image::{AvatarBuilder, RiggedPortrait};
 use confab_engine::avatar::stock::stock_face;
@@ -26,14 +27,6 @@ struct Reading {
     chin: f32,
     eyes: f32,
     eye_span: f32,
-}
-
-fn fixture(name: &str) -> Vec<u8> {
-    let dir = std::env::var_os("CONFAB_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/confab/fixtures"));
-    let path = dir.join(name);
-    std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}; run ./scripts/fixtures.sh", path.display()))
 }
 
 fn judge_python() -> PathBuf {

@@ -1,6 +1,7 @@
 //! Fixtures shared by the engine's integration tests: speech generated with espeak-ng at the project's
-//! fixture rate (TESTING.md), as 16 kHz mono.
+//! fixture rate (TESTING.md), as 16 kHz mono, and the pictures of `scripts/fixtures.sh`.
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -10,6 +11,7 @@ use confab_engine::audio::wav;
 pub const FIXTURE_RATE: &str = "160";
 
 /// `text` spoken by espeak-ng (en-us), resampled to 16 kHz mono.
+#[allow(dead_code)] // not every test that shares this module speaks
 pub fn speak(text: &str) -> Vec<f32> {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let path = std::env::temp_dir().join(format!(
@@ -27,4 +29,15 @@ pub fn speak(text: &str) -> Vec<f32> {
     let audio = wav::read_mono_16k(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     audio
+}
+
+/// The bytes of a picture fixture (`scripts/fixtures.sh`, in `CONFAB_FIXTURES_DIR` or
+/// `~/.cache/confab/fixtures`).
+#[allow(dead_code)] // not every test that shares this module reads pictures
+pub fn fixture(name: &str) -> Vec<u8> {
+    let dir = std::env::var_os("CONFAB_FIXTURES_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/confab/fixtures"));
+    let path = dir.join(name);
+    std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}; run ./scripts/fixtures.sh", path.display()))
 }
