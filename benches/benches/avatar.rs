@@ -76,6 +76,16 @@ fn avatar(c: &mut Criterion) {
         b.iter(|| builder.build(&photo, 512).unwrap().rig.mouth_half_width)
     });
     let rigged = builder.build(&photo, 512).unwrap();
+    let mut renderer = AvatarRenderer::new(rigged.portrait.clone(), rigged.rig.clone(), 1);
+    let mut index = 0usize;
+    group.bench_function("render (speaking), custom avatar (photo)", |b| {
+        b.iter(|| {
+            let at = MediaTime((index * FRAME_SAMPLES as usize) as u64);
+            let (frame, _) = renderer.render(at, frames[index % frames.len()]);
+            index += 1;
+            frame.rgb[0]
+        })
+    });
     let face = FaceEncoder::with_portrait(rigged.portrait, rigged.rig, Vp8Config::default(), 1).unwrap();
     bench_face(&mut group, "render + I420 + VP8 encode, custom avatar (photo)", face, &frames);
     group.finish();

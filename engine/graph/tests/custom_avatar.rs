@@ -201,3 +201,38 @@ fn a_photo_blinks_with_its_own_eyelids() {
         }
     }
 }
+
+/// A photo whose mouth is covered — a skin-coloured hand, a dark microphone — is refused with the reason;
+/// the two test photos, a smile with teeth and closed pale lips, are not. The covered pictures are the
+/// test photos' own portraits with the mouth region painted over.
+#[test]
+fn a_covered_mouth_is_refused() {
+    let mut builder = builder();
+    for name in ["astronaut.png", "grace_hopper.jpg"] {
+        let rigged = builder.build(&fixture(name), 512).unwrap_or_else(|err| panic!("{name}: {err}"));
+        let look = rigged.mouth.expect("a photo's mouth is judged");
+        eprintln!("{name}: {look:?}");
+        assert!(!look.covered(), "{name}: its own lips are visible");
+        let lips = rigged.rig.lips.clone().expect("a photo's lips");
+        let outline: Vec<(f32, f32)> = lips.outer_upper.iter().chain(&lips.outer_lower).copied().collect();
+        let (left, right) = outline.iter().fold((f32::MAX, f32::MIN), |(l, r), p| (l.min(p.0), r.max(p.0)));
+        let (top, bottom) = outline.iter().fold((f32::MAX, f32::MIN), |(t, b), p| (t.min(p.1), b.max(p.1)));
+        let (grow_x, grow_y) = ((right - left) * 0.3, (bottom - top) * 0.6);
+        let (cx, cy) = rigged.rig.mouth_center;
+        let skin = rigged.portrait.pixel(cx as usize, ((cy + rigged.rig.chin.1) / 2.0) as usize);
+        for (cover, colour) in [("a hand", skin), ("a microphone", [62, 62, 68])] {
+            let mut picture = image::RgbImage::from_raw(512, 512, rigged.portrait.rgb.clone()).expect("512×512");
+            for y in (top - grow_y) as u32..(bottom + grow_y) as u32 {
+                for x in (left - grow_x) as u32..(right + grow_x) as u32 {
+                    // A little shading down the cover, as light falls on a hand.
+                    let shade = 1.0 - 0.06 * (y as f32 - top) / (bottom - top + 2.0 * grow_y);
+                    picture.put_pixel(x, y, image::Rgb(colour.map(|c| (f32::from(c) * shade) as u8)));
+                }
+            }
+            match builder.build(&png(&picture), 512) {
+                Err(AvatarImageError::MouthCovered) => {}
+                other => panic!("{name} with {cover} over the mouth: {:?}", other.map(|r| (r.source, r.mouth))),
+            }
+        }
+    }
+}

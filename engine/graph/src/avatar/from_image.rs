@@ -11,7 +11,7 @@ use confab_models::face::{Detection, FaceDetector, FaceLandmarker, detector, lan
 use image::imageops::{self, FilterType};
 
 use super::image::RgbImage;
-use super::lips::{LipContours, mouth_colours};
+use super::lips::{LipContours, MouthLook, mouth_colours, mouth_look};
 use super::photo_pose::PhotoPose;
 use super::rig::{EyeRig, FaceRig, Point};
 
@@ -57,6 +57,8 @@ pub enum AvatarImageError {
     FaceTurned(u32),
     #[error("The eyes are closed: use a photo with the eyes open, looking at the camera")]
     EyesClosed,
+    #[error("The mouth is covered: use a photo with the lips visible")]
+    MouthCovered,
     #[error(transparent)]
     Model(#[from] ModelError),
 }
@@ -70,6 +72,19 @@ fn refuse_pose(pose: &PhotoPose) -> Result<(), AvatarImageError> {
         return Err(AvatarImageError::EyesClosed);
     }
     Ok(())
+}
+
+/// A photo whose mouth shows nothing of lips (a hand or an object over it): the mouth would move a
+/// cover. See `MouthLook::covered`.
+fn refuse_covered_mouth(points: &[Point], portrait: &RgbImage) -> Result<MouthLook, AvatarImageError> {
+    let mut contours = LipContours::from_landmarks(points);
+    contours.find_closed_line(portrait);
+    let look = mouth_look(portrait, &contours, chin_skin(points, portrait));
+    tracing::debug!(?look, "the photo's mouth");
+    if look.covered() {
+        return Err(AvatarImageError::MouthCovered);
+    }
+    Ok(look)
 }
 
 /// How the rig was found.
@@ -87,6 +102,8 @@ pub enum RigSource {
 pub struct RiggedPortrait {
     /// How a photo's face is held (none for a drawing rigged from the detector's keypoints).
     pub pose: Option<PhotoPose>,
+    /// What a photo's mouth region shows (none for a drawing).
+    pub mouth: Option<MouthLook>,
     pub portrait: RgbImage,
     pub rig: FaceRig,
     pub source: RigSource,
@@ -132,16 +149,18 @@ impl AvatarBuilder {
         let points: Vec<Point> =
             found.points.iter().map(|p| (crop.left + p[0] * scale, crop.top + p[1] * scale)).collect();
         let portrait = RgbImage { width: size, height: size, rgb: portrait.into_raw() };
-        let (rig, source, pose) = if found.presence >= MIN_LANDMARK_PRESENCE && landmarks_fit(&points, &face) {
+        let (rig, source, pose, mouth) = if found.presence >= MIN_LANDMARK_PRESENCE && landmarks_fit(&points, &face) {
             let pose = PhotoPose::of(&found.points);
             tracing::debug!(?pose, "the photo's face");
             refuse_pose(&pose)?;
-            (rig_from_landmarks(&points, &portrait), RigSource::Landmarks, Some(pose))
+            let mouth = refuse_covered_mouth(&points, &portrait)?;
+            (rig_from_landmarks(&points, &portrait), RigSource::Landmarks, Some(pose), Some(mouth))
         } else {
-            (rig_from_keypoints(&face, &portrait), RigSource::DetectorKeypoints, None)
+            (rig_from_keypoints(&face, &portrait), RigSource::DetectorKeypoints, None, None)
         };
         Ok(RiggedPortrait {
             pose,
+            mouth,
             portrait,
             rig,
             source,
@@ -261,8 +280,12 @@ fn midpoint(a: Point, b: Point) -> Point {
 
 /// The skin just below an eye (the lid's colour when it closes), averaged over a small box.
 fn skin_below(portrait: &RgbImage, (x, y): Point, eye_height: f32) -> [u8; 3] {
-    let (cx, cy) = (x.round() as i64, (y + eye_height * 2.6).round() as i64);
-    let radius = (eye_height * 0.6).max(1.0) as i64;
+    mean_patch(portrait, (x, y + eye_height * 2.6), (eye_height * 0.6).max(1.0))
+}
+
+/// The mean colour of the square of `radius` around `centre` (a skin tone if nothing is there).
+fn mean_patch(portrait: &RgbImage, (x, y): Point, radius: f32) -> [u8; 3] {
+    let (cx, cy, radius) = (x.round() as i64, y.round() as i64, radius as i64);
     let mut sum = [0u64; 3];
     let mut count = 0;
     for sy in cy - radius..=cy + radius {
@@ -280,6 +303,13 @@ fn skin_below(portrait: &RgbImage, (x, y): Point, eye_height: f32) -> [u8; 3] {
         return [200, 160, 130];
     }
     sum.map(|total| (total / count) as u8)
+}
+
+/// The skin of the chin, half way between the lower lip and the chin's point.
+fn chin_skin(points: &[Point], portrait: &RgbImage) -> [u8; 3] {
+    use landmarks::index::*;
+    let radius = distance(points[MOUTH_RIGHT], points[MOUTH_LEFT]) * 0.08;
+    mean_patch(portrait, midpoint(points[LOWER_LIP_BOTTOM], points[CHIN]), radius.max(1.0))
 }
 
 /// An eye of the given size whose lid takes the colour of the skin below it.
@@ -307,8 +337,7 @@ pub fn rig_from_landmarks(points: &[Point], portrait: &RgbImage) -> FaceRig {
     use landmarks::index::*;
     let mut contours = LipContours::from_landmarks(points);
     contours.find_closed_line(portrait);
-    let chin_skin = skin_below(portrait, midpoint(points[LOWER_LIP_BOTTOM], points[CHIN]), 0.0);
-    let colours = mouth_colours(portrait, &contours, chin_skin);
+    let colours = mouth_colours(portrait, &contours, chin_skin(points, portrait));
     contours.teeth_shown = colours.teeth_shown;
     let inner_top = points[UPPER_LIP_INNER];
     let inner_bottom = points[LOWER_LIP_INNER];

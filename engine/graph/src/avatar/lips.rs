@@ -295,6 +295,50 @@ pub fn mouth_colours(portrait: &RgbImage, lips: &LipContours, skin: [u8; 3]) -> 
     MouthColours { interior, teeth: to_colour(teeth), teeth_shown: false }
 }
 
+/// What the mouth region of a photo shows, against the skin below it (to tell lips from a hand or an
+/// object over them).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MouthLook {
+    /// How much redder the lips are than the skin ((R − G) / (R + G + B)).
+    pub redder_than_skin: f32,
+    /// The darkest tenth of the mouth region (where closed lips meet, or an open mouth's inside), in the
+    /// skin's luma.
+    pub darkest: f32,
+    /// The brightest tenth (teeth), in the skin's luma.
+    pub brightest: f32,
+}
+
+impl MouthLook {
+    /// The mouth region shows nothing of lips: no redder than the skin and nearly one flat tone (no dark
+    /// line where lips meet, no inside, no teeth, whatever its colour: a hand, a microphone).
+    pub fn covered(&self) -> bool {
+        self.redder_than_skin < 0.015 && self.brightest < self.darkest * 1.25
+    }
+}
+
+fn redness(colour: [f32; 3]) -> f32 {
+    (colour[0] - colour[1]) / (colour[0] + colour[1] + colour[2] + 1.0)
+}
+
+/// How the photo's mouth region (between the outer lip edges, the middle half of its width) looks
+/// against `skin`.
+pub fn mouth_look(portrait: &RgbImage, lips: &LipContours, skin: [u8; 3]) -> MouthLook {
+    let skin = skin.map(f32::from);
+    let mut pixels = pixels_between(portrait, lips, &lips.outer_upper, &lips.outer_lower, 0.0);
+    if pixels.is_empty() {
+        return MouthLook { redder_than_skin: 1.0, darkest: 0.0, brightest: 2.0 };
+    }
+    let lips_colour = mean(&pixels).unwrap_or(skin);
+    pixels.sort_by(|a, b| luma(*a).total_cmp(&luma(*b)));
+    let tenth = (pixels.len() / 10).max(1);
+    let skin_luma = luma(skin).max(1.0);
+    MouthLook {
+        redder_than_skin: redness(lips_colour) - redness(skin),
+        darkest: mean(&pixels[..tenth]).map_or(0.0, luma) / skin_luma,
+        brightest: mean(&pixels[pixels.len() - tenth..]).map_or(0.0, luma) / skin_luma,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
