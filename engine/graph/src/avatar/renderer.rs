@@ -37,6 +37,9 @@ pub struct AvatarRenderer {
     mesh: FaceMesh,
     deformed: Vec<Point>,
     inner_lips: Vec<Point>,
+    /// Which mesh vertices the mouth left where they were this frame (their triangles are the posed
+    /// portrait already, and are not drawn again).
+    unmoved: Vec<bool>,
     head: Head,
     head_deformed: Vec<Point>,
     /// Moves the head when true; a still head is exactly the portrait wherever the mouth is closed.
@@ -89,6 +92,7 @@ impl AvatarRenderer {
         let mut renderer = AvatarRenderer {
             deformed: mesh.rest.clone(),
             inner_lips: Vec::with_capacity(SEGMENTS),
+            unmoved: vec![false; mesh.rest.len()],
             head_deformed: head.rest.clone(),
             head,
             idle_motion: true,
@@ -195,6 +199,9 @@ impl AvatarRenderer {
 
     fn draw_mouth(&mut self, shape: MouthShape, pose: Pose) {
         let moves = self.rig.deform(&self.mesh, shape.open, shape.spread, &mut self.deformed);
+        for ((unmoved, rest), deformed) in self.unmoved.iter_mut().zip(&self.mesh.rest).zip(&self.deformed) {
+            *unmoved = rest == deformed;
+        }
         if pose != Pose::REST {
             for point in &mut self.deformed {
                 *point = self.head.place(pose, *point);
@@ -214,6 +221,9 @@ impl AvatarRenderer {
         }
         for triangle in &self.mesh.triangles {
             let [a, b, c] = triangle.map(usize::from);
+            if self.unmoved[a] && self.unmoved[b] && self.unmoved[c] {
+                continue;
+            }
             let src = [self.mesh.rest[a], self.mesh.rest[b], self.mesh.rest[c]];
             let dst = [self.deformed[a], self.deformed[b], self.deformed[c]];
             warp_triangle(&self.portrait, src, &mut self.frame, dst);
