@@ -167,8 +167,8 @@ impl LipContours {
                 cy + under_nose * sin
             };
             jaw_ring.push((x, y));
-            let reach = if sin > 0.0 { chin * 1.75 } else { under_nose * 1.35 };
-            anchor.push((jaw_centre + jaw_half * 1.18 * cos, cy + reach * sin));
+            let reach = if sin > 0.0 { chin * 1.5 } else { under_nose * 1.35 };
+            anchor.push((jaw_centre + jaw_half * 1.1 * cos, cy + reach * sin));
         }
         let between = outer.iter().zip(&jaw_ring).map(|(&(ox, oy), &(jx, jy))| ((ox + jx) / 2.0, (oy + jy) / 2.0));
         let between: Vec<Point> = between.collect();
