@@ -27,16 +27,7 @@ fn avatar(c: &mut Criterion) {
     let (portrait, rig) = stock_face("stock-sofia", 512).unwrap();
     let mut group = c.benchmark_group("avatar 512x512");
 
-    let mut renderer = AvatarRenderer::new(portrait.clone(), rig.clone(), 1);
-    let mut index = 0usize;
-    group.bench_function("render (speaking)", |b| {
-        b.iter(|| {
-            let at = MediaTime((index * FRAME_SAMPLES as usize) as u64);
-            let (frame, _) = renderer.render(at, frames[index % frames.len()]);
-            index += 1;
-            frame.rgb[0]
-        })
-    });
+    bench_render(&mut group, "render (speaking)", AvatarRenderer::new(portrait.clone(), rig.clone(), 1), &frames);
 
     let mut picture = I420::new(512, 512);
     group.bench_function("RGB to I420, whole frame", |b| b.iter(|| picture.convert(&portrait)));
@@ -76,9 +67,22 @@ fn avatar(c: &mut Criterion) {
         b.iter(|| builder.build(&photo, 512).unwrap().rig.mouth_half_width)
     });
     let rigged = builder.build(&photo, 512).unwrap();
-    let mut renderer = AvatarRenderer::new(rigged.portrait.clone(), rigged.rig.clone(), 1);
+    let renderer = AvatarRenderer::new(rigged.portrait.clone(), rigged.rig.clone(), 1);
+    bench_render(&mut group, "render (speaking), custom avatar (photo)", renderer, &frames);
+    let face = FaceEncoder::with_portrait(rigged.portrait, rigged.rig, Vp8Config::default(), 1).unwrap();
+    bench_face(&mut group, "render + I420 + VP8 encode, custom avatar (photo)", face, &frames);
+    group.finish();
+}
+
+/// `renderer`'s frames, one per 40 ms of `frames` in turn, drawn only.
+fn bench_render(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    mut renderer: AvatarRenderer,
+    frames: &[&[f32]],
+) {
     let mut index = 0usize;
-    group.bench_function("render (speaking), custom avatar (photo)", |b| {
+    group.bench_function(name, |b| {
         b.iter(|| {
             let at = MediaTime((index * FRAME_SAMPLES as usize) as u64);
             let (frame, _) = renderer.render(at, frames[index % frames.len()]);
@@ -86,9 +90,6 @@ fn avatar(c: &mut Criterion) {
             frame.rgb[0]
         })
     });
-    let face = FaceEncoder::with_portrait(rigged.portrait, rigged.rig, Vp8Config::default(), 1).unwrap();
-    bench_face(&mut group, "render + I420 + VP8 encode, custom avatar (photo)", face, &frames);
-    group.finish();
 }
 
 /// `face`'s frames as a call encodes them, one per 40 ms of `frames` in turn.

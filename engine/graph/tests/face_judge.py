@@ -8,6 +8,7 @@ frame (the largest). Prints one JSON object per frame, measures in pixels:
   chin     chin below the eyes' centre line (8.y - mean eye y)
   eyes     mean eye aspect ratio of both eyes ((|37-41| + |38-40|) / 2|36-39|)
   eye_span distance between the eyes' centres (the face's scale)
+  upper_face (x, y) of the nose's tip (30) and of each eye's centre: the face above the mouth
 
 Usage: face_judge.py FRAME.png...
 """
@@ -56,6 +57,7 @@ def main(paths):
                     "chin": p[8][1] - eyes_y,
                     "eyes": (eye(36) + eye(42)) / 2,
                     "eye_span": ((right[0] - left[0]) ** 2 + (right[1] - left[1]) ** 2) ** 0.5,
+                    "upper_face": [list(p[30]), list(right), list(left)],
                 }
             )
         )
