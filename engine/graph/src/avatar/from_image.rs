@@ -76,10 +76,12 @@ fn refuse_pose(pose: &PhotoPose) -> Result<(), AvatarImageError> {
 
 /// A photo whose mouth shows nothing of lips (a hand or an object over it): the mouth would move a
 /// cover. See `MouthLook::covered`.
-fn refuse_covered_mouth(points: &[Point], portrait: &RgbImage) -> Result<MouthLook, AvatarImageError> {
-    let mut contours = LipContours::from_landmarks(points);
-    contours.find_closed_line(portrait);
-    let look = mouth_look(portrait, &contours, chin_skin(points, portrait));
+fn refuse_covered_mouth(
+    points: &[Point],
+    contours: &LipContours,
+    portrait: &RgbImage,
+) -> Result<MouthLook, AvatarImageError> {
+    let look = mouth_look(portrait, contours, chin_skin(points, portrait));
     tracing::debug!(?look, "the photo's mouth");
     if look.covered() {
         return Err(AvatarImageError::MouthCovered);
@@ -153,8 +155,10 @@ impl AvatarBuilder {
             let pose = PhotoPose::of(&found.points);
             tracing::debug!(?pose, "the photo's face");
             refuse_pose(&pose)?;
-            let mouth = refuse_covered_mouth(&points, &portrait)?;
-            (rig_from_landmarks(&points, &portrait), RigSource::Landmarks, Some(pose), Some(mouth))
+            let rig = rig_from_landmarks(&points, &portrait);
+            let contours = rig.lips.as_ref().expect("a rig from landmarks has the photo's lips");
+            let mouth = refuse_covered_mouth(&points, contours, &portrait)?;
+            (rig, RigSource::Landmarks, Some(pose), Some(mouth))
         } else {
             (rig_from_keypoints(&face, &portrait), RigSource::DetectorKeypoints, None, None)
         };
