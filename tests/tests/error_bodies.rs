@@ -142,7 +142,7 @@ async fn error_bodies_show_no_files_backtraces_or_library_output() {
     );
     assert_clean("not a GGUF file", &answer.body, &hidden);
     let line = log_line(&log, &answer.request_id, "not a GGUF file").await;
-    assert!(line.contains("unknown magic"), "the log keeps the parser's reason: {line}");
+    assert!(line.contains("invalid magic"), "the log keeps the parser's reason: {line}");
 
     // A runnable GGUF in the allowed directory, by its path and by its name, is accepted and stored as named.
     for name in [own.display().to_string(), "own".to_string()] {

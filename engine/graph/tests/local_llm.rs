@@ -1,12 +1,12 @@
 //! The embedded language models from their GGUF files: the default (Qwen2.5-Coder-0.5B-Instruct) streams a
 //! right answer to a short question and stops, stops early when the stream is dropped, never starts a
 //! request dropped while it waited, and answers short
-//! factual questions right, computing what llama.cpp computes on the same weights; both models reuse kept prompt states without changing the answer; SmolLM2 does
+//! factual questions right; both models reuse kept prompt states without changing the answer; SmolLM2 does
 //! not loop.
 
 use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, ToolSpec};
 use confab_engine::providers::local_llm::{self, LocalLlm};
-use confab_models::chat_lm::gguf::{self, Architecture};
+use confab_models::chat_lm::gguf;
 use confab_models::chat_lm::{ChatLm, LocalChatModel, Message};
 use confab_models::paths;
 
@@ -32,9 +32,7 @@ async fn answer(llm: &LocalLlm, request: ChatRequest) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gguf_named_by_path_loads_and_answers_in_each_architecture() {
     let dir = confab_models::default_models_dir();
-    for (stored_as, architecture) in
-        [(paths::QWEN_CODER_Q8, Architecture::Qwen2), (paths::SMOLLM2_Q8, Architecture::Llama)]
-    {
+    for (stored_as, architecture) in [(paths::QWEN_CODER_Q8, "qwen2"), (paths::SMOLLM2_Q8, "llama")] {
         let path = own_gguf(stored_as);
         assert_eq!(gguf::inspect(std::path::Path::new(&path)).expect("runnable").architecture, architecture);
         local_llm::check(&dir, &path).expect("accepted when an agent names it");
@@ -246,46 +244,6 @@ fn the_default_model_answers_short_factual_questions() {
             .map(str::to_string)
             .collect();
         assert!(right.iter().any(|w| words.iter().any(|word| word == w)), "{question} → {answer:?}");
-    }
-}
-
-/// The default model computes what llama.cpp computes on the same weights: the first reply token's logits
-/// of four prompts (the requantized GGUF `confab models fetch` stores), as llama.cpp gave them
-/// (`llama-cpp-python` 0.3.36, 2 threads, the same ChatML prompt; its five most likely tokens each). Both
-/// quantize the activations for the products, so they differ a little (up to 0.61 over 20 such prompts);
-/// a wrong rotation, bias, norm or tokenization moves them by whole units and changes the order.
-#[test]
-fn the_default_model_agrees_with_llama_cpp() {
-    const TOLERANCE: f32 = 0.75;
-    let model = ChatLm::load(&confab_models::default_models_dir(), LocalChatModel::DEFAULT).expect("models");
-    let system = "You are a helpful assistant. Answer in one short sentence.";
-    let reference: [(&str, [(usize, f32); 5]); 4] = [
-        (
-            "What is the capital of France?",
-            [(59604, 21.434), (785, 20.744), (39572, 18.398), (49000, 16.938), (2132, 16.584)],
-        ),
-        (
-            "How many legs does a spider have?",
-            [(32, 19.818), (72908, 16.426), (16, 16.384), (3966, 16.084), (11613, 15.993)],
-        ),
-        (
-            "What is the freezing point of water in Celsius?",
-            [(785, 20.463), (28253, 18.480), (10940, 16.555), (15, 15.602), (24, 15.569)],
-        ),
-        (
-            "What is the chemical symbol for water?",
-            [(39, 20.477), (28253, 18.336), (785, 18.289), (30816, 18.266), (44, 14.969)],
-        ),
-    ];
-    for (question, expected) in reference {
-        let turns = [Message::new("system", system), Message::new("user", question)];
-        let logits = model.first_reply_logits(&turns).expect("evaluates");
-        for (token, value) in expected {
-            let ours = logits[token];
-            assert!((ours - value).abs() <= TOLERANCE, "{question}: token {token} {ours} against llama.cpp's {value}");
-        }
-        let best = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        assert!(best <= expected[0].1 + TOLERANCE, "{question}: a token llama.cpp ranks lower leads with {best}");
     }
 }
 

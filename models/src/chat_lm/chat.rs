@@ -1,27 +1,27 @@
-//! `ChatLm`: a loaded chat model, its tokenizer, its chat template and the key/value states kept for
-//! prompt reuse; streamed generation (the module doc of `chat_lm` says how).
+//! `ChatLm`: a chat model on llama.cpp — the process's shared weights, this model's own context (its
+//! key/value cache and the states kept in it, `kept`), its chat template; streamed generation (the module
+//! doc of `chat_lm` says how).
 
+use std::num::NonZeroU32;
 use std::path::Path;
 
-use candle_core::Device;
-use candle_core::quantized::gguf_file;
-use candle_transformers::models::{quantized_llama, quantized_qwen3};
-use tokenizers::Tokenizer;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::{DecodeError, LlamaContextLoadError};
 
 use super::catalog::{ChatModelChoice, LocalChatModel};
-use super::gguf::{self, Architecture};
+use super::gguf;
+use super::kept::{KeptStates, WORKING};
 use super::sampler::Sampler;
 use super::template::{CallFormat, ChatTemplate, Message, ToolFunction};
-use super::tokenizer;
-use super::weights::Weights;
-use super::{fail, qwen2};
+use super::{fail, llama};
 use crate::{ModelError, require};
 
-/// Tokens that end a reply in the families Confab runs, beside the file's own end-of-sequence token.
+/// Tokens that end a reply in the families Confab runs, beside those llama.cpp marks as ending one.
 const END_TOKENS: [&str; 5] = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"];
-
-/// Key/value states kept for prompt reuse.
-pub const PREFIX_STATES: usize = 8;
 
 /// How much less likely a token the reply already holds becomes (llama.cpp's usual 1.1): without it the
 /// 135M model talks itself into loops ("the opposite of the opposite of …" until the token bound).
@@ -34,21 +34,24 @@ pub const TOP_P: f32 = 0.9;
 /// question's words: "The capital of France is …").
 pub const REPEAT_WINDOW: usize = 64;
 
-/// The model after evaluating `tokens`: its key/value cache holds exactly those positions.
-struct PrefixState {
-    tokens: Vec<u32>,
-    model: Weights,
-}
+/// Positions a context holds, across the working sequence and the kept states (fewer when the model was
+/// trained on fewer). Qwen2.5-0.5B's cache costs 12 KiB a position: 96 MiB.
+pub const CONTEXT_POSITIONS: u32 = 8192;
+
+/// Tokens evaluated in one llama.cpp batch.
+const BATCH: usize = 512;
+
+/// The sampler's seed (a reply at a temperature above 0 is the same for the same prompt).
+const SEED: u64 = 299_792_458;
 
 pub struct ChatLm {
     name: String,
-    /// The loaded weights with an empty cache: where a prompt with no kept prefix starts.
-    model: Weights,
-    tokenizer: Tokenizer,
+    model: &'static LlamaModel,
+    context: LlamaContext<'static>,
     template: ChatTemplate,
-    end_tokens: Vec<u32>,
-    /// Most recently used first.
-    prefixes: std::collections::VecDeque<PrefixState>,
+    end_tokens: Vec<LlamaToken>,
+    kept: KeptStates,
+    batch: LlamaBatch<'static>,
     /// Prompt tokens evaluated by the last call, for tests and metrics.
     last_evaluated: usize,
 }
@@ -64,48 +67,61 @@ impl ChatLm {
         ChatLm::open(&choice.path(models_dir)?, &choice.name())
     }
 
-    /// The GGUF at `path`, known as `name`: any file `gguf::inspect` accepts.
+    /// The GGUF at `path`, known as `name`: any chat model llama.cpp loads. Its weights are shared with
+    /// every other `ChatLm` of the same file in the process; the context (the cache) is this one's own.
     pub fn open(path: &Path, name: &str) -> Result<ChatLm, ModelError> {
-        let mut file = std::fs::File::open(path).map_err(fail)?;
-        let content = gguf_file::Content::read(&mut file).map_err(fail)?;
-        let summary = gguf::summarize(path, &content)?;
-        let tokenizer = tokenizer::from_gguf(&content)?;
-        let token_text = |key: &str| {
-            let id = content.metadata.get(key).and_then(|v| v.to_u32().ok())?;
-            tokenizer.id_to_token(id)
+        let header = gguf::header(path)?;
+        let model =
+            llama::model(path).map_err(|why| gguf::refused(path, format!("llama.cpp cannot load it: {why}")))?;
+        let vocab = model.vocab();
+        let token_text = |token: LlamaToken| {
+            (token.0 >= 0).then(|| vocab.text(token).map(|t| t.to_string_lossy().into_owned())).flatten()
         };
-        let eos = token_text("tokenizer.ggml.eos_token_id");
-        let bos = token_text("tokenizer.ggml.bos_token_id").unwrap_or_default();
-        let template_source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok()).cloned();
-        let template = ChatTemplate::new(template_source.as_deref(), &bos, eos.as_deref().unwrap_or_default())
+        let bos = token_text(vocab.bos()).unwrap_or_default();
+        let eos = token_text(vocab.eos()).unwrap_or_default();
+        let template = ChatTemplate::new(header.chat_template.as_deref(), &bos, &eos)
             .map_err(|why| ModelError::Unsupported { path: path.display().to_string(), reason: why })?;
-        let mut end_tokens: Vec<u32> = END_TOKENS.iter().filter_map(|t| tokenizer.token_to_id(t)).collect();
-        end_tokens.extend(eos.and_then(|eos| tokenizer.token_to_id(&eos)).filter(|id| !end_tokens.contains(id)));
-        let model = match summary.architecture {
-            Architecture::Llama => Weights::Llama(
-                quantized_llama::ModelWeights::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?,
-            ),
-            Architecture::Qwen2 => {
-                Weights::Qwen2(qwen2::Qwen2::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?)
-            }
-            Architecture::Qwen3 => Weights::Qwen3(
-                quantized_qwen3::ModelWeights::from_gguf(content, &mut file, &Device::Cpu).map_err(fail)?,
-            ),
-        };
-        // candle tiles each matrix for its VNNI kernels at its first product (~0.4 s for Qwen): at load,
-        // with the model, rather than in the first call's first turn.
-        if let Some(&token) = end_tokens.first() {
-            model.clone().evaluate(&[token], 0)?;
+        let mut end_tokens: Vec<LlamaToken> = END_TOKENS
+            .iter()
+            .filter_map(|text| match vocab.tokenize(text.as_bytes(), false, true).as_slice() {
+                [token] if vocab.is_control(*token) || vocab.is_eog(*token) => Some(*token),
+                _ => None,
+            })
+            .collect();
+        if vocab.eos().0 >= 0 && !end_tokens.contains(&vocab.eos()) {
+            end_tokens.push(vocab.eos());
         }
-        Ok(ChatLm {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()) as i32;
+        let positions = CONTEXT_POSITIONS.min(model.n_ctx_train().max(256));
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(positions))
+            .with_n_batch(BATCH as u32)
+            .with_n_ubatch(BATCH as u32)
+            .with_n_seq_max(KeptStates::SEQUENCES)
+            .with_kv_unified(true)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads)
+            .with_no_perf(true);
+        llama::clear_error();
+        let context = model.new_context(llama::backend(), params).map_err(|err: LlamaContextLoadError| {
+            fail(format!("cannot make a context: {}", llama::take_error().unwrap_or_else(|| err.to_string())))
+        })?;
+        let mut chat = ChatLm {
             name: name.to_string(),
             model,
-            tokenizer,
+            context,
             template,
             end_tokens,
-            prefixes: Default::default(),
+            kept: KeptStates::default(),
+            batch: LlamaBatch::new(BATCH, 1),
             last_evaluated: 0,
-        })
+        };
+        // The first product prepares llama.cpp's kernels and buffers: at load, with the model, rather than
+        // in the first call's first turn.
+        if let Some(&token) = chat.end_tokens.first() {
+            chat.evaluate(&[token], 0)?;
+        }
+        Ok(chat)
     }
 
     /// The name the model goes by.
@@ -123,8 +139,9 @@ impl ChatLm {
         self.template.render(messages, tools, true)
     }
 
-    fn encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
-        Ok(self.tokenizer.encode(text, false).map_err(fail)?.get_ids().to_vec())
+    /// The tokens of `text`, special tokens (`<|im_start|>`) read as such; nothing added.
+    fn encode(&self, text: &str) -> Vec<LlamaToken> {
+        self.model.vocab().tokenize(text.as_bytes(), false, true)
     }
 
     /// The tokens every prompt that opens with this system message (and these tools) begins with: the
@@ -132,7 +149,7 @@ impl ChatLm {
     /// prompts differing only in their user message share, cut after its last special token (so that it
     /// tokenizes the same alone as within a prompt; Qwen3's template refuses a conversation without a user
     /// message). None when the template cannot say.
-    fn system_prefix(&self, system: &Message, tools: &[ToolFunction]) -> Option<Vec<u32>> {
+    fn system_prefix(&self, system: &Message, tools: &[ToolFunction]) -> Option<Vec<LlamaToken>> {
         let render = |user: &str| self.template.render(&[system.clone(), Message::new("user", user)], tools, true).ok();
         let (a, b) = (render("\u{1}")?, render("\u{2}")?);
         let shared = a.char_indices().zip(b.chars()).find(|((_, x), y)| x != y).map_or(a.len(), |((i, _), _)| i);
@@ -141,7 +158,49 @@ impl ChatLm {
             Some(alone) if !alone.is_empty() && a[..shared].starts_with(&alone) => alone,
             _ => a[..a[..shared].rfind("|>")? + 2].to_string(),
         };
-        self.encode(&text).ok().filter(|tokens| !tokens.is_empty())
+        Some(self.encode(&text)).filter(|tokens| !tokens.is_empty())
+    }
+
+    /// The text of a reply's token: special tokens written out (Qwen's `<tool_call>`, which the tool-call
+    /// reader looks for), except the chat markers (`<|im_start|>`, `<|eot_id|>`, …), which are not text.
+    fn piece(&self, token: LlamaToken) -> Vec<u8> {
+        let vocab = self.model.vocab();
+        let marker = vocab.is_control(token)
+            && vocab
+                .text(token)
+                .and_then(|t| t.to_str().ok())
+                .is_some_and(|t| t.starts_with("<|") && t.ends_with("|>"));
+        if marker { Vec::new() } else { vocab.token_to_piece(token, true, None) }
+    }
+
+    /// Evaluates `tokens` in the working sequence after the `position` already there; the logits after
+    /// the last of them. A cache too full for them is emptied of the kept states once.
+    fn evaluate(&mut self, tokens: &[LlamaToken], position: usize) -> Result<Vec<f32>, ModelError> {
+        let capacity = self.context.n_ctx() as usize;
+        if position + tokens.len() > capacity {
+            return Err(fail(format!(
+                "the conversation needs {} positions; the model's context holds {capacity}",
+                position + tokens.len()
+            )));
+        }
+        for (chunk_index, chunk) in tokens.chunks(BATCH).enumerate() {
+            let start = position + chunk_index * BATCH;
+            let last_chunk = start + chunk.len() == position + tokens.len();
+            self.batch.clear();
+            for (i, &token) in chunk.iter().enumerate() {
+                let wants_logits = last_chunk && i + 1 == chunk.len();
+                self.batch.add(token, (start + i) as i32, &[WORKING], wants_logits).map_err(fail)?;
+            }
+            match self.context.decode(&mut self.batch) {
+                Ok(()) => {}
+                Err(DecodeError::NoKvCacheSlot) => {
+                    self.kept.forget(&mut self.context);
+                    self.context.decode(&mut self.batch).map_err(fail)?;
+                }
+                Err(err) => return Err(fail(err)),
+            }
+        }
+        Ok(self.context.get_logits_ith(self.batch.n_tokens() - 1).to_vec())
     }
 
     /// Generates a reply to `messages` (offering `tools` when the template takes them), calling `on_text`
@@ -156,57 +215,61 @@ impl ChatLm {
         stop: &[String],
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<(), ModelError> {
-        let prompt_tokens = self.encode(&self.prompt(messages, tools)?)?;
-        let mut sampler = Sampler::new(299_792_458, temperature, TOP_P);
-        let mut generated: Vec<u32> = Vec::with_capacity(max_tokens);
-        let mut emitted = String::new();
-        let (mut model, mut position) = self.start_from_longest_prefix(&prompt_tokens);
-        self.last_evaluated = prompt_tokens.len() - position;
+        let prompt = self.encode(&self.prompt(messages, tools)?);
+        if prompt.is_empty() {
+            return Err(fail("the prompt is empty"));
+        }
+        let mut sampler = Sampler::new(SEED, temperature, TOP_P);
+        let mut position = self.kept.start(&mut self.context, &prompt);
+        self.last_evaluated = prompt.len() - position;
         // The system message's state is kept on its own, for the next call with the same system prompt.
         let system = messages.first().filter(|m| m.role == "system").and_then(|m| self.system_prefix(m, tools));
         if let Some(end) = system
-            .filter(|prefix| prompt_tokens.starts_with(prefix))
+            .filter(|prefix| prompt.starts_with(prefix))
             .map(|prefix| prefix.len())
-            .filter(|&end| position < end && end < prompt_tokens.len())
+            .filter(|&end| position < end && end < prompt.len())
         {
-            model.evaluate(&prompt_tokens[position..end], position)?;
+            self.evaluate(&prompt[position..end], position)?;
             position = end;
-            self.keep_prefix(prompt_tokens[..end].to_vec(), &model);
+            self.kept.keep(&mut self.context, &prompt[..end]);
         }
-        let mut input = prompt_tokens[position..].to_vec();
-        let mut evaluated = prompt_tokens.clone();
+        let mut logits = self.evaluate(&prompt[position..], position)?;
+        position = prompt.len();
+        self.kept.keep(&mut self.context, &prompt);
+        // What the working sequence holds: the prompt, then each reply token once it is evaluated.
+        let mut evaluated = prompt;
+        let mut generated: Vec<u32> = Vec::with_capacity(max_tokens);
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut emitted = 0;
         for step in 0..max_tokens {
-            let logits = model.evaluate(&input, position)?;
-            position += input.len();
-            if step == 0 {
-                self.keep_prefix(evaluated.clone(), &model);
-            } else {
-                evaluated.push(*generated.last().expect("a token was fed"));
-            }
             let recent = &generated[generated.len().saturating_sub(REPEAT_WINDOW)..];
-            let mut logits = logits.to_vec1::<f32>().map_err(fail)?;
-            let next = sampler.sample(&mut logits, recent, REPEAT_PENALTY);
-            if self.end_tokens.contains(&next) {
+            let next = LlamaToken(sampler.sample(&mut logits, recent, REPEAT_PENALTY) as i32);
+            if self.end_tokens.contains(&next) || self.model.vocab().is_eog(next) {
                 // The reply's state: the next turn's prompt begins with this prompt and this reply.
-                self.keep_prefix(evaluated, &model);
+                self.kept.keep(&mut self.context, &evaluated);
                 break;
             }
-            generated.push(next);
-            let text = self.tokenizer.decode(&generated, true).map_err(fail)?;
+            generated.push(next.0 as u32);
+            bytes.extend(self.piece(next));
+            let text = String::from_utf8_lossy(&bytes);
             if let Some(cut) = stop.iter().filter_map(|s| text.find(s.as_str())).min() {
-                if cut > emitted.len() && !on_text(&text[emitted.len()..cut]) {
+                if cut > emitted && !on_text(&text[emitted..cut]) {
                     return Ok(());
                 }
                 break;
             }
             // Emit only whole characters; a multi-byte character may span tokens.
-            if text.len() > emitted.len() && !text.ends_with('\u{FFFD}') {
-                if !on_text(&text[emitted.len()..]) {
+            if text.len() > emitted && !text.ends_with('\u{FFFD}') {
+                if !on_text(&text[emitted..]) {
                     return Ok(());
                 }
-                emitted = text;
+                emitted = text.len();
             }
-            input = vec![next];
+            if step + 1 < max_tokens {
+                logits = self.evaluate(&[next], position)?;
+                position += 1;
+                evaluated.push(next);
+            }
         }
         Ok(())
     }
@@ -215,22 +278,17 @@ impl ChatLm {
     /// first prompt beginning with it evaluates only what follows: a call's first answer then comes as
     /// fast as its later ones.
     pub fn warm(&mut self, system: &str, tools: &[ToolFunction]) -> Result<(), ModelError> {
-        let Some(tokens) = self.system_prefix(&Message::new("system", system), tools) else { return Ok(()) };
-        if self.prefixes.iter().any(|kept| kept.tokens == tokens) {
+        let Some(mut tokens) = self.system_prefix(&Message::new("system", system), tools) else { return Ok(()) };
+        // `start` leaves at least one token to evaluate: ask for a state one token longer than the prefix.
+        tokens.push(LlamaToken(-1));
+        let position = self.kept.start(&mut self.context, &tokens);
+        tokens.pop();
+        if position == tokens.len() {
             return Ok(());
         }
-        let (mut model, position) = self.start_from_longest_prefix(&tokens);
-        model.evaluate(&tokens[position..], position)?;
-        self.keep_prefix(tokens, &model);
+        self.evaluate(&tokens[position..], position)?;
+        self.kept.keep(&mut self.context, &tokens);
         Ok(())
-    }
-
-    /// The logits of the reply's first token, the prompt evaluated whole from an empty cache (for checking
-    /// this implementation against another one on the same weights).
-    pub fn first_reply_logits(&self, messages: &[Message]) -> Result<Vec<f32>, ModelError> {
-        let tokens = self.encode(&self.prompt(messages, &[])?)?;
-        let logits = self.model.clone().evaluate(&tokens, 0)?;
-        logits.to_vec1::<f32>().map_err(fail)
     }
 
     /// Prompt tokens the last call evaluated (the rest came from a kept state).
@@ -240,31 +298,6 @@ impl ChatLm {
 
     /// Forgets every kept state: the next prompt is evaluated whole.
     pub fn forget_prefixes(&mut self) {
-        self.prefixes.clear();
-    }
-
-    /// The model state to continue from and its position: the longest kept state whose tokens begin
-    /// `prompt` (leaving at least one token to evaluate, whose logits start the reply), else the empty one.
-    fn start_from_longest_prefix(&mut self, prompt: &[u32]) -> (Weights, usize) {
-        let best = (0..self.prefixes.len())
-            .filter(|&i| {
-                let kept = &self.prefixes[i].tokens;
-                kept.len() < prompt.len() && prompt.starts_with(kept)
-            })
-            .max_by_key(|&i| self.prefixes[i].tokens.len());
-        match best.and_then(|i| self.prefixes.remove(i)) {
-            Some(state) => {
-                let start = (state.model.clone(), state.tokens.len());
-                self.prefixes.push_front(state);
-                start
-            }
-            None => (self.model.clone(), 0),
-        }
-    }
-
-    fn keep_prefix(&mut self, tokens: Vec<u32>, model: &Weights) {
-        self.prefixes.retain(|kept| kept.tokens != tokens);
-        self.prefixes.push_front(PrefixState { tokens, model: model.clone() });
-        self.prefixes.truncate(PREFIX_STATES);
+        self.kept.forget(&mut self.context);
     }
 }

@@ -1,40 +1,26 @@
-//! Whether a GGUF file is a chat model Confab can run, read from its header alone (metadata and tensor
-//! list, not the weights): its architecture, tokenizer and chat template. Agents naming a file are checked
-//! with it when they are created, so a bad file is refused then, with its reason, rather than at a call.
+//! Whether a GGUF file is a chat model Confab can run, without reading its weights: its header (read with
+//! ggml's own GGUF reader: architecture, name, chat template), then llama.cpp's load of everything but the
+//! weights (an architecture it knows, complete hyperparameters, a tokenizer it reads, every tensor). Agents naming a file are
+//! checked with it when they are created, so a bad file is refused then, with its reason, rather than at a
+//! call. llama.cpp's load says only that it failed; the reason is the error it logged (`llama`).
 
 use std::path::Path;
 
-use candle_core::quantized::gguf_file;
+use llama_cpp_2::gguf::GgufContext;
 
+use super::llama;
 use super::template::{CallFormat, ChatTemplate};
 use crate::ModelError;
 
-/// The network architectures Confab runs (`general.architecture`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Architecture {
-    /// Llama 3.x, SmolLM2 (candle's quantized llama).
-    Llama,
-    /// Qwen2, Qwen2.5 (our `qwen2`).
-    Qwen2,
-    /// Qwen3 (candle's quantized qwen3).
-    Qwen3,
-}
-
-impl Architecture {
-    fn from_gguf(name: &str) -> Option<Architecture> {
-        match name {
-            "llama" => Some(Architecture::Llama),
-            "qwen2" => Some(Architecture::Qwen2),
-            "qwen3" => Some(Architecture::Qwen3),
-            _ => None,
-        }
-    }
-}
+/// Architectures llama.cpp runs as encoders only (embeddings, not replies).
+const ENCODERS: [&str; 8] =
+    ["bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "neo-bert", "modern-bert", "t5encoder", "eurobert"];
 
 /// What `inspect` read from a runnable GGUF.
 #[derive(Debug, Clone)]
 pub struct GgufSummary {
-    pub architecture: Architecture,
+    /// `general.architecture` (llama, qwen2, qwen3, gemma3, phi3, …).
+    pub architecture: String,
     /// `general.name`, when the file has one.
     pub name: Option<String>,
     /// How the model calls tools, from its chat template (`CallFormat::None`: it is offered none).
@@ -43,90 +29,85 @@ pub struct GgufSummary {
     pub own_template: bool,
 }
 
-/// The reason a file cannot be run, worded for the person who named it: one line (a library's error can
-/// carry a backtrace on the lines after its message).
-fn refused(path: &Path, why: impl std::fmt::Display) -> ModelError {
+/// What a GGUF's header says of it.
+pub(super) struct Header {
+    pub(super) architecture: String,
+    pub(super) name: Option<String>,
+    pub(super) chat_template: Option<String>,
+}
+
+/// The reason a file cannot be run, worded for the person who named it: one line.
+pub(super) fn refused(path: &Path, why: impl std::fmt::Display) -> ModelError {
     let why = why.to_string();
     let first_line = why.lines().next().unwrap_or_default().trim_end();
     ModelError::Unsupported { path: path.display().to_string(), reason: first_line.to_string() }
 }
 
-/// Reads the header of `path` and says whether Confab can run it as a chat model.
+/// Reads `path`'s header and says whether Confab can run it as a chat model (llama.cpp loads all of it but
+/// its weights to say so).
 pub fn inspect(path: &Path) -> Result<GgufSummary, ModelError> {
-    if !path.is_file() {
-        return Err(refused(path, "no such file"));
-    }
-    let mut file = std::fs::File::open(path).map_err(|err| refused(path, format!("cannot be read: {err}")))?;
-    let content = gguf_file::Content::read(&mut file).map_err(|err| {
-        // The parser's words (and, with RUST_BACKTRACE set, its backtrace) are the log's, not the reason's.
-        let detail = err.to_string();
-        tracing::warn!(file = %path.display(), error = detail.lines().next().unwrap_or_default(), "not a GGUF file");
-        refused(path, "not a GGUF file")
-    })?;
-    summarize(path, &content)
-}
-
-/// `inspect` on a header already read.
-pub(super) fn summarize(path: &Path, content: &gguf_file::Content) -> Result<GgufSummary, ModelError> {
-    let text = |key: &str| content.metadata.get(key).and_then(|v| v.to_string().ok()).cloned();
-    let architecture = text("general.architecture").unwrap_or_default();
-    let architecture = Architecture::from_gguf(&architecture).ok_or_else(|| {
-        let named = if architecture.is_empty() { "no architecture".to_string() } else { format!("a {architecture} model") };
-        refused(
-            path,
-            format!(
-                "{named}; Confab runs the llama (Llama 3.x, SmolLM2), qwen2 (Qwen2, Qwen2.5) and qwen3 (Qwen3) architectures"
-            ),
-        )
-    })?;
-    match text("tokenizer.ggml.model").as_deref() {
-        Some("gpt2") => {}
-        Some(other) => {
-            return Err(refused(
-                path,
-                format!(
-                    "its tokenizer is {other:?}; Confab reads byte-level BPE (\"gpt2\") tokenizers: Llama 3.x, Qwen and SmolLM2 have one, Llama 2 and Mistral do not"
-                ),
-            ));
-        }
-        None => return Err(refused(path, "it holds no tokenizer (tokenizer.ggml.model)")),
-    }
-    for key in ["tokenizer.ggml.tokens", "tokenizer.ggml.merges"] {
-        if !content.metadata.contains_key(key) {
-            return Err(refused(path, format!("its tokenizer has no {key}")));
-        }
-    }
-    if !content.tensor_infos.contains_key("token_embd.weight") {
-        return Err(refused(path, "it holds no token embeddings (token_embd.weight): not a complete model"));
-    }
-    let template =
-        ChatTemplate::new(text("tokenizer.chat_template").as_deref(), "", "").map_err(|why| refused(path, why))?;
+    let header = header(path)?;
+    let template = ChatTemplate::new(header.chat_template.as_deref(), "", "").map_err(|why| refused(path, why))?;
+    llama::check_loads(path).map_err(|why| refused(path, format!("llama.cpp cannot load it: {why}")))?;
     Ok(GgufSummary {
-        architecture,
-        name: text("general.name"),
+        architecture: header.architecture,
+        name: header.name,
         call_format: template.call_format(),
         own_template: template.is_own(),
     })
 }
 
+/// The header of a GGUF that names a decoder architecture. Err: why not, for the person who named it.
+pub(super) fn header(path: &Path) -> Result<Header, ModelError> {
+    if !path.is_file() {
+        return Err(refused(path, "no such file"));
+    }
+    if let Err(err) = std::fs::File::open(path) {
+        return Err(refused(path, format!("cannot be read: {err}")));
+    }
+    llama::backend();
+    llama::clear_error();
+    let Some(gguf) = GgufContext::from_file(path) else {
+        // ggml's words go to the log, not the reason ("failed to read magic", "tensor data not within
+        // file bounds"): the person learns what the file is not.
+        if let Some(detail) = llama::take_error() {
+            tracing::warn!(file = %path.display(), error = detail, "not a GGUF file");
+        }
+        return Err(refused(path, "not a GGUF file"));
+    };
+    let text = |key: &str| {
+        let index = gguf.find_key(key);
+        (index >= 0 && gguf.kv_type(index) == llama_cpp_sys_2::GGUF_TYPE_STRING)
+            .then(|| gguf.val_str(index).map(str::to_string))
+            .flatten()
+    };
+    let architecture = text("general.architecture").unwrap_or_default();
+    if architecture.is_empty() {
+        return Err(refused(path, "it names no architecture (general.architecture): not a model llama.cpp can load"));
+    }
+    if ENCODERS.contains(&architecture.as_str()) {
+        return Err(refused(path, format!("a {architecture} model computes embeddings; a chat model writes replies")));
+    }
+    Ok(Header { architecture, name: text("general.name"), chat_template: text("tokenizer.chat_template") })
+}
+
 #[cfg(test)]
 mod tests {
-    use candle_core::quantized::gguf_file::Value;
+    use candle_core::quantized::gguf_file::{self, Value};
     use candle_core::quantized::{GgmlDType, QTensor};
     use candle_core::{Device, Tensor};
 
     use super::*;
 
-    /// A GGUF header with `metadata` and one small embedding tensor (when `embeddings`).
-    fn gguf(dir: &Path, name: &str, metadata: &[(&str, Value)], embeddings: bool) -> std::path::PathBuf {
+    /// A GGUF header with `metadata` and one small embedding tensor.
+    fn gguf(dir: &Path, name: &str, metadata: &[(&str, Value)]) -> std::path::PathBuf {
         let path = dir.join(name);
         let mut file = std::fs::File::create(&path).unwrap();
         let tensor =
             QTensor::quantize(&Tensor::zeros((4, 32), candle_core::DType::F32, &Device::Cpu).unwrap(), GgmlDType::F32)
                 .unwrap();
         let metadata: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (*k, v)).collect();
-        let tensors: Vec<(&str, &QTensor)> = if embeddings { vec![("token_embd.weight", &tensor)] } else { vec![] };
-        gguf_file::write(&mut file, &metadata, &tensors).unwrap();
+        gguf_file::write(&mut file, &metadata, &[("token_embd.weight", &tensor)]).unwrap();
         path
     }
 
@@ -145,47 +126,44 @@ mod tests {
         }
     }
 
+    fn with(architecture: &str, extra: &[(&'static str, Value)]) -> Vec<(&'static str, Value)> {
+        let mut metadata = vec![
+            ("general.architecture", text(architecture)),
+            ("tokenizer.ggml.model", text("gpt2")),
+            ("tokenizer.ggml.tokens", list(&["a", "b", "ab"])),
+            ("tokenizer.ggml.merges", list(&["a b"])),
+        ];
+        metadata.extend(extra.iter().cloned());
+        metadata
+    }
+
     #[test]
     fn files_that_are_not_runnable_chat_models_are_refused_with_their_reason() {
         let dir = tempfile::tempdir().unwrap();
-        fn with(architecture: &str, extra: &[(&'static str, Value)]) -> Vec<(&'static str, Value)> {
-            let mut metadata = vec![
-                ("general.architecture", text(architecture)),
-                ("tokenizer.ggml.model", text("gpt2")),
-                ("tokenizer.ggml.tokens", list(&["a", "b", "ab"])),
-                ("tokenizer.ggml.merges", list(&["a b"])),
-            ];
-            metadata.extend(extra.iter().cloned());
-            metadata
-        }
-
         assert_eq!(reason(&dir.path().join("absent.gguf")), "no such file");
         let not_gguf = dir.path().join("weights.bin");
         std::fs::write(&not_gguf, b"PK\x03\x04 a zip file, not a model").unwrap();
-        assert_eq!(reason(&not_gguf), "not a GGUF file", "the parser's words stay in the log");
+        assert_eq!(reason(&not_gguf), "not a GGUF file", "ggml's words stay in the log");
 
-        let bert = gguf(dir.path(), "bert.gguf", &with("bert", &[]), true);
-        assert_eq!(
-            reason(&bert),
-            "a bert model; Confab runs the llama (Llama 3.x, SmolLM2), qwen2 (Qwen2, Qwen2.5) and qwen3 (Qwen3) architectures"
-        );
-        let mut sentencepiece = with("llama", &[]);
-        sentencepiece[1].1 = text("llama");
-        let llama2 = gguf(dir.path(), "llama2.gguf", &sentencepiece, true);
-        assert!(
-            reason(&llama2).starts_with("its tokenizer is \"llama\"; Confab reads byte-level BPE"),
-            "{}",
-            reason(&llama2)
-        );
-        let headless = gguf(dir.path(), "headless.gguf", &with("qwen2", &[]), false);
-        assert!(reason(&headless).contains("no token embeddings"), "{}", reason(&headless));
-        let broken =
-            gguf(dir.path(), "broken.gguf", &with("qwen3", &[("tokenizer.chat_template", text("{% if %}"))]), true);
+        let bert = gguf(dir.path(), "bert.gguf", &with("bert", &[]));
+        assert_eq!(reason(&bert), "a bert model computes embeddings; a chat model writes replies");
+        let nameless = gguf(dir.path(), "nameless.gguf", &with("", &[]));
+        assert!(reason(&nameless).starts_with("it names no architecture"), "{}", reason(&nameless));
+        let broken = gguf(dir.path(), "broken.gguf", &with("qwen3", &[("tokenizer.chat_template", text("{% if %}"))]));
         assert!(reason(&broken).starts_with("its chat template does not compile"), "{}", reason(&broken));
+    }
 
-        let fine = gguf(dir.path(), "fine.gguf", &with("qwen3", &[("general.name", text("Tiny"))]), true);
-        let summary = inspect(&fine).expect("a qwen3 header with a tokenizer is accepted");
-        assert_eq!((summary.architecture, summary.name.as_deref()), (Architecture::Qwen3, Some("Tiny")));
-        assert!(!summary.own_template, "no template: prompted in ChatML");
+    /// What llama.cpp cannot load is refused with the error it logged, not "null result".
+    #[test]
+    fn what_llama_cpp_cannot_load_is_refused_with_its_own_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let unknown = gguf(dir.path(), "unknown.gguf", &with("frobnicator", &[]));
+        let why = reason(&unknown);
+        assert!(why.starts_with("llama.cpp cannot load it: "), "{why}");
+        assert!(why.contains("unknown model architecture: 'frobnicator'"), "{why}");
+        // A known architecture whose hyperparameters are missing: llama.cpp names the key.
+        let incomplete = gguf(dir.path(), "incomplete.gguf", &with("qwen2", &[]));
+        let why = reason(&incomplete);
+        assert!(why.starts_with("llama.cpp cannot load it: ") && why.contains("qwen2.context_length"), "{why}");
     }
 }

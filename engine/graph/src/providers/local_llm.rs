@@ -1,5 +1,5 @@
 //! The local language models (Qwen2.5-Coder-0.5B-Instruct by default, SmolLM2-135M-Instruct, or a GGUF
-//! file of the user's; candle) as a streaming `LanguageModel`. Each piece of text is sent as it is
+//! file of the user's; llama.cpp) as a streaming `LanguageModel`. Each piece of text is sent as it is
 //! decoded, and a dropped receiver stops generation at the next token. The process's default model is the
 //! embedded one unless `--local-llm` names a file ([`set_default_model`]); [`check`] says at an agent's
 //! creation whether the model it names can be run. A file an agent names is read only from the models

@@ -2,7 +2,8 @@
 //! ([`messages`]: the assistant's calls with their arguments as JSON objects, results as `tool` messages)
 //! with the functions ([`functions`]); the template writes them as the model was trained to read them.
 //! What comes back depends on the template's [`CallFormat`]: `<tool_call>{"name": …, "arguments": {…}}</tool_call>`
-//! (Qwen, Hermes) or a reply that is one JSON object `{"name": …, "parameters": {…}}` (Llama 3.x).
+//! (Qwen, Hermes; Qwen2.5 sometimes writes the JSON without the tags) or a reply that is one JSON object
+//! `{"name": …, "parameters": {…}}` (Llama 3.x).
 //! [`CallScanner`] tells, while the reply streams, whether it is text to speak or tool calls to hold.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,7 +78,8 @@ impl CallScanner {
     fn openings(&self) -> &'static [&'static str] {
         match self.format {
             CallFormat::None => &[],
-            CallFormat::Tagged => &[OPEN],
+            // Qwen2.5 sometimes leaves out the tags (`finish`).
+            CallFormat::Tagged => &[OPEN, "{"],
             CallFormat::BareJson => &["{", PYTHON_TAG],
         }
     }
@@ -112,25 +114,15 @@ impl CallScanner {
         if self.state != State::Calls {
             return text(self.held);
         }
-        let bodies: Vec<&str> = match self.format {
-            CallFormat::BareJson => {
-                let body = self.held.trim().trim_start_matches(PYTHON_TAG).trim();
-                // Several calls may be separated by `;` (Llama 3.1's format for parallel calls).
-                let parts: Vec<&str> = body.split(';').map(str::trim).filter(|b| !b.is_empty()).collect();
-                if read_call(body).is_some() {
-                    vec![body]
-                } else if !parts.is_empty() && parts.iter().all(|part| read_call(part).is_some()) {
-                    parts
-                } else {
-                    return text(self.held);
-                }
+        // Qwen2.5 sometimes writes its call's JSON without the tags around it: read like Llama's.
+        let bare = self.format == CallFormat::BareJson || !self.held.trim_start().starts_with(OPEN);
+        let bodies: Vec<&str> = if bare {
+            match bare_calls(&self.held) {
+                Some(bodies) => bodies,
+                None => return text(self.held),
             }
-            _ => self
-                .held
-                .split(OPEN)
-                .skip(1)
-                .map(|block| block.split(CLOSE).next().unwrap_or_default().trim())
-                .collect(),
+        } else {
+            self.held.split(OPEN).skip(1).map(|block| block.split(CLOSE).next().unwrap_or_default().trim()).collect()
         };
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let mut calls = Vec::new();
@@ -145,6 +137,20 @@ impl CallScanner {
             }
         }
         (None, calls)
+    }
+}
+
+/// The calls of a reply that is JSON alone (after Llama's `<|python_tag|>`, if any): one call, or several
+/// separated by `;` (Llama 3.1's format for parallel calls). None when it is no call after all.
+fn bare_calls(held: &str) -> Option<Vec<&str>> {
+    let body = held.trim().trim_start_matches(PYTHON_TAG).trim();
+    let parts: Vec<&str> = body.split(';').map(str::trim).filter(|b| !b.is_empty()).collect();
+    if read_call(body).is_some() {
+        Some(vec![body])
+    } else if !parts.is_empty() && parts.iter().all(|part| read_call(part).is_some()) {
+        Some(parts)
+    } else {
+        None
     }
 }
 
@@ -241,5 +247,25 @@ mod tests {
         assert_eq!(text, None);
         assert_eq!(calls.len(), 1);
         assert_eq!((calls[0].name.as_str(), calls[0].arguments.as_str()), ("a", "{}"));
+    }
+
+    /// Qwen2.5-Coder-0.5B, greedy on llama.cpp, answers the weather question with the call's JSON alone.
+    #[test]
+    fn a_tagged_format_reply_that_is_the_call_without_its_tags_is_a_call() {
+        let mut scanner = CallScanner::new(CallFormat::Tagged);
+        for piece in ["{\"", "name", "\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}"] {
+            assert_eq!(scanner.push(piece), None, "held while it could be a call");
+        }
+        let (text, calls) = scanner.finish();
+        assert_eq!(text, None);
+        assert_eq!((calls[0].name.as_str(), calls[0].arguments.as_str()), ("get_weather", r#"{"city":"Paris"}"#));
+
+        let mut scanner = CallScanner::new(CallFormat::Tagged);
+        scanner.push("{braces} are what I call these.");
+        assert_eq!(
+            scanner.finish(),
+            (Some("{braces} are what I call these.".into()), vec![]),
+            "no call after all: text"
+        );
     }
 }

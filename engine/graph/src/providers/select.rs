@@ -5,7 +5,7 @@
 //! | kind | provider | adapter |
 //! |---|---|---|
 //! | LLM | `openai`, `groq`, `openrouter`, `custom` | OpenAI-compatible chat completions (`CONFAB_LLM_BASE_URL` overrides the URL) |
-//! | LLM | `local` or empty | `llm.model`: Qwen2.5-Coder-0.5B-Instruct (default) or SmolLM2-135M-Instruct (GGUF, candle) |
+//! | LLM | `local` or empty | `llm.model`: Qwen2.5-Coder-0.5B-Instruct (default) or SmolLM2-135M-Instruct, or a GGUF file (llama.cpp) |
 //! | STT | `openai`, `custom` | OpenAI-compatible `/audio/transcriptions` (`CONFAB_STT_BASE_URL`, `OPENAI_API_KEY`/`CONFAB_STT_API_KEY`) |
 //! | STT | `deepgram` | Deepgram live streaming (`DEEPGRAM_API_KEY`, `CONFAB_DEEPGRAM_URL`) |
 //! | STT | `local` or empty | Moonshine Base (`moonshine-base`, the default; ONNX Runtime) or Whisper tiny.en (`whisper-tiny.en`, candle) from the models directory |

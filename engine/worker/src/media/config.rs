@@ -22,7 +22,11 @@ pub const CALLS_PER_CORE_WITHOUT_VNNI: usize = 1;
 /// Calls one core of this host holds: [`CALLS_PER_CORE`], or [`CALLS_PER_CORE_WITHOUT_VNNI`] on a CPU
 /// without VNNI.
 pub fn calls_per_core() -> usize {
-    if confab_models::chat_lm::projection::has_vnni_tiles() { CALLS_PER_CORE } else { CALLS_PER_CORE_WITHOUT_VNNI }
+    #[cfg(target_arch = "x86_64")]
+    let vnni = std::arch::is_x86_feature_detected!("avx512vnni") || std::arch::is_x86_feature_detected!("avxvnni");
+    #[cfg(not(target_arch = "x86_64"))]
+    let vnni = false;
+    if vnni { CALLS_PER_CORE } else { CALLS_PER_CORE_WITHOUT_VNNI }
 }
 
 /// Default for `--max-calls`: [`calls_per_core`] for each core this process may run on.

@@ -1,0 +1,97 @@
+//! The process's llama.cpp: its backend (initialised once), its log (sent to `tracing`; the last error a
+//! load wrote on this thread is kept, for the reason a file is refused), and the models loaded from files —
+//! each file once per process, its weights mapped once and shared by every context (every call) that runs
+//! it.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+
+thread_local! {
+    /// The first error llama.cpp logged on this thread since `clear_error` (the cause; what follows it is
+    /// "failed to load model").
+    static FIRST_ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// llama.cpp's log, line by line: errors as warnings (the first kept for [`take_error`]), the rest at trace level
+/// (it narrates every load in detail).
+unsafe extern "C" fn log_line(level: llama_cpp_sys_2::ggml_log_level, text: *const c_char, _: *mut c_void) {
+    if text.is_null() {
+        return;
+    }
+    // SAFETY: llama.cpp passes a NUL-terminated string that lives for the call.
+    let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
+    let line = text.trim();
+    if line.is_empty() {
+        return;
+    }
+    if level == llama_cpp_sys_2::GGML_LOG_LEVEL_ERROR {
+        tracing::warn!(target: "llama_cpp", "{line}");
+        FIRST_ERROR.with(|first| {
+            first.borrow_mut().get_or_insert_with(|| line.to_string());
+        });
+    } else {
+        tracing::trace!(target: "llama_cpp", "{line}");
+    }
+}
+
+/// The process's llama.cpp backend, initialised on first use with its log sent to ours.
+pub(super) fn backend() -> &'static LlamaBackend {
+    static BACKEND: OnceLock<LlamaBackend> = OnceLock::new();
+    BACKEND.get_or_init(|| {
+        // SAFETY: a plain function with no user data, set before any other llama.cpp call.
+        unsafe {
+            llama_cpp_sys_2::llama_log_set(Some(log_line), std::ptr::null_mut());
+            llama_cpp_sys_2::ggml_log_set(Some(log_line), std::ptr::null_mut());
+        }
+        LlamaBackend::init().expect("llama.cpp's backend is initialised only here")
+    })
+}
+
+/// Forgets the error llama.cpp logged on this thread (before a call whose failure it would explain).
+pub(super) fn clear_error() {
+    FIRST_ERROR.with(|last| last.borrow_mut().take());
+}
+
+/// The first error llama.cpp logged on this thread since [`clear_error`], without its function-name prefix
+/// ("llama_model_load: error loading model: …" → "error loading model: …").
+pub(super) fn take_error() -> Option<String> {
+    let line = FIRST_ERROR.with(|last| last.borrow_mut().take())?;
+    let words =
+        line.split_once(": ").filter(|(prefix, _)| !prefix.contains(' ')).map_or(line.as_str(), |(_, rest)| rest);
+    Some(words.to_string())
+}
+
+/// The model in `path`, loaded on its first use in the process and kept for the process's life (its
+/// weights mapped from the file, not copied). Err: llama.cpp's own reason, when it logged one.
+pub(super) fn model(path: &Path) -> Result<&'static LlamaModel, String> {
+    static LOADED: OnceLock<Mutex<HashMap<PathBuf, &'static LlamaModel>>> = OnceLock::new();
+    let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let mut loaded = LOADED.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(model) = loaded.get(&key) {
+        return Ok(model);
+    }
+    clear_error();
+    let model = LlamaModel::load_from_file(backend(), &key, &LlamaModelParams::default())
+        .map_err(|err| take_error().unwrap_or_else(|| err.to_string()))?;
+    let model: &'static LlamaModel = Box::leak(Box::new(model));
+    loaded.insert(key, model);
+    Ok(model)
+}
+
+/// Whether llama.cpp can load `path`: its architecture is one llama.cpp knows, its hyperparameters and
+/// tokenizer are complete, and it holds every tensor the architecture needs, each of the right shape. The
+/// weights are neither read nor allocated (llama.cpp's `no_alloc` load). Err: llama.cpp's reason.
+pub(super) fn check_loads(path: &Path) -> Result<(), String> {
+    clear_error();
+    let params = LlamaModelParams::default().with_no_alloc(true);
+    LlamaModel::load_from_file(backend(), path, &params)
+        .map(drop)
+        .map_err(|err| take_error().unwrap_or_else(|| err.to_string()))
+}
