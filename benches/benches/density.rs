@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use confab_benches::{cpu_seconds, espeak, play_users_tick_observed, user_offsets};
+use confab_benches::{cpu_seconds, espeak, play_users_tick_observed, rss_bytes, user_offsets};
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::events::{ConversationEvent, EventKind};
 use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters};
@@ -25,11 +25,6 @@ fn speech() -> Vec<f32> {
     clip.truncate(32_000);
     clip.resize(PERIOD, 0.0);
     clip
-}
-
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    statm.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
 }
 
 /// Each turn's pause: from the end of the user's speech to the commit of their turn (0.5 s when the turn

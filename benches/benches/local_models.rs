@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use confab_benches::espeak;
+use confab_benches::{espeak, rss_bytes};
 use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent};
 use confab_engine::providers::local_llm::LocalLlm;
 use confab_engine::providers::piper_tts::PiperTts;
@@ -32,6 +32,26 @@ fn first_token(model: &mut ChatLm, system: &str, question: &str) -> f64 {
         })
         .unwrap();
     first.unwrap_or_else(|| started.elapsed()).as_secs_f64()
+}
+
+/// Resident memory the default language model adds: its weights (mapped from its file, resident once read)
+/// with its first context, then each further context of the same file (as another model queue would
+/// have: the weights are shared).
+fn language_model_memory(dir: &std::path::Path) {
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    let before = rss_bytes();
+    let mut first = ChatLm::load(dir, LocalChatModel::DEFAULT).unwrap();
+    first_token(&mut first, SYSTEM, "What is the capital of France?");
+    let one = rss_bytes();
+    let mut second = ChatLm::load(dir, LocalChatModel::DEFAULT).unwrap();
+    first_token(&mut second, SYSTEM, "What is the capital of France?");
+    let two = rss_bytes();
+    println!(
+        "{}: {:.0} MiB resident with its first context, {:.0} MiB more for a second context",
+        LocalChatModel::DEFAULT.name(),
+        mib(one.saturating_sub(before)),
+        mib(two.saturating_sub(one))
+    );
 }
 
 /// The system prompt every question here is asked under.
@@ -129,6 +149,9 @@ fn main() {
     let mut whisper = WhisperStt::load(&dir).unwrap();
     let stt = timed(&mut || whisper.transcribe(&audio).unwrap());
     println!("whisper tiny.en: {stt:.3} s for {seconds:.2} s of speech (real-time factor {:.2})", stt / seconds);
+
+    println!("llama.cpp: {}", confab_models::chat_lm::system_info());
+    language_model_memory(&dir);
 
     // Time to first token of each model itself: the whole prompt evaluated, then only the user message
     // after the kept system-prompt state; then through the provider, with tokens per second.

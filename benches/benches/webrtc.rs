@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use confab_benches::rss_bytes;
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
 use confab_worker::media::MediaConfig;
 use confab_worker::media::call::{MediaClock, VoiceTrack, receive_voice, send_voice};
@@ -199,12 +200,6 @@ fn thread_cpu_seconds(prefix: &str) -> f64 {
         }
     }
     ticks as f64 / 100.0
-}
-
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
 }
 
 fn runtime(name: &str) -> Runtime {

@@ -27,6 +27,13 @@ pub fn espeak(text: &str, words_per_minute: u32) -> Vec<f32> {
     audio
 }
 
+/// This process's resident memory, in bytes.
+pub fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
 /// CPU time (user + system) this process has used, in seconds.
 pub fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();

@@ -50,8 +50,17 @@ pub(super) fn backend() -> &'static LlamaBackend {
             llama_cpp_sys_2::llama_log_set(Some(log_line), std::ptr::null_mut());
             llama_cpp_sys_2::ggml_log_set(Some(log_line), std::ptr::null_mut());
         }
-        LlamaBackend::init().expect("llama.cpp's backend is initialised only here")
+        let backend = LlamaBackend::init().expect("llama.cpp's backend is initialised only here");
+        tracing::info!(kernels = %system_info(), "llama.cpp runs the local language model");
+        backend
     })
+}
+
+/// The CPU features llama.cpp's kernels were built with ("CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | …").
+pub fn system_info() -> String {
+    // SAFETY: llama.cpp returns a pointer to its own static, NUL-terminated buffer.
+    let info = unsafe { CStr::from_ptr(llama_cpp_sys_2::llama_print_system_info()) };
+    info.to_string_lossy().trim().to_string()
 }
 
 /// Forgets the error llama.cpp logged on this thread (before a call whose failure it would explain).

@@ -28,6 +28,7 @@ pub mod template;
 pub use catalog::{ChatModelChoice, LocalChatModel};
 pub use chat::{CONTEXT_POSITIONS, ChatLm, REPEAT_PENALTY, REPEAT_WINDOW, TOP_P};
 pub use kept::PREFIX_STATES;
+pub use llama::system_info;
 pub use places::ModelPlaces;
 pub use template::{CallFormat, Message, TemplateCall, ToolFunction};
 
