@@ -15,8 +15,11 @@ use confab_store::calls::IceServers;
 /// benchmark: 5 calls on 2 cores, 1.1 cores busy; the language model, one reply at a time, is what grows
 /// the wait when they all ask at once).
 pub const CALLS_PER_CORE: usize = 2;
-/// The same on a CPU without VNNI (AVX2 alone): the language model is about 2.5× slower, and three calls
-/// asking at once on 2 cores already left answers past 9 s (`call_load`, `docs/performance.md`).
+/// The same on a CPU without VNNI (AVX2 alone): the language model was about 2.5× slower, and three calls
+/// asking at once on 2 cores already left answers past 9 s (`call_load`, `docs/performance.md`). Both were
+/// measured when the language model ran on candle (VNNI kernels where the CPU had them); on llama.cpp it
+/// runs the same AVX2 kernels on both kinds of CPU, 1.5–2× faster than candle did without VNNI, and
+/// `call_load` has not been run again since: the defaults stay until it is.
 pub const CALLS_PER_CORE_WITHOUT_VNNI: usize = 1;
 
 /// Calls one core of this host holds: [`CALLS_PER_CORE`], or [`CALLS_PER_CORE_WITHOUT_VNNI`] on a CPU
