@@ -92,8 +92,14 @@ fn file_transcripts(dir: &Path, wav: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The first word, lowercase: an apostrophe inside it is kept ("what's"), quotes around it are not (the
+/// recognizer sometimes writes a question as a quotation: `"'How many days are in a week?'`).
 fn first_word(text: &str) -> String {
-    text.split(|c: char| !c.is_alphanumeric() && c != '\'').find(|w| !w.is_empty()).unwrap_or_default().to_lowercase()
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .map(|word| word.trim_matches('\''))
+        .find(|w| !w.is_empty())
+        .unwrap_or_default()
+        .to_lowercase()
 }
 
 /// `text` with numbers written as words ("2 plus 2" is "two plus two": the recognizer writes either).
