@@ -3,9 +3,20 @@
 //! docs/performance.md) in one WAV are given to `confab simulate` (the file path) and played as the microphone of a real browser in a call through the join
 //! page (the live path), inside a loopback-only network namespace: in Chromium as its capture device (so
 //! the page's `getUserMedia` audio processing applies, as for a person's microphone), in Firefox through
-//! Web Audio. Each question's live transcript is compared with the file path's: the live path's word error
-//! against the questions may be at most 2 points above the file path's, and no question may lose its first
-//! word. The agent's language model is unreachable (nothing is said back: only hearing is tested).
+//! Web Audio. Each question's live transcript is compared with the file path's: every question has a turn
+//! of its own (at least 40 % alike in its letters: `likeness`), none loses its first word, at most two are
+//! heard worse than the file path heard them, and the live path's word error against the questions is at
+//! most 6 points above the file path's. The agent's language model is unreachable (nothing is said back:
+//! only hearing is tested).
+//!
+//! Why that much room: the browsers' Opus coding alone moves Moonshine's word choices now and then. A run
+//! where the engine received every packet on time (no input run short, no late audio, nothing dropped in
+//! its `serve.log`) heard "What is two plus two?" as "What is too plust, too?" (Firefox, 4.6 % live vs
+//! 2.3 % file); a CI run heard "What is the capital of France?" as "What is the cat of the love-friends?"
+//! and "How many legs…" as "How money-legs…" (Chromium, 6.1 % vs 3.1 %); with 130 words, one such
+//! question is 2–4 points. What this test exists to catch moves many questions: holes cut into words (1–4
+//! in most Firefox questions before the input jitter buffer), audio lost to a starved media thread (11.5 %
+//! vs 3.1 %), turns split or merged, first syllables chopped.
 
 use std::path::Path;
 use std::time::Duration;
@@ -149,15 +160,28 @@ fn word_error_percent(transcripts: &[String]) -> f64 {
     100.0 * errors as f64 / words as f64
 }
 
-/// Pairs each file-path transcript with the live transcript that matches it best among the next three
-/// not yet taken (a stray burst of sound, committed as a turn of its own, is passed over).
+/// How alike two transcripts sound, 0 to 1: their letters' edit distance (numbers as words, case,
+/// spaces and punctuation aside), so "too plust, too" is near "two plus two" where half its words differ.
+fn likeness(a: &str, b: &str) -> f64 {
+    let letters = |text: &str| -> String {
+        numbers_as_words(text).chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+    };
+    strsim::normalized_levenshtein(&letters(a), &letters(b))
+}
+
+/// Pairs each file-path transcript with the live transcript most like it among the next three not yet
+/// taken, if any is at least 40 % alike (a stray burst of sound, committed as a turn of its own, is passed
+/// over; two questions merged into one turn are not like either).
 fn pair<'a>(file: &'a [String], live: &'a [String]) -> Vec<(&'a str, Option<&'a str>)> {
     let mut next = 0;
     file.iter()
         .map(|heard| {
-            let best = (next..live.len().min(next + 3)).min_by_key(|&j| word_errors(heard, &live[j]).0);
-            match best.filter(|&j| word_errors(heard, &live[j]).0 * 2 <= word_errors(heard, "").1.max(1)) {
-                Some(j) => {
+            let best = (next..live.len().min(next + 3))
+                .map(|j| (j, likeness(heard, &live[j])))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .filter(|&(_, alike)| alike >= 0.4);
+            match best {
+                Some((j, _)) => {
                     next = j + 1;
                     (heard.as_str(), Some(live[j].as_str()))
                 }
@@ -167,8 +191,13 @@ fn pair<'a>(file: &'a [String], live: &'a [String]) -> Vec<(&'a str, Option<&'a 
         .collect()
 }
 
-/// The live path heard what the file path heard: within 2 points of word error, and every first word the
-/// file path heard right.
+/// Word errors of `heard` against `question`, numbers counting as the words they are.
+fn question_errors(question: &str, heard: &str) -> usize {
+    word_errors(question, &numbers_as_words(heard)).0
+}
+
+/// The live path heard what the file path heard: each question as a turn of its own, every first word the
+/// file path heard right, at most two questions heard worse, and within 6 points of word error.
 fn assert_hears_as_files_do(browser: &str, file: &[String], live: &[String]) {
     let (file_error, live_error) = (word_error_percent(file), word_error_percent(live));
     let pairs = pair(file, live);
@@ -179,13 +208,22 @@ fn assert_hears_as_files_do(browser: &str, file: &[String], live: &[String]) {
     );
     eprintln!("{report}");
     assert_eq!(file.len(), QUESTIONS.len(), "the file path commits one turn per question: {file:?}");
-    assert!(live_error <= file_error + 2.0, "{report}");
+    let mut heard_worse = Vec::new();
     for ((heard, live), question) in pairs.iter().zip(QUESTIONS) {
         let live = live.unwrap_or_else(|| panic!("the live path missed {heard:?}\n{report}"));
         if first_word(heard) == first_word(question) {
             assert_eq!(first_word(live), first_word(question), "a first word was lost\n{report}");
         }
+        if question_errors(question, live) > question_errors(question, heard) {
+            heard_worse.push(live);
+        }
     }
+    assert!(
+        heard_worse.len() <= 2,
+        "{} questions heard worse than from the file: {heard_worse:?}\n{report}",
+        heard_worse.len()
+    );
+    assert!(live_error <= file_error + 6.0, "{report}");
 }
 
 struct Setup {
@@ -255,6 +293,30 @@ fn numbers_are_judged_as_words() {
     assert_eq!(numbers_as_words("What is 2 plus 2?"), "What is two plus two?");
     assert_eq!(numbers_as_words("There are 24 hours, 7 days."), "There are twenty-four hours, seven days.");
     assert_eq!(numbers_as_words("H2O"), "H2O");
+}
+
+/// The judgement on transcripts of earlier runs: two questions misheard through the browsers' coding
+/// ("too plust, too" in a Firefox call, "the cat of the love-friends" in a Chromium call) pass; a third
+/// fails, as do a question heard as something else, two questions in one turn, and a lost first word.
+#[test]
+fn coding_noise_passes_and_more_does_not() {
+    let file: Vec<String> = QUESTIONS.iter().map(|q| q.replace("colour", "color")).collect();
+    let with = |changes: &[(usize, &str)]| {
+        let mut live = file.clone();
+        for &(index, heard) in changes {
+            live[index] = heard.to_string();
+        }
+        live
+    };
+    let noisy = [(6, "What is too plust, too?"), (0, "What is the cat of the love-friends?")];
+    assert_hears_as_files_do("noisy", &file, &with(&noisy));
+    let judged = |live: Vec<String>| std::panic::catch_unwind(|| assert_hears_as_files_do("worse", &file, &live));
+    let third = (16, "How many sides does a try angle have?");
+    assert!(judged(with(&[noisy[0], noisy[1], third])).is_err(), "three questions heard worse");
+    assert!(judged(with(&[(0, "Yeah.")])).is_err(), "beyond recognition");
+    let merged = format!("{} {}", file[1], file[2]);
+    assert!(judged(with(&[(1, &merged), (2, "")])).is_err(), "two questions in one turn");
+    assert!(judged(with(&[(9, "Do bees make?")])).is_err(), "a first word lost");
 }
 
 #[test]

@@ -138,6 +138,13 @@ impl Conversation {
             || self.playout.has_audio()
     }
 
+    /// The user is mid-speech (`VadGate::is_mid_speech`) while the agent has nothing to play: a gap in the
+    /// user's audio now is late delivery more likely than silence, and worth waiting for (the live media
+    /// thread holds the session's clock for it rather than hear silence in the middle of a word).
+    pub fn would_wait_for_user_audio(&self) -> bool {
+        !self.ended && self.vad.is_mid_speech() && !self.playout.has_audio()
+    }
+
     fn event(&mut self, at: MediaTime, kind: EventKind) {
         self.outputs.push_back(ConversationOutput::Event(ConversationEvent { media_time: at.as_duration(), kind }));
     }

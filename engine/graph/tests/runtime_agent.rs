@@ -256,6 +256,54 @@ fn a_stepped_session_has_its_events_at_exact_media_times() {
     assert_eq!(said[1], REPLY);
 }
 
+const QUESTIONS: [&str; 3] = ["What is the capital of France?", "What do bees make?", "What is the capital of Japan?"];
+
+/// The three questions, each after a second of silence and before four: the samples, and where each
+/// question's speech lies in them.
+fn three_questions() -> (VecDeque<f32>, Vec<std::ops::Range<usize>>) {
+    let mut script: VecDeque<f32> = VecDeque::new();
+    let mut spoken = Vec::new();
+    for question in QUESTIONS {
+        script.extend(vec![0.0; 16_000]);
+        let speech = speak(question);
+        spoken.push(script.len()..script.len() + speech.len());
+        script.extend(speech);
+        script.extend(vec![0.0; 16_000 * 4]);
+    }
+    (script, spoken)
+}
+
+/// A stepped runtime hearing with the local speech-to-text (Moonshine), and a session on it.
+fn hearing_session(io: &tokio::runtime::Runtime) -> (SteppedRuntime, SessionHandle) {
+    let base = io.block_on(serve_providers());
+    let models = confab_models::default_models_dir();
+    let mut runtime = SteppedRuntime::new(&RuntimeConfig::new(models.clone(), 2)).unwrap();
+    let stt = json!({ "provider": "local" });
+    let session = runtime.open_session(turn_taking(), Some(responder_hearing_with(stt, &base, &models))).unwrap();
+    (runtime, session)
+}
+
+/// What a step left: the agent's audio is taken; the committed utterances go to `heard`; returns how many
+/// times the user started speaking.
+fn after_step(session: &mut SessionHandle, heard: &mut Vec<String>) -> usize {
+    while session.output.pop().is_ok() {}
+    let mut started = 0;
+    for event in session.events.try_iter() {
+        match &event.kind {
+            confab_engine::EventKind::UtteranceCommitted { text } => heard.push(text.clone()),
+            confab_engine::EventKind::UserStartedSpeaking => started += 1,
+            _ => {}
+        }
+    }
+    started
+}
+
+/// `heard` is the three questions word for word.
+fn assert_heard_the_questions(heard: &[String]) {
+    let (wrong, words) = confab_engine::word_error::word_errors(&QUESTIONS.join(" "), &heard.join(" "));
+    assert_eq!((wrong, heard.len()), (0, 3), "{words} words asked, heard {heard:?}");
+}
+
 /// A media thread starved again and again, on the stepped runtime: every 40 ticks it falls 200 ms behind
 /// and skips those 10 ticks (as `MediaThread::run` skips a thread more than five ticks late) while the
 /// user's audio keeps arriving. The session takes the skipped ticks' audio back on the ticks after, a frame
@@ -265,20 +313,9 @@ fn a_stepped_session_has_its_events_at_exact_media_times() {
 /// make?", "What is the middle of Japan?" — the issue's questions heard as fragments under load.
 #[test]
 fn a_starved_session_still_hears_every_word() {
-    const QUESTIONS: [&str; 3] =
-        ["What is the capital of France?", "What do bees make?", "What is the capital of Japan?"];
     let io = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let base = io.block_on(serve_providers());
-    let models = confab_models::default_models_dir();
-    let mut runtime = SteppedRuntime::new(&RuntimeConfig::new(models.clone(), 2)).unwrap();
-    let stt = json!({ "provider": "local" });
-    let mut session = runtime.open_session(turn_taking(), Some(responder_hearing_with(stt, &base, &models))).unwrap();
-    let mut script: VecDeque<f32> = VecDeque::new();
-    for question in QUESTIONS {
-        script.extend(vec![0.0; 16_000]);
-        script.extend(speak(question));
-        script.extend(vec![0.0; 16_000 * 4]);
-    }
+    let (mut runtime, mut session) = hearing_session(&io);
+    let (mut script, _) = three_questions();
     let (mut dropped, mut skipped, mut heard) = (0usize, 0u64, Vec::new());
     for tick in 0..script.len() / 320 + 200 {
         for _ in 0..320 {
@@ -295,15 +332,53 @@ fn a_starved_session_still_hears_every_word() {
             }
             _ => runtime.step(),
         }
-        while session.output.pop().is_ok() {}
-        for event in session.events.try_iter() {
-            if let confab_engine::EventKind::UtteranceCommitted { text } = &event.kind {
-                heard.push(text.clone());
-            }
-        }
+        after_step(&mut session, &mut heard);
     }
     assert_eq!(dropped, 0, "no user audio dropped");
     assert_eq!(runtime.counters.ticks_skipped.load(std::sync::atomic::Ordering::Relaxed), skipped);
-    let (wrong, words) = confab_engine::word_error::word_errors(&QUESTIONS.join(" "), &heard.join(" "));
-    assert_eq!((wrong, heard.len()), (0, 3), "{words} words asked, heard {heard:?}");
+    assert_heard_the_questions(&heard);
+}
+
+/// The user's audio stops arriving in the middle of each question — for 440, 840 and 960 ms, as a loaded
+/// browser or server holds its packets — and then arrives all at once, on the stepped runtime. The session
+/// waits for it (its clock holds while the user is mid-speech and the agent silent; for what the backlog
+/// left by the gaps before does not cover) instead of hearing silence in the middle of a word:
+/// the input never runs short, each question is one stretch of speech, and all three are heard word for
+/// word. Hearing silence in those gaps, as the media thread did before, the input ran short three times and
+/// two questions were each heard as two stretches of speech (five `user.started_speaking`, a turn that a
+/// quicker endpointing could commit half-asked); Moonshine still transcribed them right.
+#[test]
+fn a_session_whose_audio_comes_late_hears_every_word() {
+    let io = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let (mut runtime, mut session) = hearing_session(&io);
+    let (mut script, spoken) = three_questions();
+    // Where the audio stops arriving (in samples of the script), and for how many ticks.
+    let gaps: Vec<std::ops::Range<usize>> = spoken
+        .iter()
+        .zip([22, 42, 48])
+        .map(|(speech, ticks)| {
+            let middle = (speech.start + speech.end) / 2 / 320 * 320;
+            middle..middle + ticks * 320
+        })
+        .collect();
+    let (mut held, mut heard, mut started) = (0usize, Vec::new(), 0);
+    for tick in 0..script.len() / 320 + 200 {
+        let position = tick * 320;
+        if gaps.iter().any(|gap| gap.contains(&position)) {
+            held += 320;
+        } else {
+            for _ in 0..held + 320 {
+                session.input.push(script.pop_front().unwrap_or(0.0)).expect("the input ring has room");
+            }
+            held = 0;
+        }
+        runtime.step();
+        started += after_step(&mut session, &mut heard);
+    }
+    let counted = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(started, 3, "each question is one stretch of speech (heard {heard:?})");
+    assert_heard_the_questions(&heard);
+    assert_eq!(counted(&runtime.counters.input_underruns), 0, "the input never ran short");
+    // Each gap less the frames waiting when it began (2, then 22, then 42): 20 + 20 + 6 ticks.
+    assert_eq!(counted(&runtime.counters.input_late_ticks), 46, "the ticks the session waited for late audio");
 }

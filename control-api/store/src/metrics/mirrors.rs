@@ -26,6 +26,11 @@ pub(super) const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
         |c| &c.input_underruns,
     ),
     (
+        "confab_media_input_late_ticks_total",
+        "Media ticks (20 ms) a call waited for incoming audio that stopped arriving while the user was speaking and the agent silent (up to 500 ms at a time): the late audio is heard when it comes, rather than silence in the middle of a word.",
+        |c| &c.input_late_ticks,
+    ),
+    (
         "confab_media_input_overflows_total",
         "Packets of a call's incoming audio dropped, in whole or part, because the engine's input ring (1 s) was full: the call's media thread fell behind.",
         |c| &c.input_overflows,

@@ -89,6 +89,12 @@ impl VadGate {
         matches!(self.state, State::Speaking { .. })
     }
 
+    /// Speech is beginning or going on, with no pause since its last confident window: the next audio is
+    /// most likely more of it.
+    pub fn is_mid_speech(&self) -> bool {
+        matches!(self.state, State::Candidate { .. } | State::Speaking { paused: false, .. })
+    }
+
     /// One VAD window `[start, end)` with its speech probability.
     pub fn handle_window(&mut self, start: MediaTime, end: MediaTime, probability: f32) {
         let c = self.config;

@@ -17,6 +17,9 @@ pub struct RuntimeCounters {
     /// Times a session's input ran short mid-stream (the user's audio came late): it then refills its
     /// jitter buffer (`media::INPUT_JITTER_BUFFER`) before frames are taken again.
     pub input_underruns: AtomicU64,
+    /// Ticks a session held its clock for the user's audio that stopped arriving mid-speech
+    /// (`media::MAX_LATE_WAIT_TICKS`): it was late, and was heard when it came instead of silence.
+    pub input_late_ticks: AtomicU64,
     /// Packets of the user's audio a transport dropped (in whole or part) because the session's input ring
     /// was full: its media thread had fallen a second behind.
     pub input_overflows: AtomicU64,

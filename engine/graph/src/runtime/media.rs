@@ -39,6 +39,10 @@ const HISTORY: usize = 16_000 * 20;
 /// a hole of silence in the middle of a word (which speech-to-text and the turn model then hear).
 /// WebRTC's own receivers keep 40–100 ms for the same reason. It delays what the engine hears by that much.
 pub const INPUT_JITTER_BUFFER: usize = 3 * FRAME;
+/// Ticks a session waits, at most, for user audio that stopped arriving mid-speech (500 ms: longer than a
+/// loaded browser's or server's hiccups, short enough that a user who really went quiet is not kept
+/// waiting for): `MediaThread::waits_for_late_input`.
+pub const MAX_LATE_WAIT_TICKS: u32 = 25;
 /// A thread this many ticks late skips them rather than running them in a burst (`MediaThread::run`).
 const FAR_BEHIND_TICKS: u32 = 5;
 /// Skipped ticks a session owes its input, at most: the input ring's second (`INPUT_RING_SAMPLES`).
@@ -81,6 +85,10 @@ pub struct MediaSession {
     catch_up_floor: usize,
     /// The log has said that this call's media fell behind.
     said_behind: bool,
+    /// Ticks this session has held its clock for late user audio in the current gap.
+    late_ticks: u32,
+    /// The log has said that this call's audio came late mid-speech.
+    said_late: bool,
     /// The last `HISTORY` samples of user audio, as 16-bit to halve the memory.
     history: VecDeque<i16>,
     /// The agent's providers, when the session has them.
@@ -119,6 +127,8 @@ impl MediaSession {
             waiting: 0,
             catch_up_floor: INPUT_JITTER_BUFFER,
             said_behind: false,
+            late_ticks: 0,
+            said_late: false,
             history: VecDeque::with_capacity(HISTORY),
             agent,
             _slot: slot,
@@ -391,6 +401,10 @@ impl MediaThread {
     }
 
     fn tick_session(&mut self, index: usize, frame: &mut [f32; FRAME]) {
+        if self.waits_for_late_input(index) {
+            self.handle_outputs(index);
+            return;
+        }
         self.hear_frame(index, frame);
         let s = &mut self.sessions[index];
         let now = s.now;
@@ -409,6 +423,36 @@ impl MediaThread {
         self.handle_outputs(index);
     }
 
+    /// The user's audio stopped arriving mid-speech (`Conversation::would_wait_for_user_audio`: the user
+    /// is speaking, the agent silent): the session holds its clock this tick (nothing heard, nothing
+    /// rendered, its media time stands) rather than hear silence in the middle of a word — speech-to-text
+    /// then hears "capital" as "cat of the". At most `MAX_LATE_WAIT_TICKS` ticks a gap; after that the input
+    /// runs short as before (silence until the jitter buffer refills). The wait costs no more latency than
+    /// the silence would have: either way the late audio, when it comes, waits that much longer.
+    fn waits_for_late_input(&mut self, index: usize) -> bool {
+        let s = &mut self.sessions[index];
+        let late = s.input_flowing && s.input.slots() < FRAME;
+        if !late || s.late_ticks >= MAX_LATE_WAIT_TICKS || !s.session.conversation.would_wait_for_user_audio() {
+            if s.late_ticks > 0 {
+                let waited_ms = u64::from(s.late_ticks) * TICK.as_millis() as u64;
+                tracing::debug!(session = %s.id, at_s = s.now.as_secs_f64(), waited_ms, arrived = !late, "waited for late user audio");
+                s.late_ticks = 0;
+            }
+            return false;
+        }
+        s.late_ticks += 1;
+        self.counters.input_late_ticks.fetch_add(1, Ordering::Relaxed);
+        if !s.said_late {
+            s.said_late = true;
+            tracing::info!(
+                session = %s.id,
+                "this call's audio arrived late while the user spoke: the call waits for it (up to {} ms at a time) rather than hear silence in its place",
+                u64::from(MAX_LATE_WAIT_TICKS) * TICK.as_millis() as u64
+            );
+        }
+        true
+    }
+
     /// Takes the session's next frame of user audio (or silence, when its input runs short) at its media
     /// time: into its history and its VAD windows.
     fn hear_frame(&mut self, index: usize, frame: &mut [f32; FRAME]) {
@@ -419,6 +463,7 @@ impl MediaThread {
         let available = take_input(s.input.slots(), &mut s.input_flowing);
         if was_flowing && !s.input_flowing {
             self.counters.input_underruns.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(session = %s.id, at_s = now.as_secs_f64(), "the user's audio ran short: silence until 60 ms of it waits");
         }
         let mut taken = 0;
         if let Ok(chunk) = s.input.read_chunk(available) {
