@@ -97,8 +97,7 @@ fn open_call(server: &Runtime, client: &Runtime, microphone: Arc<Vec<Bytes>>) ->
             &mut input,
             &LoadCounters::default(),
             &MediaClock::default(),
-            &mut Some(first_packet),
-            &RecordingSlot::default(),
+            (&mut Some(first_packet), &RecordingSlot::default(), "bench"),
         )
         .await;
     });

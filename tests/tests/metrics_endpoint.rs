@@ -55,6 +55,7 @@ async fn metrics_are_served_with_the_key_or_on_their_own_listener() {
         "confab_media_tick_overruns_total",
         "confab_media_input_underruns_total",
         "confab_media_input_late_ticks_total",
+        "confab_media_input_frames_caught_up_total",
         "confab_media_input_overflows_total",
         "confab_media_ticks_skipped_total",
         "confab_face_frames_held_total",

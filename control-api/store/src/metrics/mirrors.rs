@@ -26,6 +26,11 @@ pub(super) const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
         |c| &c.input_underruns,
     ),
     (
+        "confab_media_input_frames_caught_up_total",
+        "20 ms frames of a call's incoming audio heard on top of a tick's own, to catch up audio that had piled up (ticks a starved media thread skipped, or more than 400 ms waiting after a burst): nothing is dropped, and what the engine hears gets back to within 200 ms of the call.",
+        |c| &c.input_frames_caught_up,
+    ),
+    (
         "confab_media_input_late_ticks_total",
         "Media ticks (20 ms) a call waited for incoming audio that stopped arriving while the user was speaking and the agent silent (up to 500 ms at a time): the late audio is heard when it comes, rather than silence in the middle of a word.",
         |c| &c.input_late_ticks,

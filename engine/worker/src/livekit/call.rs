@@ -208,6 +208,7 @@ fn hear(
     recording: RecordingSlot,
 ) -> tokio::task::JoinHandle<()> {
     let (first_packet, marking) = session.in_progress_on_first_media(conversation_id);
+    let conversation_id = conversation_id.to_string();
     tokio::spawn(async move {
         let clock = MediaClock::default();
         let mut first_packet = Some(first_packet);
@@ -218,7 +219,7 @@ fn hear(
                 continue;
             }
             tokio::select! {
-                _ = receive_voice(track, &mut input, &load, &clock, &mut first_packet, &recording) => {
+                _ = receive_voice(track, &mut input, &load, &clock, (&mut first_packet, &recording, &conversation_id)) => {
                     next = tracks.recv().await;
                 }
                 newer = tracks.recv() => next = newer,

@@ -99,7 +99,7 @@ pub async fn run(
     // The browser's microphone into the engine; the record goes IN_PROGRESS with its first packet.
     let (first_packet, marking) = session.in_progress_on_first_media(&conversation_id);
     let receiving = {
-        let (shared, recording) = (shared.clone(), recording.clone());
+        let (shared, recording, conversation_id) = (shared.clone(), recording.clone(), conversation_id.clone());
         tokio::spawn(async move {
             let mut input = Some(input);
             let mut first_packet = Some(first_packet);
@@ -108,7 +108,8 @@ pub async fn run(
                     continue;
                 }
                 let Some(mut input) = input.take() else { continue };
-                receive_voice(track, &mut input, &load, &shared, &mut first_packet, &recording).await;
+                let ends = (&mut first_packet, &recording, conversation_id.as_str());
+                receive_voice(track, &mut input, &load, &shared, ends).await;
                 return;
             }
         })
@@ -227,19 +228,21 @@ pub async fn send_voice(
 
 /// Receives the participant's voice: each Opus packet of `track` is decoded (to 16 kHz), recorded and
 /// written to `input`, the engine's ring (what does not fit is dropped: counted in `overflows` packet by
-/// packet, and said once in the log when the track ends). `first_packet` fires
-/// with the first packet (and is taken). Returns when the track ends or the engine abandons `input`; a
-/// participant who publishes another track is heard on the same ring.
+/// packet, said in the log when it first happens, with how far into the call, and in total when the track
+/// ends). `first_packet` fires with the first packet (and is taken); `conversation_id` names the call in the
+/// log. Returns when the track ends or the engine abandons `input`; a participant who publishes another
+/// track is heard on the same ring.
 pub async fn receive_voice(
     track: Arc<dyn TrackRemote>,
     input: &mut rtrb::Producer<f32>,
     load: &LoadCounters,
     clock: &MediaClock,
-    first_packet: &mut Option<tokio::sync::oneshot::Sender<()>>,
-    recording: &RecordingSlot,
+    (first_packet, recording, conversation_id): (&mut Option<tokio::sync::oneshot::Sender<()>>, &RecordingSlot, &str),
 ) {
     let Ok(mut decoder) = OpusIngress::new() else { return };
     let mut dropped = 0u64;
+    let receiving_since = Instant::now();
+    let mut received = 0u64;
     while let Some(event) = track.poll().await {
         let TrackRemoteEvent::OnRtpPacket(packet) = event else {
             if matches!(event, TrackRemoteEvent::OnEnded) {
@@ -253,9 +256,19 @@ pub async fn receive_voice(
         }
         let Ok(samples) = decoder.decode(&packet.payload) else { continue };
         recording.push_user(samples);
+        received += samples.len() as u64;
         let Ok(chunk) = input.write_chunk_uninit(samples.len().min(input.slots())) else { continue };
         let written = chunk.fill_from_iter(samples.iter().copied());
         if written < samples.len() {
+            if dropped == 0 {
+                tracing::warn!(
+                    conversation_id,
+                    after_s = receiving_since.elapsed().as_secs_f64(),
+                    received_s = received as f64 / 16_000.0,
+                    abandoned = input.is_abandoned(),
+                    "user audio dropped: the engine's input ring was full (the call's audio came faster than it was heard)"
+                );
+            }
             dropped += (samples.len() - written) as u64;
             load.input_overflow();
         }
@@ -264,6 +277,10 @@ pub async fn receive_voice(
         }
     }
     if dropped > 0 {
-        tracing::warn!(dropped, "user audio dropped: the engine's input ring was full");
+        tracing::warn!(
+            conversation_id,
+            dropped,
+            "the call lost samples (16 kHz) of the user's audio to a full input ring"
+        );
     }
 }

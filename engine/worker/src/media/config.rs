@@ -17,9 +17,10 @@ use confab_store::calls::IceServers;
 pub const CALLS_PER_CORE: usize = 2;
 /// The same on a CPU without VNNI (AVX2 alone): the language model was about 2.5× slower, and three calls
 /// asking at once on 2 cores already left answers past 9 s (`call_load`, `docs/performance.md`). Both were
-/// measured when the language model ran on candle (VNNI kernels where the CPU had them); on llama.cpp it
-/// runs the same AVX2 kernels on both kinds of CPU, 1.5–2× faster than candle did without VNNI, and
-/// `call_load` has not been run again since: the defaults stay until it is.
+/// measured when the language model ran on candle (VNNI kernels where the CPU had them). On llama.cpp (the
+/// same AVX2 kernels on both kinds of CPU) `call_load` on a VNNI host held six calls on 2 cores with every
+/// word heard and every answer within 9 s (four: 2.47 s p50); the AVX2-only host kind, 1.6× slower at the
+/// language model, was not measured again, so this default stays until it is.
 pub const CALLS_PER_CORE_WITHOUT_VNNI: usize = 1;
 
 /// Calls one core of this host holds: [`CALLS_PER_CORE`], or [`CALLS_PER_CORE_WITHOUT_VNNI`] on a CPU
