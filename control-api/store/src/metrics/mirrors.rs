@@ -27,7 +27,7 @@ pub(super) const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
     ),
     (
         "confab_media_input_frames_caught_up_total",
-        "20 ms frames of a call's incoming audio heard on top of a tick's own, to catch up audio that had piled up (ticks a starved media thread skipped, or more than 400 ms waiting after a burst): nothing is dropped, and what the engine hears gets back to within 200 ms of the call.",
+        "20 ms frames of a call's incoming audio heard on top of a tick's own, to catch up the ticks a starved media thread skipped: nothing is dropped.",
         |c| &c.input_frames_caught_up,
     ),
     (

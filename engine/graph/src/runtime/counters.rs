@@ -17,8 +17,8 @@ pub struct RuntimeCounters {
     /// Times a session's input ran short mid-stream (the user's audio came late): it then refills its
     /// jitter buffer (`media::INPUT_JITTER_BUFFER`) before frames are taken again.
     pub input_underruns: AtomicU64,
-    /// Frames (20 ms) of user audio heard on top of a tick's own to catch up what had piled up: the ticks a
-    /// starved media thread skipped, or a backlog above `media::BACKLOG_HIGH` (a burst after a stall).
+    /// Frames (20 ms) of user audio heard on top of a tick's own to catch up the ticks a starved media
+    /// thread skipped.
     pub input_frames_caught_up: AtomicU64,
     /// Ticks a session held its clock for the user's audio that stopped arriving mid-speech
     /// (`media::MAX_LATE_WAIT_TICKS`): it was late, and was heard when it came instead of silence.

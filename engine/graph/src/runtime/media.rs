@@ -39,13 +39,6 @@ const HISTORY: usize = 16_000 * 20;
 /// a hole of silence in the middle of a word (which speech-to-text and the turn model then hear).
 /// WebRTC's own receivers keep 40–100 ms for the same reason. It delays what the engine hears by that much.
 pub const INPUT_JITTER_BUFFER: usize = 3 * FRAME;
-/// User audio waiting above which a session hears a frame extra per tick (400 ms), down to `BACKLOG_LOW`
-/// (200 ms): a burst after the client or the server stalled (a loaded browser sends what it held all at
-/// once) would otherwise stay as latency for the rest of the call, and the next burst on top of it fills the
-/// input ring. Below `BACKLOG_LOW` the backlog is the slack that absorbs late packets.
-pub const BACKLOG_HIGH: usize = 20 * FRAME;
-/// See `BACKLOG_HIGH`.
-pub const BACKLOG_LOW: usize = 10 * FRAME;
 /// Ticks a session waits, at most, for user audio that stopped arriving mid-speech (500 ms: longer than a
 /// loaded browser's or server's hiccups, short enough that a user who really went quiet is not kept
 /// waiting for): `MediaThread::waits_for_late_input`.
@@ -96,10 +89,6 @@ pub struct MediaSession {
     late_ticks: u32,
     /// The log has said that this call's audio came late mid-speech.
     said_late: bool,
-    /// More than `BACKLOG_HIGH` waited, and not yet less than `BACKLOG_LOW` since: a frame extra per tick.
-    draining_backlog: bool,
-    /// The log has said that this call's audio piled up.
-    said_piled_up: bool,
     /// The last `HISTORY` samples of user audio, as 16-bit to halve the memory.
     history: VecDeque<i16>,
     /// The agent's providers, when the session has them.
@@ -140,8 +129,6 @@ impl MediaSession {
             said_behind: false,
             late_ticks: 0,
             said_late: false,
-            draining_backlog: false,
-            said_piled_up: false,
             history: VecDeque::with_capacity(HISTORY),
             agent,
             _slot: slot,
@@ -534,33 +521,14 @@ impl MediaThread {
         }
     }
 
-    /// One frame of the user's audio heard on top of the tick's own, when it is owed
-    /// (`MediaSession::owed_ticks`, while more than `catch_up_floor` waits) or the backlog is being drained
-    /// (`BACKLOG_HIGH` down to `BACKLOG_LOW`); the agent's voice holds for it (nothing rendered).
+    /// One owed frame of the user's audio (`MediaSession::owed_ticks`), heard on top of the tick's own
+    /// while more than `catch_up_floor` waits; the agent's voice holds for it (nothing rendered).
     fn catch_up(&mut self, index: usize, frame: &mut [f32; FRAME]) {
         let s = &mut self.sessions[index];
-        let waiting = s.input.slots();
-        if waiting >= BACKLOG_HIGH && !s.draining_backlog {
-            s.draining_backlog = true;
-            if !s.said_piled_up {
-                s.said_piled_up = true;
-                tracing::info!(
-                    session = %s.id,
-                    waiting_ms = waiting / 16,
-                    "this call's audio piled up (a burst after a stall): it is heard faster than real time until 200 ms is waiting"
-                );
-            }
-        }
-        if waiting < BACKLOG_LOW + FRAME {
-            s.draining_backlog = false;
-        }
-        let owed = s.owed_ticks > 0 && waiting >= s.catch_up_floor + FRAME;
-        if !s.input_flowing || !(owed || s.draining_backlog) {
+        if s.owed_ticks == 0 || !s.input_flowing || s.input.slots() < s.catch_up_floor + FRAME {
             return;
         }
-        if owed {
-            s.owed_ticks -= 1;
-        }
+        s.owed_ticks -= 1;
         self.counters.input_frames_caught_up.fetch_add(1, Ordering::Relaxed);
         self.hear_frame(index, frame);
         let s = &mut self.sessions[index];

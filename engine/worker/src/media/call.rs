@@ -243,6 +243,7 @@ pub async fn receive_voice(
     let mut dropped = 0u64;
     let receiving_since = Instant::now();
     let mut received = 0u64;
+    let (mut last_sequence, mut not_newer) = (None::<u16>, 0u64);
     while let Some(event) = track.poll().await {
         let TrackRemoteEvent::OnRtpPacket(packet) = event else {
             if matches!(event, TrackRemoteEvent::OnEnded) {
@@ -253,6 +254,12 @@ pub async fn receive_voice(
         clock.audio_arrived();
         if let Some(first_packet) = first_packet.take() {
             let _ = first_packet.send(());
+        }
+        let sequence = packet.header.sequence_number;
+        if last_sequence.is_some_and(|last| sequence.wrapping_sub(last) == 0 || sequence.wrapping_sub(last) > 0x8000) {
+            not_newer += 1;
+        } else {
+            last_sequence = Some(sequence);
         }
         let Ok(samples) = decoder.decode(&packet.payload) else { continue };
         recording.push_user(samples);
@@ -265,6 +272,7 @@ pub async fn receive_voice(
                     conversation_id,
                     after_s = receiving_since.elapsed().as_secs_f64(),
                     received_s = received as f64 / 16_000.0,
+                    not_newer,
                     abandoned = input.is_abandoned(),
                     "user audio dropped: the engine's input ring was full (the call's audio came faster than it was heard)"
                 );
