@@ -11,27 +11,42 @@ use crate::conversations::{self, STATUS_ENDED, STATUS_IN_PROGRESS};
 
 pub use confab_engine::events::{ROLE_ASSISTANT, ROLE_TOOL, ROLE_USER};
 
-/// Records what one event means for the conversation, and queues its webhook.
+/// Records what one event means for the conversation, and queues its webhook, in one transaction: a
+/// receiver that reads the conversation when the webhook arrives finds what the event did (`call_ended`
+/// → ENDED, `utterance_committed` → the transcript entry), and a crash loses neither half.
 pub async fn apply(db: &Db, conversation_id: &str, event: &ConversationEvent) -> Result<(), sqlx::Error> {
-    crate::outbox::enqueue(db, conversation_id, event).await?;
-    let media_seconds = event.media_time.as_secs_f64();
-    match &event.kind {
+    let queued = crate::outbox::subscribed(db, conversation_id, event).await?;
+    let speaker = match event.kind.transcript_entry() {
+        Some((role, _)) if role == ROLE_USER => crate::meeting_speakers::current(conversation_id),
+        _ => None,
+    };
+    let mut tx = db.begin_write().await?;
+    let status = match &event.kind {
         EventKind::UserStartedSpeaking
         | EventKind::AgentStartedSpeaking { .. }
-        | EventKind::UtteranceCommitted { .. } => {
-            conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS).await?;
-        }
-        EventKind::CallEnded | EventKind::MaxCallDurationTimeout { .. } => {
-            conversations::advance_status(db, conversation_id, STATUS_ENDED).await?;
-        }
-        _ => {}
+        | EventKind::UtteranceCommitted { .. } => Some(STATUS_IN_PROGRESS),
+        EventKind::CallEnded | EventKind::MaxCallDurationTimeout { .. } => Some(STATUS_ENDED),
+        _ => None,
+    };
+    if let Some(status) = status {
+        conversations::advance_status_in(&mut tx, conversation_id, status).await?;
     }
     if let Some((role, content)) = event.kind.transcript_entry() {
-        let speaker = (role == ROLE_USER).then(|| crate::meeting_speakers::current(conversation_id)).flatten();
-        conversations::append_transcript(db, conversation_id, role, &content, media_seconds, speaker.as_deref())
-            .await?;
+        let media_seconds = event.media_time.as_secs_f64();
+        conversations::append_transcript_in(
+            &mut tx,
+            conversation_id,
+            role,
+            &content,
+            media_seconds,
+            speaker.as_deref(),
+        )
+        .await?;
     }
-    Ok(())
+    if let Some(queued) = queued {
+        queued.insert(&mut tx).await?;
+    }
+    tx.commit().await
 }
 
 /// `apply`, tried again after 50 ms, 250 ms and 1 s when the database fails (a restart, a lock).

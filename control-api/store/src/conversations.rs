@@ -265,6 +265,19 @@ pub async fn append_transcript(
     speaker: Option<&str>,
 ) -> Result<(), sqlx::Error> {
     let mut tx = db.begin_write().await?;
+    append_transcript_in(&mut tx, conversation_id, role, content, message_timestamp, speaker).await?;
+    tx.commit().await
+}
+
+/// `append_transcript` inside the caller's transaction.
+pub async fn append_transcript_in(
+    tx: &mut sqlx::AnyConnection,
+    conversation_id: &str,
+    role: &str,
+    content: &str,
+    message_timestamp: f64,
+    speaker: Option<&str>,
+) -> Result<(), sqlx::Error> {
     let next: i64 =
         sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM transcript_entries WHERE conversation_id = $1")
             .bind(conversation_id)
@@ -284,11 +297,17 @@ pub async fn append_transcript(
     .bind(speaker.unwrap_or_default())
     .execute(&mut *tx)
     .await?;
-    tx.commit().await
+    Ok(())
 }
 
 /// Moves the status forward (never back); returns whether it changed.
 pub async fn advance_status(db: &Db, id: &str, status: &str) -> Result<bool, sqlx::Error> {
+    let mut conn = db.pool.acquire().await?;
+    advance_status_in(&mut conn, id, status).await
+}
+
+/// `advance_status` on the caller's connection (inside its transaction when it holds one).
+pub async fn advance_status_in(conn: &mut sqlx::AnyConnection, id: &str, status: &str) -> Result<bool, sqlx::Error> {
     let allowed_from: &[&str] = match status {
         STATUS_IN_PROGRESS => &[STATUS_STARTED],
         STATUS_ENDED => &[STATUS_STARTED, STATUS_IN_PROGRESS],
@@ -304,7 +323,7 @@ pub async fn advance_status(db: &Db, id: &str, status: &str) -> Result<bool, sql
         .bind(crate::wall_clock::now_iso())
         .bind(id)
         .bind(*from)
-        .execute(&db.pool)
+        .execute(&mut *conn)
         .await?;
         changed |= result.rows_affected() > 0;
     }
