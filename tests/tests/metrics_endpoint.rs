@@ -47,6 +47,7 @@ async fn metrics_are_served_with_the_key_or_on_their_own_listener() {
     assert_eq!(sample(&text, "confab_sessions_active"), Some(0.0));
     assert_eq!(sample(&text, "confab_sessions_max"), Some(2.0), "the media worker runs with --max-calls 2");
     assert_eq!(sample(&text, "confab_llm_requests_waiting"), Some(0.0));
+    assert!(sample(&text, "confab_llm_threads").is_some(), "{text}");
     assert!(text.contains("# TYPE confab_turn_wait_seconds histogram"), "{text}");
     assert_eq!(sample(&text, "confab_turn_wait_seconds_count"), Some(0.0), "no call has paused yet");
     assert_eq!(sample(&text, r#"confab_turn_wait_seconds_bucket{le="0.2"}"#), Some(0.0));

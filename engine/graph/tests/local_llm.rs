@@ -136,6 +136,22 @@ fn generation_stops_at_the_first_piece_nobody_takes() {
     assert_eq!(pieces, 3, "no piece is decoded after the receiver refused one");
 }
 
+#[test]
+fn the_model_takes_the_cores_left() {
+    // The binding offers no setter for a context's threads: its context's pointer is read from its `Debug`
+    // print, confirmed by llama.cpp. A new binding that prints otherwise leaves every call on every core.
+    let mut model = ChatLm::load(&confab_models::default_models_dir(), LocalChatModel::DEFAULT).expect("models");
+    assert!(
+        model.threads_settable(),
+        "llama-cpp-2 no longer prints its context's pointer (chat_lm::llama::context_pointer)"
+    );
+    let answer = reply(&mut model, &[("user", "What is the capital of France?")]);
+    assert!(answer.contains("Paris"), "{answer:?}");
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let used = confab_models::chat_lm::threads_in_use();
+    assert!((1..=cores).contains(&used), "{used} threads of {cores} cores");
+}
+
 fn reply(model: &mut ChatLm, turns: &[(&str, &str)]) -> String {
     let turns: Vec<Message> = turns.iter().map(|(role, content)| Message::new(role, content)).collect();
     let mut text = String::new();

@@ -17,6 +17,7 @@ use super::gguf;
 use super::kept::{KeptStates, WORKING};
 use super::sampler::Sampler;
 use super::template::{CallFormat, ChatTemplate, Message, ToolFunction};
+use super::threads::{ThreadShare, thread_cpu_seconds};
 use super::{fail, llama};
 use crate::{ModelError, require};
 
@@ -54,6 +55,9 @@ pub struct ChatLm {
     batch: LlamaBatch<'static>,
     /// Prompt tokens evaluated by the last call, for tests and metrics.
     last_evaluated: usize,
+    /// `context`'s own pointer, for what the binding does not offer (setting its threads).
+    raw: Option<llama::RawContext>,
+    threads: ThreadShare,
 }
 
 impl ChatLm {
@@ -91,7 +95,8 @@ impl ChatLm {
         if vocab.eos().0 >= 0 && !end_tokens.contains(&vocab.eos()) {
             end_tokens.push(vocab.eos());
         }
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()) as i32;
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let threads = cores as i32;
         let positions = CONTEXT_POSITIONS.min(model.n_ctx_train().max(256));
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(positions))
@@ -106,6 +111,11 @@ impl ChatLm {
         let context = model.new_context(llama::backend(), params).map_err(|err: LlamaContextLoadError| {
             fail(format!("cannot make a context: {}", llama::take_error().unwrap_or_else(|| err.to_string())))
         })?;
+        let raw = llama::context_pointer(&context, threads);
+        let threads = match raw {
+            Some(_) => ThreadShare::new(cores),
+            None => ThreadShare::fixed(cores),
+        };
         let mut chat = ChatLm {
             name: name.to_string(),
             model,
@@ -115,6 +125,8 @@ impl ChatLm {
             kept: KeptStates::default(),
             batch: LlamaBatch::new(BATCH, 1),
             last_evaluated: 0,
+            raw,
+            threads,
         };
         // The first product prepares llama.cpp's kernels and buffers: at load, with the model, rather than
         // in the first call's first turn.
@@ -122,6 +134,12 @@ impl ChatLm {
             chat.evaluate(&[token], 0)?;
         }
         Ok(chat)
+    }
+
+    /// Whether the model can change its threads as the host's load changes (the binding's context pointer
+    /// was confirmed: `llama::context_pointer`).
+    pub fn threads_settable(&self) -> bool {
+        self.raw.is_some()
     }
 
     /// The name the model goes by.
@@ -191,16 +209,29 @@ impl ChatLm {
                 let wants_logits = last_chunk && i + 1 == chunk.len();
                 self.batch.add(token, (start + i) as i32, &[WORKING], wants_logits).map_err(fail)?;
             }
-            match self.context.decode(&mut self.batch) {
-                Ok(()) => {}
-                Err(DecodeError::NoKvCacheSlot) => {
-                    self.kept.forget(&mut self.context);
-                    self.context.decode(&mut self.batch).map_err(fail)?;
-                }
-                Err(err) => return Err(fail(err)),
-            }
+            self.decode()?;
         }
         Ok(self.context.get_logits_ith(self.batch.n_tokens() - 1).to_vec())
+    }
+
+    /// Decodes the batch on the threads the host leaves the model now; a cache too full for it is emptied
+    /// of the kept states once.
+    fn decode(&mut self) -> Result<(), ModelError> {
+        let threads = self.threads.threads();
+        if let Some(raw) = &mut self.raw {
+            raw.set_threads(threads as i32);
+        }
+        let cpu = thread_cpu_seconds();
+        let decoded = match self.context.decode(&mut self.batch) {
+            Ok(()) => Ok(()),
+            Err(DecodeError::NoKvCacheSlot) => {
+                self.kept.forget(&mut self.context);
+                self.context.decode(&mut self.batch).map_err(fail)
+            }
+            Err(err) => Err(fail(err)),
+        };
+        self.threads.ran(threads, thread_cpu_seconds() - cpu);
+        decoded
     }
 
     /// Generates a reply to `messages` (offering `tools` when the template takes them), calling `on_text`

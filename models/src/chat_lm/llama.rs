@@ -104,3 +104,42 @@ pub(super) fn check_loads(path: &Path) -> Result<(), String> {
         .map(drop)
         .map_err(|err| take_error().unwrap_or_else(|| err.to_string()))
 }
+
+/// The `llama_context` behind a `LlamaContext` (`context_pointer`), for what the binding does not offer.
+pub(super) struct RawContext(std::ptr::NonNull<llama_cpp_sys_2::llama_context>);
+
+// SAFETY: the `LlamaContext` it was read from is `Send`, and the two move together (`ChatLm` owns both).
+unsafe impl Send for RawContext {}
+
+impl RawContext {
+    /// Runs the context's next batches on `threads` threads (when it does not already).
+    pub(super) fn set_threads(&mut self, threads: i32) {
+        // SAFETY: the pointer is the live context's (confirmed by `context_pointer`); its owner holds it
+        // mutably while this runs.
+        unsafe {
+            if llama_cpp_sys_2::llama_n_threads(self.0.as_ptr()) != threads {
+                llama_cpp_sys_2::llama_set_n_threads(self.0.as_ptr(), threads, threads);
+            }
+        }
+    }
+}
+
+/// The `llama_context` behind `context`, for what `llama-cpp-2` (pinned at =0.1.160) does not offer:
+/// setting the threads of a context it made (`llama_set_n_threads`). The binding keeps the pointer to
+/// itself but prints it (`LlamaContext { context: 0x… }`); the pointer read there is used only when
+/// llama.cpp confirms it is that context (the threads it was made with, its positions). None when the
+/// print has no pointer: the context then keeps the threads it was made with. Upgrading the binding means
+/// checking that it still prints this (the test `the_model_takes_the_cores_left` in `engine/graph/tests/local_llm.rs`
+/// fails otherwise), or using its own setter if it has one by then.
+pub(super) fn context_pointer(context: &llama_cpp_2::context::LlamaContext<'_>, threads: i32) -> Option<RawContext> {
+    let printed = format!("{context:?}");
+    let hex = printed.split("context: 0x").nth(1)?;
+    let digits: String = hex.chars().take_while(char::is_ascii_hexdigit).collect();
+    let address = usize::from_str_radix(&digits, 16).ok()?;
+    let raw = std::ptr::NonNull::new(address as *mut llama_cpp_sys_2::llama_context)?;
+    // SAFETY: the address is the one the binding printed for `context`, alive while it is; llama.cpp only
+    // reads two of its fields here.
+    let (made_with, positions) =
+        unsafe { (llama_cpp_sys_2::llama_n_threads(raw.as_ptr()), llama_cpp_sys_2::llama_n_ctx(raw.as_ptr())) };
+    (made_with == threads && positions == context.n_ctx()).then_some(RawContext(raw))
+}

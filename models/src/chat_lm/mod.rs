@@ -24,6 +24,7 @@ mod places;
 pub mod requantize;
 mod sampler;
 pub mod template;
+mod threads;
 
 pub use catalog::{ChatModelChoice, LocalChatModel};
 pub use chat::{CONTEXT_POSITIONS, ChatLm, REPEAT_PENALTY, REPEAT_WINDOW, TOP_P};
@@ -31,6 +32,7 @@ pub use kept::PREFIX_STATES;
 pub use llama::system_info;
 pub use places::ModelPlaces;
 pub use template::{CallFormat, Message, TemplateCall, ToolFunction};
+pub use threads::threads_in_use;
 
 use crate::ModelError;
 

@@ -33,6 +33,7 @@ pub struct Metrics {
     engine: Mirrors<RuntimeCounters>,
     llm_queue: Mirrors<QueueCounters>,
     llm_waiting: IntGauge,
+    llm_threads: IntGauge,
     faults: FaultSeries,
 }
 
@@ -123,6 +124,14 @@ impl Metrics {
             IntGauge::new("confab_llm_requests_waiting", "Requests waiting now for an embedded language model.")
                 .expect("valid metric"),
         );
+        let llm_threads = register(
+            &registry,
+            IntGauge::new(
+                "confab_llm_threads",
+                "Threads the embedded language model computed its last batch on: fewer than the cores while other work holds them (0 before its first).",
+            )
+            .expect("valid metric"),
+        );
         let faults = FaultSeries {
             database_up: register(
                 &registry,
@@ -171,6 +180,7 @@ impl Metrics {
             engine,
             llm_queue,
             llm_waiting,
+            llm_threads,
         }
     }
 
@@ -253,6 +263,7 @@ impl Metrics {
         let queues = queue_counters();
         mirror(&self.llm_queue, queues);
         self.llm_waiting.set(queues.waiting.load(Ordering::Relaxed) as i64);
+        self.llm_threads.set(confab_models::chat_lm::threads_in_use() as i64);
         let mut families = self.registry.gather();
         families.push(turn_wait::family(engine_counters.as_ref().map(|counters| &counters.turn_wait)));
         let mut text = Vec::new();
