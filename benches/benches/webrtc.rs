@@ -19,7 +19,7 @@ use bytes::Bytes;
 use confab_benches::rss_bytes;
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
 use confab_worker::media::MediaConfig;
-use confab_worker::media::call::{MediaClock, VoiceTrack, receive_voice, send_voice};
+use confab_worker::media::call::{MediaClock, ReceivingCall, VoiceTrack, receive_voice, send_voice};
 use confab_worker::media::peer::{Offerer, negotiate};
 use confab_worker::media::recording_slot::RecordingSlot;
 use confab_worker::session_binding::LoadCounters;
@@ -97,7 +97,11 @@ fn open_call(server: &Runtime, client: &Runtime, microphone: Arc<Vec<Bytes>>) ->
             &mut input,
             &LoadCounters::default(),
             &MediaClock::default(),
-            (&mut Some(first_packet), &RecordingSlot::default(), "bench"),
+            ReceivingCall {
+                first_packet: &mut Some(first_packet),
+                recording: &RecordingSlot::default(),
+                conversation_id: "bench",
+            },
         )
         .await;
     });

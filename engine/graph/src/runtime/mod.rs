@@ -28,7 +28,6 @@ mod wait_histogram;
 pub use config::RuntimeConfig;
 pub use counters::RuntimeCounters;
 pub use event_outbox::EVENT_BACKLOG;
-pub use media::MAX_LATE_WAIT_TICKS;
 pub use slots::SessionId;
 pub use stepped::SteppedRuntime;
 pub use threads::{Runtime, SessionHandle};

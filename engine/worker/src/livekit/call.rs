@@ -27,7 +27,7 @@ use super::signal::{self, Signal};
 use super::words::TextStreams;
 use crate::call_session::CallSession;
 use crate::media::MediaConfig;
-use crate::media::call::{MediaClock, VoiceTrack, receive_voice, send_voice};
+use crate::media::call::{MediaClock, ReceivingCall, VoiceTrack, receive_voice, send_voice};
 use crate::media::face::{self, FaceFeed, VideoTrack};
 use crate::media::recording_slot::RecordingSlot;
 use crate::session_binding::{LiveConversation, LoadCounters};
@@ -219,7 +219,11 @@ fn hear(
                 continue;
             }
             tokio::select! {
-                _ = receive_voice(track, &mut input, &load, &clock, (&mut first_packet, &recording, &conversation_id)) => {
+                _ = receive_voice(track, &mut input, &load, &clock, ReceivingCall {
+                    first_packet: &mut first_packet,
+                    recording: &recording,
+                    conversation_id: &conversation_id,
+                }) => {
                     next = tracks.recv().await;
                 }
                 newer = tracks.recv() => next = newer,

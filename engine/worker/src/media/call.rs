@@ -108,8 +108,12 @@ pub async fn run(
                     continue;
                 }
                 let Some(mut input) = input.take() else { continue };
-                let ends = (&mut first_packet, &recording, conversation_id.as_str());
-                receive_voice(track, &mut input, &load, &shared, ends).await;
+                let call = ReceivingCall {
+                    first_packet: &mut first_packet,
+                    recording: &recording,
+                    conversation_id: conversation_id.as_str(),
+                };
+                receive_voice(track, &mut input, &load, &shared, call).await;
                 return;
             }
         })
@@ -232,13 +236,22 @@ pub async fn send_voice(
 /// ends). `first_packet` fires with the first packet (and is taken); `conversation_id` names the call in the
 /// log. Returns when the track ends or the engine abandons `input`; a participant who publishes another
 /// track is heard on the same ring.
+/// The call a received voice belongs to, beside the engine's ring: who hears of its first packet, its
+/// recording, its name in the log.
+pub struct ReceivingCall<'a> {
+    pub first_packet: &'a mut Option<tokio::sync::oneshot::Sender<()>>,
+    pub recording: &'a RecordingSlot,
+    pub conversation_id: &'a str,
+}
+
 pub async fn receive_voice(
     track: Arc<dyn TrackRemote>,
     input: &mut rtrb::Producer<f32>,
     load: &LoadCounters,
     clock: &MediaClock,
-    (first_packet, recording, conversation_id): (&mut Option<tokio::sync::oneshot::Sender<()>>, &RecordingSlot, &str),
+    call: ReceivingCall<'_>,
 ) {
+    let ReceivingCall { first_packet, recording, conversation_id } = call;
     let Ok(mut decoder) = OpusIngress::new() else { return };
     let mut dropped = 0u64;
     let receiving_since = Instant::now();
