@@ -65,35 +65,34 @@ impl ThreadShare {
             return self.cores;
         }
         let now = Instant::now();
+        if self.window.is_some_and(|(start, _)| now.duration_since(start) < WINDOW) {
+            return self.threads;
+        }
         let Some(busy) = host_busy_seconds() else { return self.threads };
-        match self.window {
-            Some((start, busy_then)) if now.duration_since(start) >= WINDOW => {
-                let seconds = now.duration_since(start).as_secs_f64();
-                let others = (busy - busy_then - self.own) / seconds;
-                let threads = share(self.cores, others);
-                if threads != self.threads {
-                    tracing::debug!(
+        if let Some((start, busy_then)) = self.window {
+            let seconds = now.duration_since(start).as_secs_f64();
+            let others = (busy - busy_then - self.own) / seconds;
+            let threads = share(self.cores, others);
+            if threads != self.threads {
+                tracing::debug!(
+                    threads,
+                    cores = self.cores,
+                    others = format!("{others:.2}"),
+                    "the language model's threads"
+                );
+                if threads < self.cores && !self.said {
+                    self.said = true;
+                    tracing::info!(
                         threads,
                         cores = self.cores,
-                        others = format!("{others:.2}"),
-                        "the language model's threads"
+                        "the language model computes on fewer threads while other work holds cores (its threads would spin waiting for each other)"
                     );
-                    if threads < self.cores && !self.said {
-                        self.said = true;
-                        tracing::info!(
-                            threads,
-                            cores = self.cores,
-                            "the language model computes on fewer threads while other work holds cores (its threads would spin waiting for each other)"
-                        );
-                    }
                 }
-                self.threads = threads;
-                self.window = Some((now, busy));
-                self.own = 0.0;
             }
-            Some(_) => {}
-            None => self.window = Some((now, busy)),
+            self.threads = threads;
         }
+        self.window = Some((now, busy));
+        self.own = 0.0;
         self.threads
     }
 
