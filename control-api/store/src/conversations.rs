@@ -255,21 +255,8 @@ pub async fn transcript(db: &Db, conversation_id: &str) -> Result<Vec<Transcript
         .collect()
 }
 
-/// Appends one transcript entry, durably, before returning.
-pub async fn append_transcript(
-    db: &Db,
-    conversation_id: &str,
-    role: &str,
-    content: &str,
-    message_timestamp: f64,
-    speaker: Option<&str>,
-) -> Result<(), sqlx::Error> {
-    let mut tx = db.begin_write().await?;
-    append_transcript_in(&mut tx, conversation_id, role, content, message_timestamp, speaker).await?;
-    tx.commit().await
-}
-
-/// `append_transcript` inside the caller's transaction.
+/// Appends one transcript entry, in the caller's transaction (`conversation_events::apply` stores it with
+/// the event's status change and webhook).
 pub async fn append_transcript_in(
     tx: &mut sqlx::AnyConnection,
     conversation_id: &str,
