@@ -112,10 +112,7 @@ impl ChatLm {
             fail(format!("cannot make a context: {}", llama::take_error().unwrap_or_else(|| err.to_string())))
         })?;
         let raw = llama::context_pointer(&context, threads);
-        let threads = match raw {
-            Some(_) => ThreadShare::new(cores),
-            None => ThreadShare::fixed(cores),
-        };
+        let threads = ThreadShare::new(cores, raw.is_some());
         let mut chat = ChatLm {
             name: name.to_string(),
             model,

@@ -48,15 +48,11 @@ pub struct ThreadShare {
 }
 
 impl ThreadShare {
-    /// A model that may run on `cores` cores.
-    pub fn new(cores: usize) -> ThreadShare {
-        let adaptive = cores > 1 && host_cores() == Some(cores);
+    /// A model that may run on `cores` cores; `settable`: its threads can be changed between batches (else
+    /// it keeps every core).
+    pub fn new(cores: usize, settable: bool) -> ThreadShare {
+        let adaptive = settable && cores > 1 && host_cores() == Some(cores);
         ThreadShare { cores, adaptive, window: None, own: 0.0, threads: cores, said: false }
-    }
-
-    /// No choosing: always every core (the host's counts are not this process's).
-    pub fn fixed(cores: usize) -> ThreadShare {
-        ThreadShare { adaptive: false, ..ThreadShare::new(cores) }
     }
 
     /// The threads the next batch runs on.
@@ -125,7 +121,9 @@ fn host_busy_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     // SAFETY: sysconf only reads a constant.
     let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (ticks_per_second > 0).then_some(())?;
+    if ticks_per_second <= 0 {
+        return None;
+    }
     Some(parse_busy_ticks(&stat)? as f64 / ticks_per_second as f64)
 }
 
@@ -166,8 +164,8 @@ mod tests {
     }
 
     #[test]
-    fn a_host_whose_counts_are_not_ours_keeps_every_core() {
-        let mut fixed = ThreadShare::fixed(4);
+    fn a_model_whose_threads_cannot_be_set_keeps_every_core() {
+        let mut fixed = ThreadShare::new(4, false);
         assert_eq!(fixed.threads(), 4);
         fixed.ran(4, 1.0);
         assert_eq!(fixed.threads(), 4);

@@ -230,12 +230,6 @@ pub async fn send_voice(
     }
 }
 
-/// Receives the participant's voice: each Opus packet of `track` is decoded (to 16 kHz), recorded and
-/// written to `input`, the engine's ring (what does not fit is dropped: counted in `overflows` packet by
-/// packet, said in the log when it first happens, with how far into the call, and in total when the track
-/// ends). `first_packet` fires with the first packet (and is taken); `conversation_id` names the call in the
-/// log. Returns when the track ends or the engine abandons `input`; a participant who publishes another
-/// track is heard on the same ring.
 /// The call a received voice belongs to, beside the engine's ring: who hears of its first packet, its
 /// recording, its name in the log.
 pub struct ReceivingCall<'a> {
@@ -244,6 +238,12 @@ pub struct ReceivingCall<'a> {
     pub conversation_id: &'a str,
 }
 
+/// Receives the participant's voice: each Opus packet of `track` is decoded (to 16 kHz), recorded and
+/// written to `input`, the engine's ring (what does not fit is dropped: counted in `overflows` packet by
+/// packet, said in the log when it first happens, with how far into the call, and in total when the track
+/// ends). `first_packet` fires with the first packet (and is taken); `conversation_id` names the call in the
+/// log. Returns when the track ends or the engine abandons `input`; a participant who publishes another
+/// track is heard on the same ring.
 pub async fn receive_voice(
     track: Arc<dyn TrackRemote>,
     input: &mut rtrb::Producer<f32>,
