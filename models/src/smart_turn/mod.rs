@@ -9,6 +9,7 @@ use std::path::Path;
 use ort::session::Session;
 use ort::value::TensorRef;
 
+use crate::busy::Busy;
 use crate::mel::{FRAMES, LogMel, N_MELS, SAMPLES};
 use crate::paths::SMART_TURN_PREPARED;
 use crate::{ModelError, onnx};
@@ -21,6 +22,8 @@ pub struct SmartTurn {
     mel: LogMel,
     window: Vec<f32>,
     features: Vec<f32>,
+    /// The session's operator threads.
+    threads: usize,
 }
 
 impl SmartTurn {
@@ -35,11 +38,13 @@ impl SmartTurn {
             mel: LogMel::new(),
             window: vec![0.0; SAMPLES],
             features: vec![0.0; N_MELS * FRAMES],
+            threads: intra_threads,
         })
     }
 
     /// Probability that the turn in `audio` (16 kHz, ending at the end of speech) is complete.
     pub fn predict(&mut self, audio: &[f32]) -> Result<f32, ModelError> {
+        let _busy = Busy::start(self.threads);
         let take = audio.len().min(SAMPLES);
         let front = SAMPLES - take;
         self.window[..front].fill(0.0);

@@ -11,6 +11,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::whisper::{Config, model::Whisper};
 use tokenizers::Tokenizer;
 
+use crate::busy::Busy;
 use crate::mel::{LogMel, N_MELS, WHISPER_SAMPLES};
 use crate::paths::{WHISPER_CONFIG, WHISPER_SAFETENSORS, WHISPER_TOKENIZER};
 use crate::{ModelError, require};
@@ -87,6 +88,8 @@ impl WhisperStt {
 
     /// The text of up to 30 s of 16 kHz speech.
     pub fn transcribe(&mut self, audio: &[f32]) -> Result<String, ModelError> {
+        // candle computes on every core.
+        let _busy = Busy::start(std::thread::available_parallelism().map_or(1, |n| n.get()));
         let frames = self.mel.frames();
         self.mel.compute(audio, &mut self.features);
         let mel = Tensor::from_slice(&self.features, (1, N_MELS, frames), &Device::Cpu).map_err(fail)?;

@@ -5,12 +5,13 @@
 //! model's generation and the synthesis.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::task::JoinHandle;
 
 use crate::providers::ProviderError;
 use crate::providers::llm::{LlmEvent, LlmStream};
-use crate::providers::sentences::SentenceSplitter;
+use crate::providers::sentences::{Piece, SentenceSplitter};
 use crate::providers::tts::{SpeechSynthesizer, TtsStream};
 
 /// What the model sent, as the stream gave it.
@@ -32,7 +33,7 @@ pub(super) struct Head {
 
 /// A sentence handed to the voice ahead of the commit.
 pub(super) struct SpokenAhead {
-    pub(super) text: String,
+    pub(super) piece: Piece,
     pub(super) speech: TtsStream,
 }
 
@@ -56,10 +57,15 @@ impl Drop for Ahead {
 }
 
 async fn read_first_sentence(mut stream: LlmStream, voice: Arc<dyn SpeechSynthesizer>) -> Head {
+    let asked = Instant::now();
+    let mut first_text = None;
     let mut splitter = SentenceSplitter::default();
     let mut received = Vec::new();
     let first = loop {
         let Some(event) = stream.recv().await else { break splitter.finish() };
+        if matches!(event, Ok(LlmEvent::Text(_))) {
+            first_text.get_or_insert_with(|| asked.elapsed());
+        }
         let sentence = match &event {
             Ok(LlmEvent::Text(text)) => splitter.push(text).into_iter().next(),
             Ok(LlmEvent::ToolCall(_)) => None,
@@ -77,6 +83,14 @@ async fn read_first_sentence(mut stream: LlmStream, voice: Arc<dyn SpeechSynthes
             break sentence;
         }
     };
-    let first = first.map(|text| SpokenAhead { speech: voice.synthesize(&text), text });
+    if let Some(piece) = &first {
+        tracing::debug!(
+            first_text_ms = first_text.unwrap_or_default().as_millis() as u64,
+            piece_ms = asked.elapsed().as_millis() as u64,
+            text = %piece.text,
+            "the early reply's first piece goes to the voice"
+        );
+    }
+    let first = first.map(|piece| SpokenAhead { speech: voice.synthesize(&piece.voiced()), piece });
     Head { received, rest: stream, first }
 }

@@ -1,0 +1,66 @@
+//! The inference this process runs now beside its language model — speech-to-text, the turn model, the
+//! voice, the knowledge base's embedder: how many threads it holds at this moment, and the CPU time it has
+//! taken so far (each run's wall time × its threads). The language model reads both before every batch
+//! (`chat_lm::threads`): it leaves those cores to them at once, rather than spinning its threads against
+//! them, and does not count their past CPU as other work once they are done.
+//!
+//! Each inference holds a [`Busy`] while it runs.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// Threads the process's inference (the language model aside) runs on now.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// CPU nanoseconds that inference has taken, as wall time × threads, counted when each run ends.
+static CPU_NANOS: AtomicU64 = AtomicU64::new(0);
+
+/// One inference running on `threads` threads, from its start until it is dropped.
+#[must_use = "the inference is counted only while this is held"]
+pub struct Busy {
+    threads: usize,
+    since: Instant,
+}
+
+impl Busy {
+    /// An inference starts on `threads` threads.
+    pub fn start(threads: usize) -> Busy {
+        THREADS.fetch_add(threads, Ordering::Relaxed);
+        Busy { threads, since: Instant::now() }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let nanos = self.since.elapsed().as_nanos() as u64 * self.threads as u64;
+        CPU_NANOS.fetch_add(nanos, Ordering::Relaxed);
+        THREADS.fetch_sub(self.threads, Ordering::Relaxed);
+    }
+}
+
+/// Threads the process's inference (the language model aside) holds now.
+pub fn threads_now() -> usize {
+    THREADS.load(Ordering::Relaxed)
+}
+
+/// CPU seconds the process's finished inference runs (the language model aside) have taken.
+pub fn cpu_seconds() -> f64 {
+    CPU_NANOS.load(Ordering::Relaxed) as f64 * 1e-9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inference_is_counted_while_it_runs_and_its_time_after() {
+        // Other tests of this crate may run inference at the same time: compare with what they add.
+        let before = cpu_seconds();
+        let running = Busy::start(1000);
+        assert!(threads_now() >= 1000);
+        while running.since.elapsed().as_micros() < 10 {}
+        drop(running);
+        assert!(threads_now() < 1000);
+        assert!(cpu_seconds() - before >= 1000.0 * 10e-6);
+    }
+}
