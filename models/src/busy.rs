@@ -1,38 +1,39 @@
 //! The inference this process runs now beside its language model — speech-to-text, the turn model, the
 //! voice, the knowledge base's embedder: how many threads it holds at this moment, and the CPU time it has
-//! taken so far (each run's wall time × its threads). The language model reads both before every batch
+//! taken so far (each run's calling thread's CPU time × its threads: its operator threads work alongside
+//! the caller; wall time would count the time a loaded host kept them waiting). The language model reads both before every batch
 //! (`chat_lm::threads`): it leaves those cores to them at once, rather than spinning its threads against
 //! them, and does not count their past CPU as other work once they are done.
 //!
 //! Each inference holds a [`Busy`] while it runs.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Instant;
 
 /// Threads the process's inference (the language model aside) runs on now.
 static THREADS: AtomicUsize = AtomicUsize::new(0);
 
-/// CPU nanoseconds that inference has taken, as wall time × threads, counted when each run ends.
+/// CPU nanoseconds that inference has taken (its calling thread's × its threads), counted when each run ends.
 static CPU_NANOS: AtomicU64 = AtomicU64::new(0);
 
 /// One inference running on `threads` threads, from its start until it is dropped.
 #[must_use = "the inference is counted only while this is held"]
 pub struct Busy {
     threads: usize,
-    since: Instant,
+    /// The calling thread's CPU seconds at the start.
+    cpu_then: f64,
 }
 
 impl Busy {
     /// An inference starts on `threads` threads.
     pub fn start(threads: usize) -> Busy {
         THREADS.fetch_add(threads, Ordering::Relaxed);
-        Busy { threads, since: Instant::now() }
+        Busy { threads, cpu_then: thread_cpu_seconds() }
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        let nanos = self.since.elapsed().as_nanos() as u64 * self.threads as u64;
+        let nanos = ((thread_cpu_seconds() - self.cpu_then).max(0.0) * 1e9) as u64 * self.threads as u64;
         CPU_NANOS.fetch_add(nanos, Ordering::Relaxed);
         THREADS.fetch_sub(self.threads, Ordering::Relaxed);
     }
@@ -48,6 +49,17 @@ pub fn cpu_seconds() -> f64 {
     CPU_NANOS.load(Ordering::Relaxed) as f64 * 1e-9
 }
 
+/// CPU seconds the calling thread has used.
+pub fn thread_cpu_seconds() -> f64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a valid timespec for the call to fill.
+    let read = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    if read != 0 {
+        return 0.0;
+    }
+    now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,7 +70,8 @@ mod tests {
         let before = cpu_seconds();
         let running = Busy::start(1000);
         assert!(threads_now() >= 1000);
-        while running.since.elapsed().as_micros() < 10 {}
+        let cpu = thread_cpu_seconds();
+        while thread_cpu_seconds() - cpu < 10e-6 {}
         drop(running);
         assert!(threads_now() < 1000);
         assert!(cpu_seconds() - before >= 1000.0 * 10e-6);

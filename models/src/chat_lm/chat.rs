@@ -17,8 +17,9 @@ use super::gguf;
 use super::kept::{KeptStates, WORKING};
 use super::sampler::Sampler;
 use super::template::{CallFormat, ChatTemplate, Message, ToolFunction};
-use super::threads::{ThreadShare, thread_cpu_seconds};
+use super::threads::ThreadShare;
 use super::{fail, llama};
+use crate::busy::thread_cpu_seconds;
 use crate::{ModelError, require};
 
 /// Tokens that end a reply in the families Confab runs, beside those llama.cpp marks as ending one.

@@ -123,17 +123,6 @@ impl ThreadShare {
     }
 }
 
-/// CPU seconds the calling thread has used.
-pub fn thread_cpu_seconds() -> f64 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `now` is a valid timespec for the call to fill.
-    let read = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
-    if read != 0 {
-        return 0.0;
-    }
-    now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9
-}
-
 /// The host's CPUs `/proc/stat` counts (its `cpuN` lines).
 fn host_cores() -> Option<usize> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
