@@ -16,8 +16,8 @@
 //! The process's own inference — the speech-to-text of the turn being answered, the turn model, the voice
 //! of the reply's first sentence — is what the user waits for, and it comes in bursts of a tenth of a
 //! second: before every batch the model also leaves the threads that inference holds at that moment, so
-//! that its threads do not spin against them (on 2 cores, the voice's first audio took 0.23 s beside the
-//! model on two threads instead of 0.09 s alone).
+//! that its threads do not spin against them (issue 52's trace in docs/performance.md: it does not make
+//! the voice as fast beside the model as alone).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

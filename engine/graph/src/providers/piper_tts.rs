@@ -92,7 +92,6 @@ impl SpeechSynthesizer for PiperTts {
         let (tx, rx) = mpsc::channel(TTS_STREAM_CAPACITY);
         let this = self.clone();
         let text = text.to_string();
-        let text_said = text.clone();
         tokio::spawn(async move {
             let started = Instant::now();
             let rendered = tokio::task::spawn_blocking(move || this.render(&text)).await;
@@ -100,7 +99,7 @@ impl SpeechSynthesizer for PiperTts {
             match result {
                 Ok(audio) => {
                     let elapsed = started.elapsed();
-                    tracing::debug!(took_ms = elapsed.as_millis() as u64, %text_said, "piper spoke");
+                    tracing::debug!(took_ms = elapsed.as_millis() as u64, "piper spoke");
                     let metrics = CallMetrics { time_to_first: Some(elapsed), duration: elapsed, attempts: 1 };
                     if tx.send(Ok(TtsEvent::Audio(audio))).await.is_ok() {
                         let _ = tx.send(Ok(TtsEvent::Done(metrics))).await;

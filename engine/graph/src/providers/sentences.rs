@@ -78,7 +78,7 @@ fn phrase_start(text: &str) -> Option<usize> {
     for (start, word) in text.split_whitespace().map(|word| (word.as_ptr() as usize - text.as_ptr() as usize, word)) {
         let opens = words >= MIN_CLAUSE_WORDS
             && previous_end.is_some_and(|end| text[..end].ends_with(|c: char| c.is_alphanumeric()))
-            && PHRASE_OPENERS.contains(&word.to_lowercase().as_str());
+            && PHRASE_OPENERS.iter().any(|opener| opener.eq_ignore_ascii_case(word));
         if opens {
             return Some(start);
         }
@@ -101,13 +101,8 @@ impl SentenceSplitter {
             });
             let boundary = boundary.map(|(index, ch)| (index + ch.len_utf8(), false));
             let phrase = if first { phrase_start(&self.pending).map(|start| (start, true)) } else { None };
-            let cut = match (boundary, phrase) {
-                (Some(at_end), Some(before_phrase)) => {
-                    Some(if before_phrase.0 < at_end.0 { before_phrase } else { at_end })
-                }
-                (at_end, before_phrase) => at_end.or(before_phrase),
-            };
-            let Some((end, goes_on)) = cut else { break };
+            // The earlier of the two; a sentence's end where both fall at once.
+            let Some((end, goes_on)) = boundary.into_iter().chain(phrase).min_by_key(|&(at, _)| at) else { break };
             let text = self.pending[..end].trim().to_string();
             self.pending.drain(..end);
             if !text.is_empty() {
