@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use confab_benches::api_post;
+use confab_calls::fleet_protocol::DEFAULT_QUEUE;
+use confab_calls::{IceServers, JoinError};
 use confab_http::replica::dispatch::Dispatcher;
 use confab_store::Db;
-use confab_store::calls::{IceServers, JoinError};
-use confab_store::fleet_protocol::DEFAULT_QUEUE;
 use confab_worker::fleet::{CallHost, FleetWorker};
 use futures_util::future::BoxFuture;
 use serde_json::json;
@@ -127,14 +127,15 @@ async fn start_workers(
     let stop = Arc::new(tokio::sync::Notify::new());
     let mut clients = Vec::new();
     for n in 0..connections.max(1) {
-        clients.push(confab_store::fleet_protocol::connect(nats, &format!("bench-{prefix}-{n}")).await.unwrap());
+        clients.push(confab_calls::fleet_protocol::connect(nats, &format!("bench-{prefix}-{n}")).await.unwrap());
     }
     for n in 0..count {
         // Room for every caller at once: a replica refuses a join outright when the fleet's slots are all held,
         // and a caller asks again while its last call is still being ended.
         let media: Arc<dyn CallHost> = Arc::new(SimulatedMedia { max_calls: 64, db: db.clone() });
         let client = clients[n % clients.len()].clone();
-        let worker = FleetWorker::join_fleet(client, db.clone(), media, format!("{prefix}-{n}"), queue).await.unwrap();
+        let records = confab_store::call_records::StoreRecords::new(db.clone(), None);
+        let worker = FleetWorker::join_fleet(client, records, media, format!("{prefix}-{n}"), queue).await.unwrap();
         let stopped = stop.clone();
         tokio::spawn(worker.run(async move { stopped.notified().await }, Duration::ZERO));
     }

@@ -3,17 +3,34 @@
 //! no download; `confab models fetch` runs before the tests).
 
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use confab_models::fetch::{LOCK_FILE, fetch_all};
 use confab_models::registry::PACKAGES;
 
+/// What a fetch reports, told to a test waiting for a line.
 #[derive(Clone, Default)]
-struct Progress(Arc<Mutex<Vec<u8>>>);
+struct Progress(Arc<(Mutex<Vec<u8>>, Condvar)>);
+
+impl Progress {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.0.lock().unwrap().clone()).unwrap()
+    }
+
+    /// Waits (10 s at most) until the report contains `line`.
+    fn wait_for(&self, line: &str) {
+        let (written, told) = &*self.0;
+        let guard = written.lock().unwrap();
+        let waiting = |bytes: &mut Vec<u8>| !String::from_utf8_lossy(bytes).contains(line);
+        let _ = told.wait_timeout_while(guard, Duration::from_secs(10), waiting).unwrap();
+    }
+}
 
 impl Write for Progress {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
+        self.0.0.lock().unwrap().extend_from_slice(bytes);
+        self.0.1.notify_all();
         Ok(bytes.len())
     }
 
@@ -44,13 +61,8 @@ fn a_second_fetch_waits_for_the_first() {
         let (dir, mut progress) = (dir.path().to_path_buf(), progress.clone());
         std::thread::spawn(move || fetch_all(&dir, &mut progress).unwrap())
     };
-    let text = || String::from_utf8(progress.0.lock().unwrap().clone()).unwrap();
-    for _ in 0..500 {
-        if text().contains("waiting for another `confab models fetch`") {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let text = || progress.text();
+    progress.wait_for("waiting for another `confab models fetch`");
     assert!(text().starts_with("waiting for another"), "{}", text());
     assert!(!second.is_finished(), "it waits while the lock is held");
     assert_eq!(text().lines().count(), 1, "nothing checked or stored while waiting: {}", text());

@@ -22,9 +22,9 @@ use axum::Router;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use confab_calls::fleet_protocol::{self as protocol, CallJob, Rpc, RpcReply, Taken};
 use confab_engine::{ConversationEvent, EventKind};
 use confab_store::Db;
-use confab_store::fleet_protocol::{self as protocol, CallJob, Rpc, RpcReply, Taken};
 use confab_store::workers;
 use confab_tests::caller::{Caller, client_config, offer, speech_16k, token_of};
 use confab_tests::fleet::{

@@ -159,7 +159,7 @@ pub(crate) struct FleetArgs {
     #[arg(long, env = "CONFAB_DISPATCH_TIMEOUT", default_value_t = 3.0)]
     pub(crate) dispatch_timeout: f64,
     /// With --nats: the queue this replica's calls go to (a region or shard; its workers use the same).
-    #[arg(long, env = "CONFAB_FLEET_QUEUE", default_value = confab_store::fleet_protocol::DEFAULT_QUEUE,
+    #[arg(long, env = "CONFAB_FLEET_QUEUE", default_value = confab_calls::fleet_protocol::DEFAULT_QUEUE,
         value_parser = parse_token)]
     pub(crate) queue: String,
 }
@@ -173,7 +173,7 @@ pub(crate) struct WorkerArgs {
     #[arg(long, env = "CONFAB_WORKER_ID", value_parser = parse_token)]
     pub(crate) worker_id: Option<String>,
     /// The queue this worker takes calls from (a region or shard; replicas that send calls there use the same).
-    #[arg(long, env = "CONFAB_FLEET_QUEUE", default_value = confab_store::fleet_protocol::DEFAULT_QUEUE,
+    #[arg(long, env = "CONFAB_FLEET_QUEUE", default_value = confab_calls::fleet_protocol::DEFAULT_QUEUE,
         value_parser = parse_token)]
     pub(crate) queue: String,
     /// Base URL of the control plane (recording URLs start with it).
@@ -201,7 +201,7 @@ pub(crate) enum WorkerFault {
 }
 
 pub(crate) fn parse_token(text: &str) -> Result<String, String> {
-    if confab_store::fleet_protocol::is_token(text) {
+    if confab_calls::fleet_protocol::is_token(text) {
         Ok(text.to_string())
     } else {
         Err("use 1 to 64 letters, digits, '-' or '_'".into())

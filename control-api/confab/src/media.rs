@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use confab_store::Db;
-
 use crate::cli::MediaArgs;
 
 /// The providers' endpoints and keys from this process's environment (docs/engine.md): read here, once
@@ -56,13 +54,12 @@ pub(crate) fn use_local_llm(
 /// call then answers 503.
 pub(crate) async fn start_media(
     args: &MediaArgs,
-    db: &Db,
+    records: std::sync::Arc<dyn confab_calls::CallRecords>,
     default_rtc_ip: std::net::IpAddr,
     public_url: String,
     recordings_dir: PathBuf,
     allow_private_urls: bool,
-    webhooks: std::sync::Arc<tokio::sync::Notify>,
-) -> Option<std::sync::Arc<confab_worker::media::MediaWorker>> {
+) -> Option<std::sync::Arc<confab_worker::media_worker::MediaWorker>> {
     let models_dir = args.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
     if args.fetch_models {
         let dir = models_dir.clone();
@@ -131,5 +128,5 @@ pub(crate) async fn start_media(
         );
     });
     let runtime = std::sync::Arc::new(std::sync::Mutex::new(runtime));
-    Some(confab_worker::media::MediaWorker::new(db.clone(), runtime, config, public_url, Some(webhooks)))
+    Some(confab_worker::media_worker::MediaWorker::new(records, runtime, config, public_url))
 }

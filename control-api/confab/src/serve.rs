@@ -4,11 +4,12 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use confab_calls::CallPlacer;
 use confab_http::replica::dispatch::Dispatcher;
 use confab_http::replica::liveness;
 use confab_http::replica::placer::FleetPlacer;
 use confab_http::{AppConfig, AppState};
-use confab_store::calls::CallPlacer;
+use confab_store::call_records::StoreRecords;
 use confab_store::{self as store, Db};
 use confab_worker::fleet::FleetWorker;
 use confab_worker::placer::EmbeddedPlacer;
@@ -73,8 +74,9 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let waker = deliverer.waker();
     let allow_private = allow_private_urls(args.allow_private_urls);
     let wants_media = !args.fleet.no_media && (nats.is_none() || args.fleet.embedded_worker);
+    let records: std::sync::Arc<dyn confab_calls::CallRecords> = StoreRecords::new(db.clone(), Some(waker.clone()));
     let media = if wants_media {
-        start_media(&args.media, &db, args.addr.ip(), public_url, recordings_dir, allow_private, waker.clone()).await
+        start_media(&args.media, records.clone(), args.addr.ip(), public_url, recordings_dir, allow_private).await
     } else {
         tracing::info!("no embedded media worker");
         None
@@ -84,7 +86,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut fleet_tasks = Vec::new();
     let mut embedded_worker = None;
     if let Some(url) = &nats {
-        let ice = confab_store::calls::IceServers {
+        let ice = confab_calls::IceServers {
             urls: args.media.ice_servers.clone(),
             username: args.media.ice_username.clone(),
             credential: args.media.ice_credential.clone(),
@@ -98,12 +100,13 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(media) = &media {
             let id = format!("embedded-{}", short_id());
             let host = std::sync::Arc::new(media.clone());
-            let worker = FleetWorker::join_fleet(dispatcher.client().clone(), db.clone(), host, id, &args.fleet.queue)
-                .await
-                .map_err(|err| anyhow::anyhow!("cannot start the embedded worker: {err}"))?;
+            let worker =
+                FleetWorker::join_fleet(dispatcher.client().clone(), records.clone(), host, id, &args.fleet.queue)
+                    .await
+                    .map_err(|err| anyhow::anyhow!("cannot start the embedded worker: {err}"))?;
             let stop = std::sync::Arc::new(tokio::sync::Notify::new());
             let stopped = stop.clone();
-            let run = worker.run(async move { stopped.notified().await }, confab_worker::media::SHUTDOWN_GRACE);
+            let run = worker.run(async move { stopped.notified().await }, confab_worker::media_worker::SHUTDOWN_GRACE);
             embedded_worker = Some((stop, tokio::spawn(run)));
         }
         tracing::info!(nats = %url, "fleet replica");
@@ -133,7 +136,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     confab_http::console::print_sign_in_link(&state).await;
     confab_http::server::serve(listener, confab_http::app(state), args.max_connections, shutdown_signal()).await?;
     if let Some(bots) = bots {
-        bots.shutdown(confab_worker::media::SHUTDOWN_GRACE * 2).await;
+        bots.shutdown(confab_worker::media_worker::SHUTDOWN_GRACE * 2).await;
     }
     if let Some((stop, worker)) = embedded_worker {
         stop.notify_one();
@@ -196,7 +199,7 @@ async fn end_calls_of_the_previous_run(
     for call in &ended {
         let id = &call.conversation_id;
         tracing::warn!(conversation_id = %id, "a call of the previous run is ended (server_restart)");
-        let recorded = confab_store::recordings::recorded_file(recordings_dir, id)
+        let recorded = confab_calls::recordings::recorded_file(recordings_dir, id)
             .is_some_and(|(path, _)| std::fs::metadata(path).is_ok_and(|meta| meta.len() > 0));
         if recorded {
             let url = format!("{}/v1/ext/conversation/{id}/recording", public_url.trim_end_matches('/'));

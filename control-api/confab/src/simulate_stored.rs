@@ -33,7 +33,9 @@ pub const WEBHOOK_DRAIN: Duration = Duration::from_secs(30);
 pub async fn run(db: Db, agent_id: &str, mut options: SimulateOptions) -> anyhow::Result<String> {
     let record = AGENTS.get(&db, agent_id).await?.with_context(|| format!("agent {agent_id} not found"))?;
     let fields: AgentFields = record.fields()?;
-    let agent = serde_json::to_value(to_agent(&db, &record).await?)?;
+    let resolved = to_agent(&db, &record).await?;
+    let knowledge_base_ids: Vec<String> = resolved.knowledge_base.iter().map(|kb| kb.id.clone()).collect();
+    let agent = serde_json::to_value(resolved)?;
     if let Some(face) = agent["avatars"][0]["avatar_key_id"].as_str() {
         options.custom_face = confab_store::avatars::assets::load(&db, face).await?;
     }
@@ -54,13 +56,17 @@ pub async fn run(db: Db, agent_id: &str, mut options: SimulateOptions) -> anyhow
     let (metrics_tx, metrics) = mpsc::channel(confab_worker::session_binding::BRIDGE_QUEUE);
     let recorder = tokio::spawn(confab_store::conversation_events::consume(db.clone(), id.clone(), events, None, None));
     let spec = confab_engine::agent_spec::AgentSpec::from_json(&agent.to_string())?;
-    let pipeline = confab_engine::agent_spec::PipelineSpec::of_agent(&spec);
-    let providers = confab_store::metrics::Providers::of_pipeline(&pipeline);
-    let metrics_writer =
-        tokio::spawn(confab_worker::session_binding::store_turn_metrics(db.clone(), id.clone(), providers, metrics));
+    let pipeline = confab_engine::agent_spec::PipelineConfig::of_agent(&spec);
+    let providers = confab_calls::metrics::Providers::of_pipeline(&pipeline);
+    let metrics_writer = tokio::spawn(confab_worker::session_binding::store_turn_metrics(
+        confab_store::call_records::StoreRecords::new(db.clone(), None),
+        id.clone(),
+        providers,
+        metrics,
+    ));
     let models_dir = options.models_dir.clone();
     let (retrieval, snippets_writer) =
-        confab_store::conversation_knowledge::retrieval(&db, &models_dir, &agent, &id).await.unzip();
+        confab_store::conversation_knowledge::retrieval(&db, &models_dir, &knowledge_base_ids, &id).await.unzip();
     let (agent_json, conversation_id) = (agent.to_string(), id.clone());
     let allow_private = options.allow_private_urls;
     let engine = tokio::task::spawn_blocking(move || {

@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use confab_store as store;
+use confab_store::call_records::StoreRecords;
 use confab_worker::fleet::FleetWorker;
 
 use crate::cli::{WorkerArgs, WorkerFault};
@@ -15,7 +16,7 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         anyhow::bail!("a media worker needs the fleet's PostgreSQL: give --database-url postgres://…");
     }
     let id = args.worker_id.unwrap_or_else(short_id);
-    let client = confab_store::fleet_protocol::connect(&args.nats, &format!("confab-worker-{id}"))
+    let client = confab_calls::fleet_protocol::connect(&args.nats, &format!("confab-worker-{id}"))
         .await
         .with_context(|| format!("cannot reach NATS at {}", args.nats))?;
     let waker = FleetWorker::outbox_waker(client.clone());
@@ -24,10 +25,11 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     crate::media::use_local_llm(&models_dir, args.media.local_llm.as_deref(), &args.media.model_dirs.dirs)?;
     let default_ip = std::net::IpAddr::from([127, 0, 0, 1]);
     let allow_private = allow_private_urls(args.allow_private_urls);
-    let media = start_media(&args.media, &db, default_ip, args.public_url, recordings_dir, allow_private, waker)
+    let records: std::sync::Arc<dyn confab_calls::CallRecords> = StoreRecords::new(db, Some(waker));
+    let media = start_media(&args.media, records.clone(), default_ip, args.public_url, recordings_dir, allow_private)
         .await
         .context("the media engine cannot start (run `confab models fetch`)")?;
-    let worker = FleetWorker::join_fleet(client, db, std::sync::Arc::new(media), id.clone(), &args.queue)
+    let worker = FleetWorker::join_fleet(client, records, std::sync::Arc::new(media), id.clone(), &args.queue)
         .await
         .map_err(|err| anyhow::anyhow!("cannot join the fleet at {}: {err}", args.nats))?;
     if let Some(WorkerFault::CrashBeforeJobAck) = args.fault {

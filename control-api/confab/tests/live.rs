@@ -5,15 +5,15 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::Request;
 use axum::response::Response;
 use axum::routing::post;
-use common::{LiveCall, call, speak, start_live_call};
+use common::{Arrivals, LiveCall, call, speak, start_live_call};
 use confab_http::webhooks::signing;
 use confab_http::{AppConfig, AppState, app};
 use confab_store::Db;
@@ -37,7 +37,7 @@ async fn chat() -> Response {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_conversation_is_recorded_and_reported() {
     // Provider and webhook servers on loopback.
-    let hooks: Arc<Mutex<Vec<(String, i64, String, String)>>> = Arc::default();
+    let hooks: Arc<Arrivals<(String, i64, String, String)>> = Arc::default();
     let seen = hooks.clone();
     let providers = Router::new()
         .route("/v1/chat/completions", post(chat))
@@ -48,7 +48,7 @@ async fn a_live_conversation_is_recorded_and_reported() {
                 let seen = seen.clone();
                 async move {
                     let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-                    seen.lock().unwrap().push((
+                    seen.push((
                         h("webhook-id"),
                         h("webhook-timestamp").parse().unwrap_or(0),
                         h("webhook-signature"),
@@ -122,21 +122,8 @@ async fn a_live_conversation_is_recorded_and_reported() {
     let mut input = session.input;
     let mut output = session.output;
     let feeding = tokio::task::spawn_blocking(move || {
-        let start = Instant::now();
         let mut loud = 0usize;
-        for (i, frame) in audio.chunks(320).enumerate() {
-            for &s in frame {
-                let _ = input.push(s);
-            }
-            while let Ok(sample) = output.pop() {
-                loud += usize::from(sample.abs() > 0.05);
-            }
-            if let Some(wait) =
-                (start + Duration::from_millis(20 * (i as u64 + 1))).checked_duration_since(Instant::now())
-            {
-                std::thread::sleep(wait);
-            }
-        }
+        common::feed_in_real_time(&audio, &mut input, &mut output, |sample| loud += usize::from(sample.abs() > 0.05));
         loud
     });
     let loud = feeding.await.unwrap();
@@ -158,15 +145,9 @@ async fn a_live_conversation_is_recorded_and_reported() {
     );
 
     // The turn's stages, stored as the engine reported the turn over: in order, on the call's media clock.
+    // (Stored before `finished` resolved.)
     let path = format!("/v1/ext/conversation/{id}/turn-metrics");
-    let mut turns = Value::Null;
-    for _ in 0..100 {
-        turns = call(&router, &key, "GET", &path, None).await;
-        if turns["data"].as_array().is_some_and(|data| !data.is_empty()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let turns = call(&router, &key, "GET", &path, None).await;
     let data = turns["data"].as_array().unwrap_or_else(|| panic!("{turns}"));
     assert_eq!(data.len(), 1, "{turns}");
     assert_eq!((data[0]["type"].as_str(), data[0]["turn"].as_u64()), (Some("turn_metrics"), Some(1)));
@@ -198,14 +179,9 @@ async fn a_live_conversation_is_recorded_and_reported() {
             .await;
     assert_eq!(missing, json!({ "error": "Conversation not found" }));
 
-    for _ in 0..200 {
-        if hooks.lock().unwrap().len() >= 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    hooks.wait_until(|hooks| hooks.len() >= 3).await;
     delivering.abort();
-    let hooks = hooks.lock().unwrap().clone();
+    let hooks = hooks.all();
     let names: Vec<String> = hooks
         .iter()
         .map(|(_, _, _, body)| {

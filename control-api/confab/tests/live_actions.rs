@@ -9,9 +9,9 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -19,7 +19,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::post;
-use common::{LiveCall, call, speak, start_live_call};
+use common::{Arrivals, LiveCall, call, speak, start_live_call};
 use confab_http::webhooks::signing;
 use confab_http::{AppConfig, AppState, app};
 use confab_store::Db;
@@ -33,7 +33,7 @@ struct Seen {
     chat: Mutex<Vec<Value>>,
     weather: Mutex<Vec<Value>>,
     /// (path, headers, body) of webhooks and guardrail callbacks.
-    hooks: Mutex<Vec<(String, HeaderMap, String)>>,
+    hooks: Arrivals<(String, HeaderMap, String)>,
 }
 
 fn sse(chunks: Vec<Value>) -> Response {
@@ -73,36 +73,40 @@ async fn chat(State(seen): State<Arc<Seen>>, body: String) -> Response {
 }
 
 /// The Python SDK's MCP server over HTTP+SSE on 127.0.0.1 (killed when dropped).
-struct PythonMcp(std::process::Child, u16);
-
-impl Drop for PythonMcp {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+struct PythonMcp {
+    _process: tokio::process::Child,
+    port: u16,
 }
 
+/// Starts the Python SDK's MCP server and waits until it says it is listening (uvicorn's "running on"
+/// line on its standard error).
 async fn python_mcp() -> PythonMcp {
+    use tokio::io::AsyncBufReadExt;
     let tools = std::env::var_os("CONFAB_TEST_TOOLS").map(PathBuf::from).unwrap_or("/var/tmp/confab-tools".into());
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/mcp_server.py");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let server = PythonMcp(
-        Command::new(tools.join("mcp-python/bin/python"))
-            .arg(script)
-            .args(["sse", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the Python MCP SDK is installed (scripts/setup.sh)"),
-        port,
-    );
-    for _ in 0..300 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return server;
+    let mut child = tokio::process::Command::new(tools.join("mcp-python/bin/python"))
+        .arg(script)
+        .args(["sse", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the Python MCP SDK is installed (scripts/setup.sh)");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let listening = async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("Uvicorn running on") {
+                return true;
+            }
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the MCP server did not start"); // `server` is dropped: the process is killed and waited for
+        false
+    };
+    let started = tokio::time::timeout(Duration::from_secs(30), listening).await;
+    assert!(matches!(started, Ok(true)), "the MCP server did not start");
+    // Its later log lines go nowhere (a pipe nobody reads would fill and stall it).
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    PythonMcp { _process: child, port }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,7 +114,7 @@ async fn a_live_call_uses_tools_mcp_guardrails_and_knowledge() {
     let seen = Arc::new(Seen::default());
     let hook = |seen: Arc<Seen>, path: &'static str| {
         post(move |headers: HeaderMap, body: String| async move {
-            seen.hooks.lock().unwrap().push((path.to_string(), headers, body));
+            seen.hooks.push((path.to_string(), headers, body));
             "ok"
         })
     };
@@ -158,7 +162,7 @@ async fn a_live_call_uses_tools_mcp_guardrails_and_knowledge() {
         "/v1/ext/mcp",
         Some(json!({
             "name": "orders", "description": "Order lookups", "type": "shttp/sse",
-            "request_config": { "url": format!("http://127.0.0.1:{}/sse", mcp.1), "headers": {} }
+            "request_config": { "url": format!("http://127.0.0.1:{}/sse", mcp.port), "headers": {} }
         })),
     )
     .await;
@@ -205,21 +209,9 @@ async fn a_live_call_uses_tools_mcp_guardrails_and_knowledge() {
     audio.extend(speak("Which medicine should I take?", 150));
     audio.extend(vec![0.0; 16_000 * 5]);
     let (mut input, mut output) = (session.input, session.output);
-    tokio::task::spawn_blocking(move || {
-        let start = Instant::now();
-        for (i, frame) in audio.chunks(320).enumerate() {
-            for &s in frame {
-                let _ = input.push(s);
-            }
-            while output.pop().is_ok() {}
-            let due = start + Duration::from_millis(20 * (i as u64 + 1));
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
-            }
-        }
-    })
-    .await
-    .unwrap();
+    tokio::task::spawn_blocking(move || common::feed_in_real_time(&audio, &mut input, &mut output, |_| {}))
+        .await
+        .unwrap();
     runtime.lock().unwrap().close_session(session.session_id);
     tokio::time::timeout(Duration::from_secs(10), &mut session.finished).await.expect("the recorder finishes").unwrap();
 
@@ -248,14 +240,9 @@ async fn a_live_call_uses_tools_mcp_guardrails_and_knowledge() {
     assert_eq!(snippets["turns"][0]["snippets"][0]["title"], "Forecasts", "{snippets}");
 
     // Webhooks (signed, in order) and the guardrail's callback (once).
-    for _ in 0..200 {
-        if seen.hooks.lock().unwrap().iter().filter(|(p, _, _)| p == "/hook").count() >= 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    seen.hooks.wait_until(|hooks| hooks.iter().filter(|(p, _, _)| p == "/hook").count() >= 3).await;
     delivering.abort();
-    let hooks = seen.hooks.lock().unwrap().clone();
+    let hooks = seen.hooks.all();
     let now = chrono::Utc::now().timestamp();
     let mut names = Vec::new();
     for (path, headers, body) in &hooks {

@@ -1,7 +1,7 @@
 //! confab-http: the HTTP control plane — the REST interface of SPEC.md (`routes`), API keys and session
 //! tokens (`auth`, `session_token`), the OpenAPI document (`openapi_responses`, `openapi_rules`), webhook
 //! delivery (`webhooks`), `/metrics` (`metrics_http`) and the accept loop (`server`). It places calls through
-//! one seam (`confab_store::confab_store::calls::CallPlacer`): the embedded media worker or, in a fleet replica, the
+//! one seam (`confab_store::confab_calls::CallPlacer`): the embedded media worker or, in a fleet replica, the
 //! fleet's workers (`replica`). It links no WebRTC: media is the worker crate's (`confab-worker`).
 
 pub mod app;

@@ -8,7 +8,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::AppState;
-use confab_store::metrics::metrics;
+use confab_calls::metrics::metrics;
 
 /// `GET /metrics`.
 pub async fn serve_metrics(State(state): State<AppState>) -> Response {

@@ -27,7 +27,7 @@ pub struct AppState {
     pub config: Arc<AppConfig>,
     /// Where calls go: the embedded media worker, or the fleet's workers (a replica); None when this
     /// process has no media path (no models, or `--no-media` alone).
-    pub calls: Option<Arc<dyn confab_store::calls::CallPlacer>>,
+    pub calls: Option<Arc<dyn confab_calls::CallPlacer>>,
     /// Meeting bots (external meetings); None when no browser is configured or there is no media path.
     pub meetings: Option<Arc<confab_meetings::MeetingBots>>,
     /// Rendered list pages (`page_cache`); on for SQLite only.
@@ -70,7 +70,7 @@ impl AppState {
     }
 
     /// Live calls (join page, WebRTC signalling) placed through `calls`.
-    pub fn with_calls(mut self, calls: Arc<dyn confab_store::calls::CallPlacer>) -> AppState {
+    pub fn with_calls(mut self, calls: Arc<dyn confab_calls::CallPlacer>) -> AppState {
         self.calls = Some(calls);
         self
     }
@@ -83,19 +83,15 @@ impl AppState {
 
     /// Places the call of `conversation_id` with a participant's SDP offer where calls run here: the
     /// fleet's workers (a replica) or the embedded media worker; returns the SDP answer.
-    pub async fn join_call(
-        &self,
-        conversation_id: &str,
-        offer_sdp: String,
-    ) -> Result<String, confab_store::calls::JoinError> {
+    pub async fn join_call(&self, conversation_id: &str, offer_sdp: String) -> Result<String, confab_calls::JoinError> {
         match &self.calls {
             Some(calls) => calls.join(conversation_id, offer_sdp).await,
-            None => Err(confab_store::calls::JoinError::Unavailable("no media worker".into())),
+            None => Err(confab_calls::JoinError::Unavailable("no media worker".into())),
         }
     }
 
     /// Hangs up the call of `conversation_id`; false when it has none here.
-    pub async fn hang_up_call(&self, conversation_id: &str) -> Result<bool, confab_store::calls::JoinError> {
+    pub async fn hang_up_call(&self, conversation_id: &str) -> Result<bool, confab_calls::JoinError> {
         match &self.calls {
             Some(calls) => calls.hang_up(conversation_id).await,
             None => Ok(false),

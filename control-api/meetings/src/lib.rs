@@ -20,8 +20,8 @@ use tokio::sync::{Notify, watch};
 pub use browser::BrowserConfig;
 pub use platform::Platform;
 
+use confab_calls::CallPlacer;
 use confab_store::Db;
-use confab_store::calls::CallPlacer;
 
 pub const DRIVER_JS: &str = include_str!("driver.js");
 pub const BRIDGE_JS: &str = include_str!("bridge.js");

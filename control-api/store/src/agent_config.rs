@@ -1,9 +1,13 @@
-//! The pipeline configuration an agent or template carries (`config.llm`, `config.stt`, `config.tts` of
-//! each avatar), its defaults, and the attachment id lists. Providers left empty mean `local`, the
-//! embedded offline models.
+//! The API's rules for the pipeline configuration an agent or template carries (`config.llm`,
+//! `config.stt`, `config.tts` of each avatar: `PipelineConfig`, the engine's one typed configuration,
+//! re-exported here): the providers and presets allowed, the defaults filled in (`PipelineRules`), and
+//! the attachment id lists. Providers left empty mean `local`, the embedded offline models.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
+#[cfg(feature = "openapi")]
 use utoipa::ToSchema;
+
+pub use confab_engine::agent_spec::{LlmConfig, PipelineConfig, SttConfig, TtsConfig, nullable};
 
 use crate::Db;
 use crate::collection::{GUARDRAILS, KNOWLEDGE_BASES, MCP_SERVERS, TOOLS};
@@ -26,80 +30,6 @@ pub const DEFAULT_STT_MODEL: &str = LOCAL_STT_MODELS[0];
 pub const DEFAULT_TTS_MODEL: &str = "piper-en_US-joe-medium";
 /// Longest endpointing delay accepted, in seconds.
 pub const MAX_ENDPOINTING_DELAY_SECONDS: f64 = 30.0;
-
-/// Deserializes `null` as the type's default, so clients may send `null` for any optional field.
-pub fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-pub struct PipelineConfig {
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub llm: LlmConfig,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub stt: SttConfig,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub tts: TtsConfig,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-pub struct LlmConfig {
-    /// `local` (default), `openai`, `groq`, `openrouter` or `custom`.
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub provider: String,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub model: String,
-    /// Ask the model for the reply during the endpointing delay, on the transcript prepared then, and
-    /// drop it if the user goes on (default true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preemptive_generation: Option<bool>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-pub struct SttConfig {
-    /// `local` (default), `deepgram`, `openai` or `custom`.
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub provider: String,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub model: String,
-    /// Seconds of silence after the last speech before a finished turn is committed (engine default 0.5).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_endpointing_delay: Option<f64>,
-    /// Longest wait, in seconds, when the turn model expects the user to continue (engine default 3.0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_endpointing_delay: Option<f64>,
-    /// Preset: `proactive`, `balanced` or `deliberate`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_handling: Option<String>,
-    /// Preset: `low`, `medium` or `high`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interruptability: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-pub struct TtsConfig {
-    /// `local` (default), `elevenlabs`, `cartesia`, `openai` or `custom`.
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub provider: String,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub model_id: String,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
-    pub voice_id: String,
-}
 
 fn provider(field: &str, value: &mut String, allowed: &[&str]) -> ApiResult<()> {
     *value = value.trim().to_ascii_lowercase();
@@ -126,9 +56,18 @@ fn delay(field: &str, value: Option<f64>) -> ApiResult<()> {
     }
 }
 
-impl PipelineConfig {
+/// The API's rules for an avatar's pipeline: what a request body may carry, and the defaults filled in.
+pub trait PipelineRules {
     /// Validates every field and fills the defaults (`local` providers and their models).
-    pub fn normalize(&mut self, prefix: &str) -> ApiResult<()> {
+    fn normalize(&mut self, prefix: &str) -> ApiResult<()>;
+    /// A `local` language model that names a GGUF file must be one Confab can run, inside the models
+    /// directory or a directory the operator allows (its header is read): refused now, with the reason,
+    /// rather than at a call.
+    fn check_local_model(&self, prefix: &str, models_dir: &std::path::Path) -> ApiResult<()>;
+}
+
+impl PipelineRules for PipelineConfig {
+    fn normalize(&mut self, prefix: &str) -> ApiResult<()> {
         provider(&format!("{prefix}llm.provider"), &mut self.llm.provider, LLM_PROVIDERS)?;
         // Left out, the local model is the server's default: the embedded default by its name, or, where the
         // operator named a file (`--local-llm`), nothing at all: that path is the operator's, and an agent
@@ -181,13 +120,8 @@ impl PipelineConfig {
         }
         Ok(())
     }
-}
 
-impl PipelineConfig {
-    /// A `local` language model that names a GGUF file must be one Confab can run, inside the models
-    /// directory or a directory the operator allows (its header is read): refused now, with the reason,
-    /// rather than at a call.
-    pub fn check_local_model(&self, prefix: &str, models_dir: &std::path::Path) -> ApiResult<()> {
+    fn check_local_model(&self, prefix: &str, models_dir: &std::path::Path) -> ApiResult<()> {
         if self.llm.provider != "local" {
             return Ok(());
         }
@@ -197,19 +131,20 @@ impl PipelineConfig {
 }
 
 /// Ids of the knowledge bases, tools, guardrails and MCP configurations attached to an agent or template.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct Attachments {
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
     pub knowledge_base_ids: Vec<String>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
     pub tool_ids: Vec<String>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
     pub guardrail_ids: Vec<String>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
     pub mcp_ids: Vec<String>,
 }
 

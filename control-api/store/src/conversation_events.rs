@@ -3,7 +3,6 @@
 //! the turn in flight; each subscribed event is stored in the outbox before anything is sent.
 
 use confab_engine::{ConversationEvent, EventKind};
-use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::Db;
@@ -67,10 +66,7 @@ pub async fn media_started(db: &Db, conversation_id: &str) -> Result<(), sqlx::E
     conversations::advance_status(db, conversation_id, STATUS_IN_PROGRESS).await.map(|_| ())
 }
 
-/// Runs once when the call ends, before `call_ended` is recorded and queued: the transport finishes
-/// the recording and returns the URL it is served at (None when the call was not recorded). So a client
-/// that reads the conversation on `call_ended` finds `is_recorded` and `recording_url` already set.
-pub type CallEndHook = Box<dyn FnOnce() -> BoxFuture<'static, Option<String>> + Send>;
+pub use confab_calls::CallEndHook;
 
 async fn run_call_end_hook(db: &Db, conversation_id: &str, hook: &mut Option<CallEndHook>) {
     let Some(hook) = hook.take() else { return };

@@ -5,7 +5,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use confab_engine::knowledge::{Embedder, Retrieval, SnippetsUsed};
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::{Db, conversations, knowledge};
@@ -14,20 +13,16 @@ use crate::{Db, conversations, knowledge};
 /// are not recorded, and that is logged; the call goes on.
 pub const SNIPPETS_QUEUE: usize = 64;
 
-/// The retrieval of the agent (`agent`: the Agent resource as the API returns it) for `conversation_id`,
-/// and the task writing its snippets (it ends once the retrieval is dropped and everything is written);
+/// The retrieval over the knowledge bases `ids` (an agent's) for `conversation_id`, and the task writing
+/// its snippets (it ends once the retrieval is dropped and everything is written);
 /// None when the agent has no knowledge base with documents, or the embedding model is missing (logged).
 pub async fn retrieval(
     db: &Db,
     models_dir: &Path,
-    agent: &Value,
+    ids: &[String],
     conversation_id: &str,
 ) -> Option<(Retrieval, tokio::task::JoinHandle<()>)> {
-    let ids: Vec<String> = agent["knowledge_base"]
-        .as_array()
-        .map(|bases| bases.iter().filter_map(|kb| kb["id"].as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
-    let loaded = match knowledge::load(db, models_dir, &ids).await {
+    let loaded = match knowledge::load(db, models_dir, ids).await {
         Ok(loaded) => loaded?,
         Err(err) => {
             tracing::warn!(%conversation_id, error = %err, "the agent's knowledge bases are not used in this conversation");

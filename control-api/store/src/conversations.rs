@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
+#[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
 use super::{Db, Page, like_pattern};
@@ -18,14 +19,15 @@ pub const TYPE_CONVERSATION: &str = "conversation";
 pub const TYPE_EXTERNAL_MEETING: &str = "external_meeting";
 
 /// The list form: every field of SPEC.md's Conversation.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct ConversationSummary {
     pub id: String,
     pub agent_id: String,
     pub agent_name: String,
     /// Serialized conversational context.
     pub context: String,
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub meta_data: Value,
     pub join_link: String,
     /// STARTED, IN_PROGRESS or ENDED.
@@ -38,11 +40,11 @@ pub struct ConversationSummary {
     pub rating: Option<i64>,
     pub usage_status: String,
     pub usage_json: String,
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub snippets: Value,
     pub user_name: String,
     pub user_id: String,
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub chat_history: Value,
     /// `conversation` (join link) or `external_meeting`.
     #[serde(rename = "type")]
@@ -58,7 +60,8 @@ pub struct ConversationSummary {
     pub end_reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct TranscriptEntry {
     pub timestamp: String,
     /// `user` or `assistant`.
@@ -74,7 +77,8 @@ pub struct TranscriptEntry {
 }
 
 /// The single-record form returned by get-by-id.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct ConversationDetail {
     pub id: String,
     pub agent_id: String,

@@ -54,7 +54,7 @@ impl Db {
                 if let Some(gone) = self.health.came_back(now) {
                     tracing::info!(down_for_s = gone.as_secs_f64(), "the database answers again");
                 }
-                crate::metrics::metrics().database_up(true);
+                confab_calls::metrics::metrics().database_up(true);
                 true
             }
             failed => {
@@ -65,7 +65,7 @@ impl Db {
                     };
                     tracing::warn!(%error, "the database is not answering: requests that need it get 503 until it does");
                 }
-                crate::metrics::metrics().database_up(false);
+                confab_calls::metrics::metrics().database_up(false);
                 false
             }
         }

@@ -1,12 +1,17 @@
-//! The one error type every handler returns, and its exact JSON bodies.
+//! The one error type every handler returns, and its exact JSON bodies (as an HTTP response with the
+//! `http` feature, which the HTTP crate turns on; the store itself speaks no HTTP).
 //!
 //! SPEC.md fixes two shapes: `{"error": "..."}` for most failures and `{"message": "..."}` for the
 //! not-found cases of agents, guardrails and knowledge bases. Internal causes are logged here and never
 //! shown to the client.
 
-use axum::Json;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+#[cfg(feature = "http")]
+use axum::{
+    Json,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
+#[cfg(feature = "http")]
 use serde_json::json;
 
 /// The body SPEC.md gives for a missing or invalid API key.
@@ -66,6 +71,8 @@ impl From<sqlx::Error> for ApiError {
     }
 }
 
+/// The HTTP side's answer (the `http` feature).
+#[cfg(feature = "http")]
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, body) = match &self {

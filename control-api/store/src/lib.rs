@@ -9,11 +9,10 @@
 //!   `records` (the guardrails, tools, MCP servers and knowledge bases an agent attaches), `validate` and
 //!   `error` (the field rules and the one error type with its exact bodies);
 //! - what a conversation does to its records: `conversation_events` (events into the webhook outbox, the
-//!   transcript, the status), `conversation_knowledge` (retrieval), `recordings`, `avatars` (the pictures and
+//!   transcript, the status), `conversation_knowledge` (retrieval), `avatars` (the pictures and
 //!   rigs an agent's face is drawn from), `meeting_mode` and `meeting_speakers`;
-//! - the seams between roles: `calls` (where the HTTP side places calls: the embedded worker or the fleet),
-//!   `fleet_protocol` (what replicas and workers say over NATS), `fleet_relay` (LiveKit signalling between a
-//!   replica and a worker), `metrics` (the process's one registry);
+//! - `call_records`: the store's side of the call seam (`confab_calls::CallRecords`): what a media worker
+//!   reads and writes of its calls, typed, through the port rather than through these modules;
 //! - `api_keys` (hashed, with `key_cache` remembering the keys seen recently) and `wall_clock` (timestamps as
 //!   stored).
 
@@ -21,7 +20,7 @@ pub mod agent_config;
 pub mod agents;
 pub mod api_keys;
 pub mod avatars;
-pub mod calls;
+pub mod call_records;
 pub mod collection;
 pub mod console_links;
 pub mod conversation_events;
@@ -29,17 +28,13 @@ pub mod conversation_knowledge;
 pub mod conversations;
 pub mod db_health;
 pub mod error;
-pub mod fleet_protocol;
-pub mod fleet_relay;
 pub mod key_cache;
 pub mod knowledge;
 pub mod knowledge_documents;
 pub mod meeting_mode;
 pub mod meeting_speakers;
-pub mod metrics;
 mod migrations;
 pub mod outbox;
-pub mod recordings;
 pub mod records;
 pub mod settings;
 pub mod turn_metrics;

@@ -15,17 +15,7 @@ use super::conversations::{STATUS_ENDED, STATUS_IN_PROGRESS};
 pub const REASON_WORKER_LOST: &str = "worker_lost";
 /// `end_reason` of a call `confab serve` alone held when it stopped without ending it (a crash, kill -9).
 pub const REASON_SERVER_RESTART: &str = "server_restart";
-/// The worker id `confab serve` alone claims its calls with.
-pub const LOCAL_WORKER: &str = "local";
-
-/// What a worker reports of itself on each heartbeat.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkerBeat {
-    pub id: String,
-    pub max_calls: i64,
-    pub active_calls: i64,
-    pub draining: bool,
-}
+pub use confab_calls::{Claim, LOCAL_WORKER, WorkerBeat};
 
 /// Records a heartbeat (the first one registers the worker).
 pub async fn heartbeat(db: &Db, beat: &WorkerBeat, now_ms: i64) -> Result<(), sqlx::Error> {
@@ -91,17 +81,6 @@ pub async fn fleet_load(db: &Db, alive_since_ms: i64) -> Result<(i64, i64), sqlx
     .fetch_one(&db.pool)
     .await?;
     Ok((row.try_get("held")?, row.try_get("capacity")?))
-}
-
-/// The outcome of a worker's claim on a conversation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Claim {
-    /// This worker now holds the conversation.
-    Claimed,
-    /// Another worker holds it (or this one already did: a redelivered job).
-    Held(String),
-    Ended,
-    Missing,
 }
 
 /// Claims `conversation_id` for `worker_id` by compare-and-set: only an unheld conversation that has not

@@ -1,12 +1,14 @@
-//! Reads what the engine needs from an Agent resource (SPEC.md's shape, e.g. `AGENT.json` of
-//! `confab simulate`): the first avatar's pipeline settings, the agent-level `config`, and its actions
-//! (`actions::records`).
+//! What the engine runs of an agent: its prompt, its avatars with their pipelines (`PipelineConfig`, the
+//! one typed configuration the API validates and stores), the agent-level `config`, and its actions
+//! (`actions::records`). Built from the stored agent by the call seam (`confab_calls::SessionSpec`), or
+//! read from an Agent resource in SPEC.md's shape (`AGENT.json` of `confab simulate`).
 
 use serde::Deserialize;
 
 use crate::actions::records::ActionsSpec;
 use crate::conversation::ConversationConfig;
 use crate::core::presets::{Interruptability, TurnHandling, endpoint_config};
+pub use crate::pipeline_config::{LlmConfig, PipelineConfig, SttConfig, TtsConfig, nullable};
 use crate::time::MediaTime;
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -30,56 +32,7 @@ pub struct AvatarSpec {
     #[serde(default)]
     pub avatar_key_id: String,
     #[serde(default)]
-    pub config: PipelineSpec,
-}
-
-/// The providers of one avatar's conversations (`avatars[].config`), typed once at the edge: the engine
-/// chooses its adapters from these (`providers::select`), never from raw JSON.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct PipelineSpec {
-    #[serde(default, deserialize_with = "or_default")]
-    pub llm: LlmSpec,
-    #[serde(default, deserialize_with = "or_default")]
-    pub stt: SttSpec,
-    #[serde(default, deserialize_with = "or_default")]
-    pub tts: TtsSpec,
-}
-
-/// `config.llm`.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct LlmSpec {
-    /// `local` (or empty), `openai`, `groq`, `openrouter`, `custom`.
-    #[serde(default, deserialize_with = "or_default")]
-    pub provider: String,
-    #[serde(default, deserialize_with = "or_default")]
-    pub model: String,
-    /// Ask the model during the endpointing delay (default true).
-    pub preemptive_generation: Option<bool>,
-}
-
-/// `config.tts`.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct TtsSpec {
-    /// `local` (or empty), `elevenlabs`, `cartesia`, `openai`, `custom`.
-    #[serde(default, deserialize_with = "or_default")]
-    pub provider: String,
-    #[serde(default, deserialize_with = "or_default")]
-    pub model_id: String,
-    #[serde(default, deserialize_with = "or_default")]
-    pub voice_id: String,
-}
-
-/// `config.stt`, with the turn-taking settings that ride in it.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct SttSpec {
-    #[serde(default, deserialize_with = "or_default")]
-    pub provider: String,
-    #[serde(default, deserialize_with = "or_default")]
-    pub model: String,
-    pub min_endpointing_delay: Option<f64>,
-    pub max_endpointing_delay: Option<f64>,
-    pub turn_handling: Option<String>,
-    pub interruptability: Option<String>,
+    pub config: PipelineConfig,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -91,14 +44,9 @@ pub struct AgentSettingsSpec {
     pub conversational_context: String,
 }
 
-/// A `null` read as the field's default (the API accepts `null` for every optional field).
-fn or_default<'de, D: serde::Deserializer<'de>, T: Default + Deserialize<'de>>(deserializer: D) -> Result<T, D::Error> {
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
-}
-
-impl PipelineSpec {
+impl PipelineConfig {
     /// The pipeline of the agent's first avatar (every provider local when it has none).
-    pub fn of_agent(spec: &AgentSpec) -> PipelineSpec {
+    pub fn of_agent(spec: &AgentSpec) -> PipelineConfig {
         spec.avatars.first().map(|avatar| avatar.config.clone()).unwrap_or_default()
     }
 }

@@ -14,6 +14,7 @@ pub mod events;
 pub mod knowledge;
 pub mod lock;
 pub mod outbound;
+pub mod pipeline_config;
 pub mod priority;
 pub mod providers;
 pub mod responder;

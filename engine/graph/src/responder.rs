@@ -115,7 +115,7 @@ impl Responder {
     /// Adapters from the first avatar's `config` (`llm`, `stt`, `tts`), with the providers' settings
     /// (`env`), and the agent's prompt.
     pub fn from_config(
-        pipeline: &crate::agent_spec::PipelineSpec,
+        pipeline: &crate::agent_spec::PipelineConfig,
         system_prompt: String,
         models_dir: &std::path::Path,
         env: &crate::providers::env::ProviderEnv,

@@ -16,7 +16,7 @@ use confab_models::smart_turn::{DONE_THRESHOLD, SmartTurn};
 use serde_json::{Value, json};
 
 use crate::actions::{ActionSettings, Actions};
-use crate::agent_spec::{AgentSpec, AgentSpecError, PipelineSpec};
+use crate::agent_spec::{AgentSpec, AgentSpecError, PipelineConfig};
 use crate::audio::level::{SilenceGate, VadDecision};
 use crate::audio::{AudioError, wav};
 use crate::avatar::stock::{STOCK, stock_face};
@@ -400,7 +400,7 @@ fn responder_for(
     settings: ActionSettings,
 ) -> Result<Responder, SimulateError> {
     let prompt = spec.system_prompt("");
-    let pipeline = PipelineSpec::of_agent(spec);
+    let pipeline = PipelineConfig::of_agent(spec);
     let responder = Responder::from_config(&pipeline, prompt, &options.models_dir, &options.providers)?;
     let actions = io.block_on(Actions::connected(&spec.actions, settings))?;
     Ok(responder.with_actions(actions))

@@ -3,7 +3,7 @@
 //! slow streams, mid-stream disconnects.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -15,19 +15,21 @@ use axum::routing::post;
 use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, ToolCall, ToolSpec};
 use confab_engine::providers::openai_llm::OpenAiCompatible;
 use confab_engine::providers::{CallPolicy, ProviderError};
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 #[derive(Default)]
 struct Server {
     requests: AtomicUsize,
-    disconnected: Arc<AtomicBool>,
+    /// Sent to when a response body the server still held open is dropped (its client let go).
+    disconnected: tokio::sync::watch::Sender<bool>,
     last_body: std::sync::Mutex<Value>,
 }
 
-struct SetOnDrop(Arc<AtomicBool>);
+struct SetOnDrop(tokio::sync::watch::Sender<bool>);
 impl Drop for SetOnDrop {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0.send_replace(true);
     }
 }
 
@@ -39,13 +41,42 @@ fn chunk(delta: Value, finish: Option<&str>) -> String {
     format!("data: {body}\n\n")
 }
 
-/// A streaming body: each part after its delay; `end_after` false leaves the connection hanging.
-fn sse(parts: Vec<(u64, String)>, guard: Option<SetOnDrop>) -> Response {
-    let stream = futures_util::stream::unfold((parts.into_iter(), guard), |(mut parts, guard)| async move {
-        let (delay, text) = parts.next()?;
-        tokio::time::sleep(Duration::from_millis(delay)).await;
-        Some((Ok::<_, std::io::Error>(text), (parts, guard)))
-    });
+/// A streaming body: `parts`, then, when `then_hang`, nothing more on a connection held open (a stalled
+/// model); `guard` is dropped with the body, when the client lets go.
+fn sse(parts: Vec<String>, then_hang: bool, guard: Option<SetOnDrop>) -> Response {
+    let sent = futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::io::Error>));
+    sse_body(sent, then_hang, guard)
+}
+
+/// `parts` one every `every` (a model that writes slowly).
+fn slow_sse(parts: Vec<String>, every: Duration, guard: Option<SetOnDrop>) -> Response {
+    let ticks = ticks(every);
+    let sent = ticks.zip(futures_util::stream::iter(parts)).map(|(_, part)| Ok::<_, std::io::Error>(part));
+    sse_body(sent, false, guard)
+}
+
+/// A tick at once, then one every `every`.
+fn ticks(every: Duration) -> impl futures_util::Stream<Item = ()> {
+    futures_util::stream::unfold(tokio::time::interval(every), |mut interval| async move {
+        interval.tick().await;
+        Some(((), interval))
+    })
+}
+
+fn sse_body(
+    sent: impl futures_util::Stream<Item = Result<String, std::io::Error>> + Send + 'static,
+    then_hang: bool,
+    guard: Option<SetOnDrop>,
+) -> Response {
+    let rest = futures_util::stream::once(async move {
+        let _held = guard;
+        if then_hang {
+            std::future::pending::<()>().await;
+        }
+        None
+    })
+    .filter_map(std::future::ready);
+    let stream = sent.chain(rest);
     Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
 }
 
@@ -66,56 +97,46 @@ async fn completions(State(server): State<Arc<Server>>, headers: HeaderMap, body
     match body["model"].as_str().unwrap() {
         "text" => sse(
             vec![
-                (0, chunk(json!({ "role": "assistant", "content": "" }), None)),
-                (5, chunk(json!({ "content": "Hello" }), None)),
-                (5, chunk(json!({ "content": " there!" }), None)),
-                (0, chunk(json!({}), Some("stop"))),
-                (0, done),
+                chunk(json!({ "role": "assistant", "content": "" }), None),
+                chunk(json!({ "content": "Hello" }), None),
+                chunk(json!({ "content": " there!" }), None),
+                chunk(json!({}), Some("stop")),
+                done,
             ],
+            false,
             None,
         ),
         "tools" => sse(
             vec![
-                (
-                    0,
-                    chunk(
-                        json!({ "role": "assistant", "content": null, "tool_calls": [{ "index": 0, "id": "call_1", "type": "function", "function": { "name": "get_weather", "arguments": "" } }] }),
-                        None,
-                    ),
+                chunk(
+                    json!({ "role": "assistant", "content": null, "tool_calls": [{ "index": 0, "id": "call_1", "type": "function", "function": { "name": "get_weather", "arguments": "" } }] }),
+                    None,
                 ),
-                (0, chunk(json!({ "tool_calls": [{ "index": 0, "function": { "arguments": "{\"ci" } }] }), None)),
-                (
-                    0,
-                    chunk(
-                        json!({ "tool_calls": [{ "index": 0, "function": { "arguments": "ty\": \"Paris\"}" } }] }),
-                        None,
-                    ),
+                chunk(json!({ "tool_calls": [{ "index": 0, "function": { "arguments": "{\"ci" } }] }), None),
+                chunk(json!({ "tool_calls": [{ "index": 0, "function": { "arguments": "ty\": \"Paris\"}" } }] }), None),
+                chunk(
+                    json!({ "tool_calls": [{ "index": 1, "id": "call_2", "type": "function", "function": { "name": "get_time", "arguments": "{}" } }] }),
+                    None,
                 ),
-                (
-                    0,
-                    chunk(
-                        json!({ "tool_calls": [{ "index": 1, "id": "call_2", "type": "function", "function": { "name": "get_time", "arguments": "{}" } }] }),
-                        None,
-                    ),
-                ),
-                (0, chunk(json!({}), Some("tool_calls"))),
-                (0, done),
+                chunk(json!({}), Some("tool_calls")),
+                done,
             ],
+            false,
             None,
         ),
         "flaky" if attempt == 0 => (StatusCode::INTERNAL_SERVER_ERROR, "upstream exploded").into_response(),
-        "flaky" => sse(vec![(0, chunk(json!({ "content": "ok" }), None)), (0, done)], None),
+        "flaky" => sse(vec![chunk(json!({ "content": "ok" }), None), done], false, None),
         "ratelimited" => {
             (StatusCode::TOO_MANY_REQUESTS, axum::Json(json!({ "error": { "message": "Rate limit reached" } })))
                 .into_response()
         }
         "slow" => {
-            let parts = (0..100).map(|i| (200, chunk(json!({ "content": format!("word{i} ") }), None))).collect();
-            sse(parts, Some(SetOnDrop(server.disconnected.clone())))
+            let parts = (0..100).map(|i| chunk(json!({ "content": format!("word{i} ") }), None)).collect();
+            slow_sse(parts, Duration::from_millis(200), Some(SetOnDrop(server.disconnected.clone())))
         }
-        "broken" => sse(vec![(0, chunk(json!({ "content": "partial" }), None))], None),
-        "stalled" => sse(vec![(0, chunk(json!({ "content": "first" }), None)), (10_000, done)], None),
-        "error-in-stream" => sse(vec![(0, "data: {\"error\":{\"message\":\"model overloaded\"}}\n\n".into())], None),
+        "broken" => sse(vec![chunk(json!({ "content": "partial" }), None)], false, None),
+        "stalled" => sse(vec![chunk(json!({ "content": "first" }), None)], true, None),
+        "error-in-stream" => sse(vec!["data: {\"error\":{\"message\":\"model overloaded\"}}\n\n".into()], false, None),
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -238,14 +259,10 @@ async fn dropping_the_stream_closes_the_connection() {
     for _ in 0..2 {
         assert!(matches!(stream.recv().await, Some(Ok(LlmEvent::Text(_)))));
     }
+    let mut disconnected = server.disconnected.subscribe();
     drop(stream);
-    for _ in 0..50 {
-        if server.disconnected.load(Ordering::SeqCst) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the server still streams to a cancelled client");
+    let closed = tokio::time::timeout(Duration::from_secs(10), disconnected.wait_for(|closed| *closed)).await;
+    assert!(closed.is_ok(), "the server still streams to a cancelled client");
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ mod common;
 
 use common::speak;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
@@ -38,26 +38,25 @@ fn sessions_get_their_own_events_in_real_time() {
     // Stagger the sessions so their events differ in time.
     audio[1].splice(0..0, vec![0.0; 4_800]);
 
-    let start = Instant::now();
     let longest = audio.iter().map(Vec::len).max().unwrap();
-    let mut fed = 0;
-    while fed < longest {
+    common::in_real_time(longest, |frame| {
         for (session, samples) in sessions.iter_mut().zip(&audio) {
-            let end = (fed + 320).min(samples.len());
-            for &s in &samples[fed.min(end)..end] {
+            let end = frame.end.min(samples.len());
+            for &s in &samples[frame.start.min(end)..end] {
                 let _ = session.input.push(s);
             }
         }
-        fed += 320;
-        let due = start + Duration::from_millis((fed / 16) as u64);
-        if let Some(wait) = due.checked_duration_since(Instant::now()) {
-            std::thread::sleep(wait);
-        }
-    }
-    std::thread::sleep(Duration::from_millis(300));
+        true
+    });
+    // Each session's three events, waited for (each turn committed within its 2 s tail of silence).
+    let expected = ["user.started_speaking", "user.stopped_speaking", "utterance_committed"];
     for (i, session) in sessions.iter().enumerate() {
-        let names: Vec<&str> = session.events.try_iter().map(|e| e.kind.name()).collect();
-        assert_eq!(names, ["user.started_speaking", "user.stopped_speaking", "utterance_committed"], "session {i}");
+        let names: Vec<&str> = (0..expected.len())
+            .map_while(|_| session.events.recv_timeout(Duration::from_secs(10)).ok())
+            .map(|e| e.kind.name())
+            .collect();
+        assert_eq!(names, expected, "session {i}");
+        assert!(session.events.try_recv().is_err(), "session {i}: nothing more");
     }
     assert!(RuntimeCounters::get(&runtime.counters.vad_batches) > 0);
     assert_eq!(RuntimeCounters::get(&runtime.counters.vad_queue_full), 0);

@@ -8,7 +8,6 @@ mod common;
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -55,7 +54,7 @@ fn responder_hearing_with(stt: serde_json::Value, base: &str, models: &Path) -> 
     let providers = confab_engine::providers::env::ProviderEnv::default()
         .with("CONFAB_LLM_BASE_URL", base)
         .with("CONFAB_STT_BASE_URL", base);
-    let pipeline: confab_engine::agent_spec::PipelineSpec = serde_json::from_value(json!({
+    let pipeline: confab_engine::agent_spec::PipelineConfig = serde_json::from_value(json!({
         "llm": { "provider": "custom", "model": "m" },
         "stt": stt,
         "tts": { "provider": "local", "model_id": "espeak-ng" }
@@ -89,25 +88,18 @@ fn question_audio() -> Vec<f32> {
 /// Plays `audio` into the session at real-time pace until the agent has stopped speaking; its events and
 /// the agent's audio.
 fn play_live(session: &mut SessionHandle, audio: &[f32]) -> (Vec<ConversationEvent>, Vec<f32>) {
-    let start = Instant::now();
     let mut heard = Vec::new();
     let mut events = Vec::new();
-    for (i, frame) in audio.chunks(320).enumerate() {
-        for &s in frame {
+    common::in_real_time(audio.len(), |frame| {
+        for &s in &audio[frame] {
             let _ = session.input.push(s);
         }
         while let Ok(sample) = session.output.pop() {
             heard.push(sample);
         }
         events.extend(session.events.try_iter());
-        if events.iter().any(|e: &ConversationEvent| e.kind.name() == "agent.stopped_speaking") {
-            break;
-        }
-        if let Some(wait) = (start + Duration::from_millis(20 * (i as u64 + 1))).checked_duration_since(Instant::now())
-        {
-            std::thread::sleep(wait);
-        }
-    }
+        !events.iter().any(|e: &ConversationEvent| e.kind.name() == "agent.stopped_speaking")
+    });
     (events, heard)
 }
 

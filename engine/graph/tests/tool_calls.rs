@@ -118,7 +118,17 @@ struct Received {
 #[derive(Default)]
 struct Tools {
     received: Mutex<Vec<Received>>,
+    /// How many requests were received, for a test waiting on the next.
+    count: tokio::sync::watch::Sender<usize>,
     release: Notify,
+}
+
+impl Tools {
+    /// Waits (10 s at most) until `n` requests have been received.
+    async fn wait_for(&self, n: usize) {
+        let mut count = self.count.subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(10), count.wait_for(|received| *received >= n)).await;
+    }
 }
 
 async fn tool(State(tools): State<Arc<Tools>>, request: Request) -> Response {
@@ -131,6 +141,7 @@ async fn tool(State(tools): State<Arc<Tools>>, request: Request) -> Response {
         headers: parts.headers,
         body,
     });
+    tools.count.send_modify(|count| *count += 1);
     match path.as_str() {
         "/slow" => {
             tools.release.notified().await;
@@ -417,10 +428,7 @@ async fn a_guardrail_speaks_its_message_verbatim_and_calls_back_once_without_ret
     assert!(offered["description"].as_str().unwrap().contains("The user asks for a diagnosis or medication."));
     // The other call of the round was not run.
     let received = || servers.tools.received.lock().unwrap().clone();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while received().is_empty() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    servers.tools.wait_for(1).await;
     let calls = received();
     assert_eq!(calls.len(), 1, "{calls:?}");
     let hook = &calls[0];
@@ -529,7 +537,7 @@ fn a_barge_in_stops_the_tool_message_on_the_interruption_frame() {
         api_tool("get_weather", "POST", &format!("{}/fast", servers.tools_base), messages(START, None, "", ""));
     let llm = OpenAiCompatible::new("custom", servers.llm_base.clone(), None, CallPolicy::default());
     let none = confab_engine::providers::env::ProviderEnv::default();
-    let local = confab_engine::agent_spec::SttSpec::default();
+    let local = confab_engine::agent_spec::SttConfig::default();
     let stt = confab_engine::providers::select::recognizer(&local, &models, &none).unwrap();
     let settings = ActionSettings { allow_private_urls: true, ..ActionSettings::default() };
     let mut responder = Responder::new((Box::new(llm), "m".into()), Box::new(ToneVoice), stt, "Be brief.".into())

@@ -1,6 +1,6 @@
 //! What a transport needs of the media worker to run one call, whatever carries its media: the engine
-//! session's controls (hang up, the participant left), the database (the record goes IN_PROGRESS with the
-//! first media), the no-media timeout, and a way to say the call is over. Today's WebRTC transport
+//! session's controls (hang up, the participant left), the call's records (IN_PROGRESS with the first
+//! media), the no-media timeout, and a way to say the call is over. Today's WebRTC transport
 //! (`media::call`) runs on it; the next transport is a sibling that takes the same.
 
 use std::sync::{Arc, Mutex};
@@ -9,10 +9,10 @@ use std::time::Duration;
 use confab_engine::lock::lock;
 use confab_engine::runtime::{Runtime, SessionId};
 
-use confab_store::Db;
+use confab_calls::CallRecords;
 
 pub struct CallSession {
-    pub db: Db,
+    pub records: Arc<dyn CallRecords>,
     pub runtime: Arc<Mutex<Runtime>>,
     /// A participant whose audio stops this long (or never starts) has left.
     pub no_media_timeout: Duration,
@@ -38,10 +38,10 @@ impl CallSession {
         conversation_id: &str,
     ) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
         let (first_media, first_media_rx) = tokio::sync::oneshot::channel();
-        let (db, id) = (self.db.clone(), conversation_id.to_string());
+        let (records, id) = (self.records.clone(), conversation_id.to_string());
         let marking = tokio::spawn(async move {
             if first_media_rx.await.is_ok()
-                && let Err(err) = confab_store::conversation_events::media_started(&db, &id).await
+                && let Err(err) = records.media_started(&id).await
             {
                 tracing::error!(conversation_id = %id, error = %err, "cannot mark the conversation IN_PROGRESS");
             }

@@ -14,9 +14,10 @@ use async_nats::jetstream::{self, AckKind};
 use futures_util::StreamExt;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 
-use crate::media::MediaWorker;
-use confab_store::calls::{JoinError, LiveKitJoin, SignalSocket};
-use confab_store::fleet_protocol::{self as protocol, CallJob, Heartbeat, Refusal, Rpc, RpcReply, Taken};
+use crate::media_worker::MediaWorker;
+use confab_calls::fleet_protocol::{self as protocol, CallJob, Heartbeat, Refusal, Rpc, RpcReply, Taken};
+use confab_calls::records::{CallRecords, Claim, RecordsError, WorkerBeat};
+use confab_calls::{JoinError, LiveKitJoin, SignalSocket};
 
 /// What holds a worker's calls: the media worker (WebRTC and the engine), or a simulated one in the
 /// dispatch benchmark.
@@ -63,8 +64,6 @@ impl CallHost for Arc<MediaWorker> {
         MediaWorker::shutdown(self).await
     }
 }
-use confab_store::Db;
-use confab_store::workers::{self, Claim, WorkerBeat};
 
 /// How often a worker heartbeats.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
@@ -92,7 +91,7 @@ pub struct FleetWorker {
     id: String,
     client: async_nats::Client,
     consumer: jetstream::consumer::PullConsumer,
-    db: Db,
+    records: Arc<dyn CallRecords>,
     media: Arc<dyn CallHost>,
     max_calls: usize,
     slots: Arc<Semaphore>,
@@ -105,10 +104,11 @@ pub struct FleetWorker {
 }
 
 impl FleetWorker {
-    /// Joins the fleet over `client`: finds `queue`'s jobs, registers with a first heartbeat.
+    /// Joins the fleet over `client`: finds `queue`'s jobs, registers with a first heartbeat (in `records`,
+    /// where it claims its calls too).
     pub async fn join_fleet(
         client: async_nats::Client,
-        db: Db,
+        records: Arc<dyn CallRecords>,
         media: Arc<dyn CallHost>,
         id: String,
         queue: &str,
@@ -119,7 +119,7 @@ impl FleetWorker {
             id,
             client,
             consumer,
-            db,
+            records,
             media,
             max_calls,
             slots: Arc::new(Semaphore::new(max_calls)),
@@ -184,7 +184,7 @@ impl FleetWorker {
         self.media.shutdown().await;
         heartbeat_task.abort();
         rpc_task.abort();
-        workers::remove(&self.db, &self.id).await?;
+        self.records.leave_fleet(&self.id).await?;
         let _ = self.client.flush().await;
         tracing::info!(worker = %self.id, "left the fleet");
         Ok(())
@@ -201,9 +201,9 @@ impl FleetWorker {
 
     /// Records a heartbeat in the database (what replicas judge liveness by) and publishes it on NATS (for
     /// operators; a failure there is only logged).
-    async fn heartbeat(&self) -> Result<(), sqlx::Error> {
+    async fn heartbeat(&self) -> Result<(), RecordsError> {
         let beat = self.beat();
-        workers::heartbeat(&self.db, &beat, protocol::now_ms()).await?;
+        self.records.heartbeat(&beat, protocol::now_ms()).await?;
         let message = Heartbeat {
             worker_id: beat.id,
             max_calls: beat.max_calls,
@@ -294,7 +294,7 @@ impl FleetWorker {
             let _ = message.ack().await;
             return;
         }
-        match workers::claim(&self.db, &conversation_id, &self.id).await {
+        match self.records.claim(&conversation_id, &self.id).await {
             Ok(Claim::Claimed) => {}
             Ok(other) => {
                 // A job published twice or redelivered: the conversation was admitted (or ended) already.
@@ -318,7 +318,7 @@ impl FleetWorker {
         let _ = message.ack().await;
         if admitted {
             self.media.finished(&conversation_id).await;
-        } else if let Err(err) = workers::release(&self.db, &conversation_id, &self.id).await {
+        } else if let Err(err) = self.records.release(&conversation_id, &self.id).await {
             tracing::warn!(worker = %self.id, %conversation_id, error = %err, "cannot release an unused claim");
         }
         drop(permit);
@@ -345,7 +345,7 @@ impl FleetWorker {
             }
             Participant::LiveKit { identity, name, relay } => {
                 let join = LiveKitJoin { conversation_id: job.conversation_id.clone(), identity, name };
-                match confab_store::fleet_relay::worker_socket(&self.client, &relay).await {
+                match confab_calls::fleet_relay::worker_socket(&self.client, &relay).await {
                     Ok(socket) => self.media.join_livekit(join, socket).await.map(|()| RpcReply::Joined),
                     Err(err) => Err(JoinError::Unavailable(format!("the relay: {err}"))),
                 }

@@ -1,14 +1,17 @@
-//! What runs in a media worker: `confab worker` in a fleet, and embedded in `confab serve` alone. `media`
-//! is the WebRTC transport (peer negotiation, call supervision, recorder, the face's video),
-//! `session_binding` binds a conversation record to an engine session, `fleet` takes calls from the
+//! What runs in a media worker: `confab worker` in a fleet, and embedded in `confab serve` alone.
+//! `media_worker` holds the engine's runtime and the calls in progress, above the two transports: `media`,
+//! WebRTC (peer negotiation, call supervision, recorder, the face's video), and `livekit`, LiveKit's client
+//! protocol built on it; `session_binding` binds a conversation (a `SessionSpec`) to an engine session, `fleet` takes calls from the
 //! fleet's queue, `placer` places calls for the HTTP side of `confab serve` alone
-//! (`confab_store::calls::CallPlacer`), `call_session` is what a transport runs a call on. A worker writes records
-//! and webhook events to the database; it serves no HTTP.
+//! (`confab_calls::CallPlacer`), `call_session` is what a transport runs a call on. A worker reads and
+//! writes its calls' records only through the `confab_calls::CallRecords` port the binary gives it (the
+//! store's, on the database): it depends on no database and serves no HTTP.
 
 pub mod call_session;
 pub mod fleet;
 pub mod livekit;
 pub mod media;
+pub mod media_worker;
 pub mod placer;
 pub mod session_binding;
 

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::media::MediaWorker;
-use confab_store::calls::{CallPlacer, IceServers, JoinError, LiveKitJoin, LocalCalls, SignalSocket};
+use crate::media_worker::MediaWorker;
+use confab_calls::placer::{CallPlacer, IceServers, JoinError, LiveKitJoin, LocalCalls, SignalSocket};
 
 pub struct EmbeddedPlacer(pub Arc<MediaWorker>);
 

@@ -44,6 +44,8 @@ struct Receiver {
     arrivals: Mutex<Vec<(String, std::time::Instant)>>,
     /// Releases the requests to `hang`.
     release: tokio::sync::Notify,
+    /// Bumped whenever a request arrives or a delivery is kept, for a test waiting on either.
+    changed: tokio::sync::watch::Sender<u64>,
 }
 
 async fn receive(
@@ -60,6 +62,7 @@ async fn receive(
         *n += 1;
         *n
     };
+    receiver.changed.send_modify(|n| *n += 1);
     let delivery = Delivery {
         id: header("webhook-id"),
         timestamp: header("webhook-timestamp").parse().unwrap_or(0),
@@ -69,10 +72,8 @@ async fn receive(
     let answer = match (path.as_str(), call) {
         ("flaky", 1) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         ("limited", 1) => (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "0")]).into_response(),
-        ("slow", 1) => {
-            tokio::time::sleep(Duration::from_millis(4000)).await;
-            StatusCode::OK.into_response()
-        }
+        // Never answers: the deliverer's request times out.
+        ("slow", 1) => std::future::pending().await,
         ("gone", _) => StatusCode::GONE.into_response(),
         ("busy", _) => (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "1")]).into_response(),
         ("hang", _) => {
@@ -83,6 +84,7 @@ async fn receive(
     };
     if answer.status().is_success() {
         receiver.deliveries.lock().unwrap().push((path, delivery));
+        receiver.changed.send_modify(|n| *n += 1);
     }
     answer
 }
@@ -123,14 +125,18 @@ fn event(ms: u64, kind: EventKind) -> ConversationEvent {
     ConversationEvent { media_time: Duration::from_millis(ms), kind }
 }
 
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..3000 {
-        if done() {
-            return;
+/// Waits until `done` holds of what `receiver` got (a minute at most), looking again at each request
+/// and delivery.
+async fn wait_for(receiver: &Receiver, what: &str, mut done: impl FnMut() -> bool) {
+    let mut changed = receiver.changed.subscribe();
+    let waiting = async {
+        while !done() {
+            changed.changed().await.expect("the receiver lives as long as the test");
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    if tokio::time::timeout(Duration::from_secs(60), waiting).await.is_err() {
+        panic!("timed out waiting for {what}");
     }
-    panic!("timed out waiting for {what}");
 }
 
 /// The outbox's counts by status once `failed` events have failed (or after about 15 s).
@@ -167,7 +173,7 @@ async fn signed_envelopes_arrive_in_order_for_subscribed_events_only(app: TestAp
     }
     drop(tx);
     consumer.await.unwrap();
-    wait_for("three deliveries", || receiver.deliveries.lock().unwrap().len() == 3).await;
+    wait_for(&receiver, "three deliveries", || receiver.deliveries.lock().unwrap().len() == 3).await;
     task.abort();
     let deliveries = receiver.deliveries.lock().unwrap().clone();
     let names: Vec<String> = deliveries
@@ -202,7 +208,7 @@ async fn failures_are_retried_or_not_as_the_status_says(app: TestApp) {
         conversations.push((path, id));
     }
     let task = tokio::spawn(Deliverer::new(app.db.clone(), config(true)).run());
-    wait_for("the retried receivers to get both events", || {
+    wait_for(&receiver, "the retried receivers to get both events", || {
         let d = receiver.deliveries.lock().unwrap();
         ["flaky", "limited", "slow"].iter().all(|p| d.iter().filter(|(path, _)| path == p).count() >= 2)
     })
@@ -241,14 +247,14 @@ async fn a_hanging_receiver_delays_only_its_own_conversation(app: TestApp) {
     // The hanging request is never timed out during the test.
     let config = WebhookConfig { request_timeout: Duration::from_secs(120), ..config(true) };
     let task = tokio::spawn(Deliverer::new(app.db.clone(), config).run());
-    wait_for("the quick conversation's two events while the other hangs", || {
+    wait_for(&receiver, "the quick conversation's two events while the other hangs", || {
         receiver.deliveries.lock().unwrap().iter().filter(|(p, _)| p == "quick").count() == 2
     })
     .await;
     assert_eq!(receiver.calls.lock().unwrap()["hang"], 1, "its first event is still being sent");
     assert!(receiver.deliveries.lock().unwrap().iter().all(|(p, _)| p != "hang"));
     receiver.release.notify_one();
-    wait_for("the released conversation's events, in order", || {
+    wait_for(&receiver, "the released conversation's events, in order", || {
         let hang = receiver.calls.lock().unwrap().get("hang").copied().unwrap_or(0);
         if hang == 2 {
             receiver.release.notify_one();
@@ -300,11 +306,11 @@ async fn a_crashed_deliverer_loses_nothing(app: TestApp) {
         confab_store::outbox::enqueue(&app.db, &id, &event(i, EventKind::UserStartedSpeaking)).await.unwrap();
     }
     let first = tokio::spawn(Deliverer::new(app.db.clone(), config(true)).run());
-    wait_for("some deliveries", || receiver.deliveries.lock().unwrap().len() >= 100).await;
+    wait_for(&receiver, "some deliveries", || receiver.deliveries.lock().unwrap().len() >= 100).await;
     first.abort(); // the process dies here, mid-delivery
     let _ = first.await;
     let second = tokio::spawn(Deliverer::new(app.db.clone(), config(true)).run());
-    wait_for("all events", || {
+    wait_for(&receiver, "all events", || {
         let d = receiver.deliveries.lock().unwrap();
         d.iter().map(|(_, d)| d.id.clone()).collect::<std::collections::HashSet<_>>().len() == 1000
     })

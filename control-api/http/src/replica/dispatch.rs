@@ -11,11 +11,11 @@ use std::time::Duration;
 use async_nats::jetstream;
 use futures_util::StreamExt;
 
+use confab_calls::fleet_protocol::{self as protocol, CallJob, Refusal, Rpc, RpcReply, Taken};
+use confab_calls::fleet_relay;
+use confab_calls::{IceServers, JoinError, LiveKitJoin, RecordsError, SignalSocket};
 use confab_store::Db;
-use confab_store::calls::{IceServers, JoinError, LiveKitJoin, SignalSocket};
 use confab_store::conversations::STATUS_ENDED;
-use confab_store::fleet_protocol::{self as protocol, CallJob, Refusal, Rpc, RpcReply, Taken};
-use confab_store::fleet_relay;
 use confab_store::workers;
 
 /// Default for `--dispatch-timeout`: how long a call waits for a worker with a free slot.
@@ -95,7 +95,7 @@ impl Dispatcher {
 
     /// Whether `conversation_id` can be joined: it exists, has not ended and no worker holds it.
     async fn joinable(&self, conversation_id: &str) -> Result<(), JoinError> {
-        match workers::holder(&self.db, conversation_id).await? {
+        match workers::holder(&self.db, conversation_id).await.map_err(RecordsError::new)? {
             None => Err(JoinError::Live(format!("conversation {conversation_id} not found"))),
             Some((_, status)) if status == STATUS_ENDED => Err(JoinError::Ended),
             Some((worker, _)) if !worker.is_empty() => Err(JoinError::Busy),
@@ -111,7 +111,7 @@ impl Dispatcher {
             return Err(JoinError::Unavailable(NATS_DOWN.into()));
         }
         let alive_since = protocol::now_ms() - protocol::WORKER_LOST_AFTER.as_millis() as i64;
-        let (held, capacity) = workers::fleet_load(&self.db, alive_since).await?;
+        let (held, capacity) = workers::fleet_load(&self.db, alive_since).await.map_err(RecordsError::new)?;
         if capacity > 0 && held >= capacity {
             tracing::info!(%conversation_id, held, capacity, "every worker of the fleet is full: the call is refused at once");
             return Err(JoinError::Full);
@@ -163,7 +163,7 @@ impl Dispatcher {
 
     /// Hangs up the call of `conversation_id` on the worker holding it; false when none does.
     pub async fn hang_up(&self, conversation_id: &str) -> Result<bool, JoinError> {
-        let worker = match workers::holder(&self.db, conversation_id).await? {
+        let worker = match workers::holder(&self.db, conversation_id).await.map_err(RecordsError::new)? {
             Some((worker, status)) if !worker.is_empty() && status != STATUS_ENDED => worker,
             _ => return Ok(false),
         };

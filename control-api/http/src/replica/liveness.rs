@@ -8,8 +8,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::Notify;
 
+use confab_calls::fleet_protocol as protocol;
 use confab_store::Db;
-use confab_store::fleet_protocol as protocol;
 use confab_store::workers;
 
 /// How often replicas look for lost workers.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::replica::dispatch::Dispatcher;
-use confab_store::calls::{CallPlacer, IceServers, JoinError, LiveKitJoin, LocalCalls, SignalSocket};
+use confab_calls::{CallPlacer, IceServers, JoinError, LiveKitJoin, LocalCalls, SignalSocket};
 
 pub struct FleetPlacer {
     pub dispatcher: Arc<Dispatcher>,

@@ -20,7 +20,7 @@ use crate::extract::{ApiJson, ApiQuery, parse_id};
 use crate::page_cache::{CachedPage, page_key};
 use crate::pagination::ListQuery;
 use crate::routes::templates::TemplateFields;
-use confab_store::agent_config::{Attachments, PipelineConfig, nullable};
+use confab_store::agent_config::{Attachments, PipelineConfig, PipelineRules, nullable};
 use confab_store::agents::record::{MAX_AVATARS, MAX_CALL_DURATION_LIMIT_SECONDS};
 use confab_store::agents::{Agent, AgentAvatar, AgentFields, AgentSettings, to_agent, to_agents};
 use confab_store::collection::{AGENTS, GUARDRAILS, KNOWLEDGE_BASES, MCP_SERVERS, TEMPLATES, TOOLS};

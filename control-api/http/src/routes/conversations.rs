@@ -288,7 +288,7 @@ async fn get_recording(State(state): State<AppState>, Path(id): Path<String>) ->
     if !conversation.is_recorded {
         return Err(ApiError::NotFound(NO_RECORDING));
     }
-    let (path, media_type) = confab_store::recordings::recorded_file(&state.config.recordings_dir, &id)
+    let (path, media_type) = confab_calls::recordings::recorded_file(&state.config.recordings_dir, &id)
         .ok_or(ApiError::NotFound(NO_RECORDING))?;
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("bin").to_string();
     let file = tokio::fs::File::open(&path).await.map_err(|_| ApiError::NotFound(NO_RECORDING))?;

@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use crate::AppState;
 use crate::routes::sessions::bearer;
 use crate::routes::webrtc::NO_MEDIA_WORKER;
-use confab_store::calls::{JoinError, LiveKitJoin, SignalSocket};
+use confab_calls::{JoinError, LiveKitJoin, SignalSocket};
 use confab_store::conversations::{self, STATUS_ENDED};
 
 /// Frames waiting in either direction.
@@ -162,7 +162,7 @@ async fn relay(state: AppState, socket: WebSocket, join: LiveKitJoin) {
 /// Closes the socket of a call that could not be placed, with the reason.
 async fn refuse(sink: &mut futures_util::stream::SplitSink<WebSocket, Message>, conversation_id: &str, err: JoinError) {
     if matches!(err, JoinError::Full) {
-        confab_store::metrics::metrics().call_refused_full();
+        confab_calls::metrics::metrics().call_refused_full();
     }
     let reason = match &err {
         JoinError::Ended | JoinError::Busy | JoinError::Full => err.to_string(),

@@ -13,7 +13,7 @@ use crate::extract::ApiQuery;
 use crate::extract::{ApiJson, parse_id};
 use crate::pagination::{ListQuery, with_total};
 use confab_store::StoredRecord;
-use confab_store::agent_config::{Attachments, PipelineConfig, nullable};
+use confab_store::agent_config::{Attachments, PipelineConfig, PipelineRules, nullable};
 use confab_store::collection::TEMPLATES;
 use confab_store::error::{ApiError, ApiResult};
 use confab_store::validate;

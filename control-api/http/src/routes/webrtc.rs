@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 use crate::AppState;
 use crate::routes::conversations::NOT_FOUND;
 use crate::routes::sessions::authorize;
-use confab_store::calls::JoinError;
+use confab_calls::JoinError;
 use confab_store::conversations;
 use confab_store::error::{ApiError, ApiResult};
 
@@ -58,7 +58,7 @@ async fn join_call(
         JoinError::Ended => ApiError::Conflict("Conversation has ended"),
         JoinError::Busy => ApiError::Conflict("Conversation already has a participant"),
         JoinError::Full => {
-            confab_store::metrics::metrics().call_refused_full();
+            confab_calls::metrics::metrics().call_refused_full();
             ApiError::Unavailable("No free media session; try again later")
         }
         JoinError::Unavailable(cause) if in_fleet => {

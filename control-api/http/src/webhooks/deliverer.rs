@@ -109,7 +109,7 @@ impl Deliverer {
             (Outcome::Retry { .. }, Some(_)) => "retried",
             _ => "failed",
         };
-        confab_store::metrics::metrics().webhook_attempt(label);
+        confab_calls::metrics::metrics().webhook_attempt(label);
         let result = match (outcome, next) {
             (Outcome::Delivered, _) => self.finish(&event.id, DELIVERED, attempts, "").await,
             (Outcome::Fail(error), _) => self.finish(&event.id, FAILED, attempts, &error).await,

@@ -2,6 +2,7 @@
 //! with its attachments resolved (`super::resolve`); the limits that apply to them.
 
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
 use crate::agent_config::{Attachments, PipelineConfig, nullable};
@@ -17,27 +18,29 @@ pub const MAX_CALL_DURATION_LIMIT_SECONDS: f64 = 86_400.0;
 /// Most avatars on one agent.
 pub const MAX_AVATARS: usize = 16;
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct AgentAvatar {
-    #[schema(min_length = 1, max_length = 200)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub avatar_key_id: String,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
     pub persona_name: String,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
     pub config: PipelineConfig,
 }
 
 /// Agent-level properties. `maxCallDuration` is in seconds.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSettings {
     #[serde(default = "default_max_call_duration", deserialize_with = "max_call_duration_or_default")]
-    #[schema(nullable)]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
     pub max_call_duration: f64,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
     pub conversational_context: String,
 }
 
@@ -56,9 +59,10 @@ impl Default for AgentSettings {
 }
 
 /// What is stored for an agent.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct AgentFields {
-    #[schema(min_length = 1, max_length = 200)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub agent_name: String,
     pub agent_system_prompt: String,
     pub avatars: Vec<AgentAvatar>,
@@ -77,10 +81,11 @@ pub struct AgentFields {
 }
 
 /// The Agent resource as the API returns it.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct Agent {
     pub id: String,
-    #[schema(min_length = 1, max_length = 200)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub agent_name: String,
     pub agent_system_prompt: String,
     pub avatars: Vec<AgentAvatar>,

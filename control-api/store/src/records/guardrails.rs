@@ -2,6 +2,7 @@
 //! derivation (lowercase, every non-alphanumeric character to `_`; `_2`, `_3`… on collision) and its reservation.
 
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
 use sqlx::Row;
@@ -9,9 +10,10 @@ use sqlx::Row;
 use crate::{Db, StoredRecord};
 
 /// Body of create and of full replace: fields left out are cleared.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct GuardrailInput {
-    #[schema(min_length = 1, max_length = 200)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: String,
     /// The rule; empty when left out.
     #[serde(default)]
@@ -26,10 +28,11 @@ pub struct GuardrailInput {
     pub callback_url: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct GuardrailFields {
     pub key: String,
-    #[schema(min_length = 1, max_length = 200)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: String,
     pub category: String,
     pub prompt: String,
@@ -37,7 +40,8 @@ pub struct GuardrailFields {
     pub callback_url: String,
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct Guardrail {
     pub id: String,
     #[serde(flatten)]

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
+#[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
 use crate::{Db, StoredRecord};
@@ -12,15 +13,17 @@ pub const MAX_DOCUMENTS_PER_REQUEST: usize = 100;
 /// Longest document, in characters.
 pub const MAX_DOCUMENT_CHARS: usize = 200_000;
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct KnowledgeBaseFields {
-    #[schema(min_length = 1, max_length = 200)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: String,
     #[serde(default)]
     pub description: String,
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct KnowledgeBase {
     pub id: String,
     #[serde(flatten)]
@@ -30,14 +33,16 @@ pub struct KnowledgeBase {
     pub updated_at: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct KnowledgeBaseWithDocuments {
     #[serde(flatten)]
     pub knowledge_base: KnowledgeBase,
     pub documents: Vec<DocumentSummary>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct DocumentSummary {
     pub id: String,
     pub title: String,
@@ -46,12 +51,14 @@ pub struct DocumentSummary {
     pub created_at: String,
 }
 
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct AddDocuments {
     pub documents: Vec<DocumentInput>,
 }
 
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct DocumentInput {
     #[serde(default)]
     pub title: String,

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
 use crate::StoredRecord;
@@ -11,9 +12,10 @@ use crate::StoredRecord;
 /// Transports: `shttp/sse` lets the client pick streamable HTTP and fall back to SSE.
 pub const MCP_TYPES: &[&str] = &["shttp/sse", "shttp", "sse"];
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct McpFields {
-    #[schema(min_length = 1, max_length = 200)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -26,14 +28,16 @@ fn default_mcp_type() -> String {
     "shttp/sse".to_string()
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct McpRequestConfig {
     pub url: String,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct Mcp {
     pub id: String,
     #[serde(flatten)]

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+#[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
 use crate::StoredRecord;
@@ -12,7 +13,8 @@ use crate::StoredRecord;
 pub const TOOL_TYPES: &[&str] = &["tool.api"];
 pub const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct ToolFields {
     #[serde(rename = "type", default = "default_tool_type")]
     pub tool_type: String,
@@ -26,7 +28,8 @@ fn default_tool_type() -> String {
     "tool.api".to_string()
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct FunctionSchema {
     /// Always `function`.
     #[serde(rename = "type", default = "default_function")]
@@ -43,13 +46,14 @@ fn default_function() -> String {
     "function".to_string()
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct FunctionParameters {
     /// Always `object`.
     #[serde(rename = "type", default = "default_object")]
     pub parameters_type: String,
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub properties: serde_json::Map<String, Value>,
     #[serde(default)]
     pub required: Vec<String>,
@@ -65,7 +69,8 @@ fn default_object() -> String {
     "object".to_string()
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct ToolRequestConfig {
     /// GET, POST, PUT, PATCH or DELETE.
     pub method: String,
@@ -74,7 +79,8 @@ pub struct ToolRequestConfig {
     pub headers: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct EventMessages {
     #[serde(default)]
     pub on_start: SpokenMessage,
@@ -86,13 +92,15 @@ pub struct EventMessages {
     pub on_delay: DelayMessage,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct SpokenMessage {
     #[serde(default)]
     pub message: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct DelayMessage {
     /// Seconds without a response before `message` is spoken.
     #[serde(default)]
@@ -101,7 +109,8 @@ pub struct DelayMessage {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct Tool {
     pub id: String,
     #[serde(flatten)]

@@ -17,7 +17,7 @@
 
 use std::path::Path;
 
-use crate::agent_spec::{LlmSpec, SttSpec, TtsSpec};
+use crate::agent_spec::{LlmConfig, SttConfig, TtsConfig};
 
 use super::deepgram::DeepgramStt;
 use super::env::ProviderEnv;
@@ -59,7 +59,7 @@ pub fn preload_local_models(models_dir: &Path) -> Vec<(&'static str, ProviderErr
 
 /// The language model and its model name.
 pub fn language_model(
-    llm: &LlmSpec,
+    llm: &LlmConfig,
     models_dir: &Path,
     env: &ProviderEnv,
 ) -> Result<(Box<dyn LanguageModel>, String), ProviderError> {
@@ -75,7 +75,10 @@ pub fn language_model(
 
 /// The moderation endpoint of the `openai` provider (same base URL and key as its chat completions);
 /// None for other providers, whose guardrail checks ask the language model instead.
-pub fn moderation_endpoint(llm: &LlmSpec, env: &ProviderEnv) -> Option<crate::actions::moderation::ModerationEndpoint> {
+pub fn moderation_endpoint(
+    llm: &LlmConfig,
+    env: &ProviderEnv,
+) -> Option<crate::actions::moderation::ModerationEndpoint> {
     let provider = llm.provider.trim().to_ascii_lowercase();
     (provider == "openai").then(|| OpenAiCompatible::from_settings(&provider, env).ok()).flatten().map(|adapter| {
         crate::actions::moderation::ModerationEndpoint { base_url: adapter.base_url, api_key: adapter.api_key }
@@ -122,7 +125,7 @@ fn openai_audio_endpoint(
 }
 
 /// The speech recognizer, or None when none is configured.
-pub fn recognizer(stt: &SttSpec, models_dir: &Path, env: &ProviderEnv) -> Result<Option<Recognizer>, ProviderError> {
+pub fn recognizer(stt: &SttConfig, models_dir: &Path, env: &ProviderEnv) -> Result<Option<Recognizer>, ProviderError> {
     let provider = stt.provider.trim().to_ascii_lowercase();
     let model = stt.model.trim();
     match provider.as_str() {
@@ -145,7 +148,7 @@ pub fn recognizer(stt: &SttSpec, models_dir: &Path, env: &ProviderEnv) -> Result
 
 /// The speech synthesizer.
 pub fn synthesizer(
-    tts: &TtsSpec,
+    tts: &TtsConfig,
     models_dir: &Path,
     env: &ProviderEnv,
 ) -> Result<Box<dyn SpeechSynthesizer>, ProviderError> {

@@ -41,3 +41,19 @@ pub fn fixture(name: &str) -> Vec<u8> {
     let path = dir.join(name);
     std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}; run ./scripts/fixtures.sh", path.display()))
 }
+
+/// Calls `each` with the sample range of every 20 ms frame of `samples` samples, at the pace a transport
+/// feeds a live runtime (frame `i` is due 20·(i+1) ms after the first); stops when `each` returns false.
+#[allow(dead_code)] // for the tests that run the runtime in real time
+pub fn in_real_time(samples: usize, mut each: impl FnMut(std::ops::Range<usize>) -> bool) {
+    let start = std::time::Instant::now();
+    for (i, from) in (0..samples).step_by(320).enumerate() {
+        if !each(from..(from + 320).min(samples)) {
+            return;
+        }
+        let due = start + std::time::Duration::from_millis(20 * (i as u64 + 1));
+        if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+}

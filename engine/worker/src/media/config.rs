@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use confab_engine::providers::env::ProviderEnv;
 
-use confab_store::calls::IceServers;
+use confab_calls::IceServers;
 
 /// Calls one core holds at full quality with the default local models and face, where the CPU multiplies
 /// the language model's int8 matrices with VNNI (AVX-512 VNNI or AVX-VNNI): every word heard and every

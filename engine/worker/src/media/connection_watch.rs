@@ -33,7 +33,7 @@ pub async fn watch(conversation_id: String, mut state: watch::Receiver<RTCPeerCo
             break;
         }
     }
-    confab_store::metrics::metrics().call_never_connected();
+    confab_calls::metrics::metrics().call_never_connected();
     let candidates = if offered.is_empty() { "none".to_string() } else { offered.join(", ") };
     tracing::warn!(
         %conversation_id,

@@ -1,6 +1,6 @@
-//! The embedded media worker: live conversations for browsers that join over WebRTC. `media_worker`
-//! owns the engine runtime and the table of calls in progress, `config` its settings; `peer` negotiates a
-//! call's peer connection, `call` runs it, `face` draws and encodes the agent's face, `presence` decides
+//! The WebRTC transport: live conversations for browsers that join over WebRTC (and the pieces LiveKit's
+//! transport, `crate::livekit`, builds on). `config` holds the worker's media settings; `peer` negotiates
+//! a call's peer connection, `call` runs it, `face` draws and encodes the agent's face, `presence` decides
 //! when its participant has left, `recorder` and `recording_slot` write its recording.
 
 pub mod call;
@@ -8,7 +8,6 @@ pub mod config;
 pub mod connection_watch;
 pub mod face;
 pub mod keyframe_requests;
-pub mod media_worker;
 pub mod peer;
 pub mod presence;
 pub mod recorder;
@@ -18,4 +17,3 @@ pub use config::{
     CALLS_PER_CORE, CALLS_PER_CORE_WITHOUT_VNNI, DEFAULT_NO_MEDIA_TIMEOUT, MediaConfig, calls_per_core,
     default_max_calls,
 };
-pub use media_worker::{MediaWorker, SHUTDOWN_GRACE};

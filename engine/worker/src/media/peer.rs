@@ -45,11 +45,11 @@ pub enum PeerError {
     Transport(String),
 }
 
-impl From<PeerError> for confab_store::calls::JoinError {
+impl From<PeerError> for confab_calls::JoinError {
     fn from(err: PeerError) -> Self {
         match err {
-            PeerError::Offer(message) => confab_store::calls::JoinError::InvalidOffer(message),
-            PeerError::Transport(message) => confab_store::calls::JoinError::Transport(message),
+            PeerError::Offer(message) => confab_calls::JoinError::InvalidOffer(message),
+            PeerError::Transport(message) => confab_calls::JoinError::Transport(message),
         }
     }
 }

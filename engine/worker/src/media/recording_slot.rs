@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::recorder::Recorder;
-use confab_store::conversation_events::CallEndHook;
+use confab_calls::CallEndHook;
 
 /// The call's recorder, shared by the audio tasks and the call-end hook that finishes it.
 #[derive(Clone, Default)]

@@ -1,6 +1,7 @@
 //! The media worker: the engine's runtime and the table of calls in progress (one participant per
-//! conversation). A join negotiates the participant's peer connection (`peer`), binds the conversation
-//! to an engine session (`session_binding`), starts the recording and runs the call (`call`).
+//! conversation), above both transports. A join negotiates the participant's WebRTC peer connection
+//! (`media::peer`) or admits a LiveKit client (`livekit`), binds the conversation to an engine session
+//! (`session_binding`), starts the recording and runs the call (`media::call` or `livekit::call`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -11,14 +12,13 @@ use confab_engine::lock::lock;
 use confab_engine::runtime::Runtime;
 use tokio::sync::Notify;
 
-use super::config::MediaConfig;
-use super::{call, peer, recording_slot};
 use crate::call_session::CallSession;
 use crate::livekit::{self, LiveKitCall};
+use crate::media::config::MediaConfig;
+use crate::media::{call, peer, recording_slot};
 use crate::session_binding::{self, LiveError};
-use confab_store::Db;
-use confab_store::calls::{JoinError, LiveKitJoin, SignalSocket};
-use confab_store::conversations::{self, STATUS_ENDED};
+use confab_calls::records::{CallRecords, Claim, LOCAL_WORKER};
+use confab_calls::{JoinError, LiveKitJoin, SignalSocket};
 
 /// On shutdown, how long calls get to end cleanly (`call_ended` recorded) before the process exits.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -48,23 +48,22 @@ struct CallEntry {
 }
 
 pub struct MediaWorker {
-    db: Db,
+    records: Arc<dyn CallRecords>,
     runtime: Arc<Mutex<Runtime>>,
     config: MediaConfig,
     public_url: String,
-    webhooks: Option<Arc<Notify>>,
     calls: Mutex<HashMap<String, CallEntry>>,
 }
 
 impl MediaWorker {
+    /// A worker whose calls read and write their records through `records`.
     pub fn new(
-        db: Db,
+        records: Arc<dyn CallRecords>,
         runtime: Arc<Mutex<Runtime>>,
         config: MediaConfig,
         public_url: String,
-        webhooks: Option<Arc<Notify>>,
     ) -> Arc<MediaWorker> {
-        Arc::new(MediaWorker { db, runtime, config, public_url, webhooks, calls: Mutex::new(HashMap::new()) })
+        Arc::new(MediaWorker { records, runtime, config, public_url, calls: Mutex::new(HashMap::new()) })
     }
 
     pub fn config(&self) -> &MediaConfig {
@@ -87,7 +86,7 @@ impl MediaWorker {
     }
 
     pub fn recording_path(&self, conversation_id: &str) -> PathBuf {
-        confab_store::recordings::recording_path(&self.config.recordings_dir, conversation_id)
+        confab_calls::recordings::recording_path(&self.config.recordings_dir, conversation_id)
     }
 
     /// Admits the participant of `conversation_id` with their SDP offer; returns the SDP answer. The call
@@ -102,16 +101,16 @@ impl MediaWorker {
     /// JoinResponse after 5 s, on the connection after 15 more.
     pub async fn join_livekit(self: &Arc<Self>, join: LiveKitJoin, socket: SignalSocket) -> Result<(), JoinError> {
         let conversation_id = join.conversation_id.clone();
-        let conversation = conversations::get(&self.db, &conversation_id)
+        let conversation = self
+            .records
+            .summary(&conversation_id)
             .await?
             .ok_or_else(|| JoinError::Live(format!("conversation {conversation_id} not found")))?;
-        let agent = confab_store::collection::AGENTS
-            .get(&self.db, &conversation.agent_id)
-            .await?
+        let agent_name = conversation
+            .agent_name
             .ok_or_else(|| JoinError::Live(format!("agent {} not found", conversation.agent_id)))?;
-        let agent: confab_store::agents::AgentFields = agent.fields()?;
         let room =
-            livekit::Room::new(&conversation_id, &join.identity, &join.name, &conversation.agent_id, &agent.agent_name);
+            livekit::Room::new(&conversation_id, &join.identity, &join.name, &conversation.agent_id, &agent_name);
         let joined = livekit_protocol::signal_response::Message::Join(
             room.join_response(livekit::call::ice_servers(&self.config)),
         );
@@ -127,10 +126,12 @@ impl MediaWorker {
         conversation_id: &str,
         transport: Transport,
     ) -> Result<Option<String>, JoinError> {
-        let conversation = conversations::get(&self.db, conversation_id)
+        let conversation = self
+            .records
+            .summary(conversation_id)
             .await?
             .ok_or_else(|| JoinError::Live(format!("conversation {conversation_id} not found")))?;
-        if conversation.status == STATUS_ENDED {
+        if conversation.ended {
             return Err(JoinError::Ended);
         }
         {
@@ -179,8 +180,7 @@ impl MediaWorker {
         conversation_id: &str,
         join: impl std::future::Future<Output = Result<T, JoinError>>,
     ) -> Result<T, JoinError> {
-        use confab_store::workers::{self, Claim, LOCAL_WORKER};
-        match workers::claim(&self.db, conversation_id, LOCAL_WORKER).await? {
+        match self.records.claim(conversation_id, LOCAL_WORKER).await? {
             Claim::Claimed => {}
             Claim::Held(_) => return Err(JoinError::Busy),
             Claim::Ended => return Err(JoinError::Ended),
@@ -188,7 +188,7 @@ impl MediaWorker {
         }
         let joined = join.await;
         if joined.is_err() {
-            workers::release(&self.db, conversation_id, LOCAL_WORKER).await?;
+            self.records.release(conversation_id, LOCAL_WORKER).await?;
         }
         joined
     }
@@ -202,7 +202,7 @@ impl MediaWorker {
         let mut offered = Vec::new();
         let ready = match transport {
             Transport::Whip(offer_sdp) => {
-                offered = super::connection_watch::offered_candidates(&offer_sdp);
+                offered = crate::media::connection_watch::offered_candidates(&offer_sdp);
                 Ready::Whip(peer::negotiate(&self.config, offer_sdp).await?)
             }
             Transport::LiveKit(room, socket) => Ready::LiveKit(room, socket),
@@ -211,13 +211,12 @@ impl MediaWorker {
         let recording = recording_slot::RecordingSlot::default();
         let hook = recording.call_end_hook(self.recording_url(conversation_id));
         let started = session_binding::start(
-            &self.db,
+            &self.records,
             &self.runtime,
             conversation_id,
             &self.config.models_dir,
             &self.config.providers,
             self.config.allow_private_urls,
-            self.webhooks.clone(),
             Some(hook),
         )
         .await;
@@ -229,13 +228,14 @@ impl MediaWorker {
                 }
                 return Err(match err {
                     LiveError::Full => JoinError::Full,
-                    LiveError::Store(err) => JoinError::Store(err),
+                    LiveError::Records(err) => JoinError::Records(err),
                     other => JoinError::Live(other.to_string()),
                 });
             }
         };
         if let Ready::Whip(negotiated) = &ready {
-            let watched = super::connection_watch::watch(conversation_id.into(), negotiated.state.clone(), offered);
+            let watched =
+                crate::media::connection_watch::watch(conversation_id.into(), negotiated.state.clone(), offered);
             tokio::spawn(watched);
         }
         if live.record {
@@ -260,7 +260,7 @@ impl MediaWorker {
         let worker = self.clone();
         let id = conversation_id.to_string();
         let session = CallSession {
-            db: self.db.clone(),
+            records: self.records.clone(),
             runtime: self.runtime.clone(),
             no_media_timeout: self.config.no_media_timeout,
             over: Box::new(move || worker.forget(&id)),

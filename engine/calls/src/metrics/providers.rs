@@ -10,7 +10,7 @@ pub struct Providers {
 
 impl Providers {
     /// From an agent's pipeline configuration (`avatars[0].config`); a provider not set is `local`.
-    pub fn of_pipeline(pipeline: &confab_engine::agent_spec::PipelineSpec) -> Providers {
+    pub fn of_pipeline(pipeline: &confab_engine::agent_spec::PipelineConfig) -> Providers {
         let name = |provider: &str| match provider.trim() {
             "" => "local".to_string(),
             named => named.to_ascii_lowercase(),

@@ -15,7 +15,7 @@ use prometheus::{
 use super::mirrors::{ENGINE_COUNTERS, LLM_QUEUE_COUNTERS, Mirrors, mirror, register, register_mirrors};
 use super::providers::Providers;
 use super::turn_wait;
-use crate::calls::LocalCalls;
+use crate::placer::LocalCalls;
 
 /// Seconds: from a fast local stage (tens of ms) to a slow remote answer.
 const STAGE_BUCKETS: &[f64] = &[0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0];
@@ -185,8 +185,8 @@ impl Metrics {
     }
 
     /// The fleet's workers as a replica reads them from the database.
-    pub fn fleet(&self, workers: &[crate::workers::WorkerBeat]) {
-        let sum = |field: fn(&crate::workers::WorkerBeat) -> i64| workers.iter().map(field).sum::<i64>();
+    pub fn fleet(&self, workers: &[crate::records::WorkerBeat]) {
+        let sum = |field: fn(&crate::records::WorkerBeat) -> i64| workers.iter().map(field).sum::<i64>();
         self.fleet.workers.set(workers.len() as i64);
         self.fleet.draining.set(workers.iter().filter(|worker| worker.draining).count() as i64);
         self.fleet.calls_active.set(sum(|worker| worker.active_calls));

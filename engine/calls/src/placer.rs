@@ -1,6 +1,6 @@
 //! The seam between the HTTP side and whatever runs calls: `CallPlacer`. The embedded media worker
-//! implements it for `confab serve` alone (`worker::placer`), the fleet's dispatcher for a replica
-//! (`replica::placer`). Routes and meeting bots place, hang up and describe calls through it, and know
+//! implements it for `confab serve` alone (`confab_worker::placer`), the fleet's dispatcher for a replica
+//! (`confab_http::replica`). Routes and meeting bots place, hang up and describe calls through it, and know
 //! nothing of WebRTC or NATS; the next transport is one more implementation.
 
 use std::sync::Arc;
@@ -25,8 +25,9 @@ pub enum JoinError {
     Transport(String),
     #[error("Cannot start the conversation: {0}")]
     Live(String),
+    /// The call's records could not be read or written.
     #[error(transparent)]
-    Store(#[from] sqlx::Error),
+    Records(#[from] crate::records::RecordsError),
 }
 
 /// STUN/TURN servers the join page gives browsers.

@@ -8,7 +8,7 @@
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use crate::calls::SignalSocket;
+use crate::placer::SignalSocket;
 
 /// Frames waiting in either direction on a relay.
 pub const FRAME_QUEUE: usize = 64;

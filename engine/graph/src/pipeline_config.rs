@@ -1,0 +1,87 @@
+//! The providers of one avatar's conversations (`avatars[].config` of an agent or template: `llm`, `stt`,
+//! `tts`), the one typed configuration both the API and the engine use: the API reads a request body into
+//! it, validates and normalizes it (`confab_store::agent_config::PipelineRules`) and stores it; a call's
+//! engine chooses its adapters from it (`providers::select`). Providers left empty mean `local`, the
+//! embedded offline models. With the `openapi` feature (the HTTP side's) the types describe themselves
+//! in the OpenAPI document.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Deserializes `null` as the type's default, so clients may send `null` for any optional field.
+pub fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PipelineConfig {
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
+    pub llm: LlmConfig,
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
+    pub stt: SttConfig,
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
+    pub tts: TtsConfig,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LlmConfig {
+    /// `local` (default), `openai`, `groq`, `openrouter` or `custom`.
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
+    pub provider: String,
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
+    pub model: String,
+    /// Ask the model for the reply during the endpointing delay, on the transcript prepared then, and
+    /// drop it if the user goes on (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptive_generation: Option<bool>,
+}
+
+/// `config.stt`, with the turn-taking settings that ride in it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SttConfig {
+    /// `local` (default), `deepgram`, `openai` or `custom`.
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
+    pub provider: String,
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
+    pub model: String,
+    /// Seconds of silence after the last speech before a finished turn is committed (engine default 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_endpointing_delay: Option<f64>,
+    /// Longest wait, in seconds, when the turn model expects the user to continue (engine default 3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_endpointing_delay: Option<f64>,
+    /// Preset: `proactive`, `balanced` or `deliberate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_handling: Option<String>,
+    /// Preset: `low`, `medium` or `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interruptability: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TtsConfig {
+    /// `local` (default), `elevenlabs`, `cartesia`, `openai` or `custom`.
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
+    pub provider: String,
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
+    pub model_id: String,
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(nullable))]
+    pub voice_id: String,
+}
