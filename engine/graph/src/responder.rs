@@ -155,7 +155,7 @@ impl Responder {
     pub fn with_actions(mut self, actions: Actions) -> Responder {
         self.tool_specs = actions.specs();
         self.actions = actions;
-        self.llm.0.warm(&self.system_prompt, &self.tool_specs);
+        self.llm.0.warm(&self.request(None, &[]).messages, &self.tool_specs);
         self
     }
 

@@ -192,8 +192,9 @@ fn kept_prompt_state_gives_the_cold_answer(which: LocalChatModel) {
     ];
     let warm = reply(&mut model, &second);
     let warm_evaluated = model.last_evaluated();
-    // "<|im_end|>\n<|im_start|>user\nAnd of Italy?<|im_end|>\n<|im_start|>assistant\n": a dozen tokens.
-    assert!(warm_evaluated <= 16, "evaluated {warm_evaluated} of the second prompt");
+    // "And of Italy?<|im_end|>\n<|im_start|>assistant\n": the reply's end and the opening of the next
+    // user message were evaluated when the reply ended.
+    assert!(warm_evaluated <= 10, "evaluated {warm_evaluated} of the second prompt");
 
     model.forget_prefixes();
     let cold = reply(&mut model, &second);
@@ -205,11 +206,34 @@ fn kept_prompt_state_gives_the_cold_answer(which: LocalChatModel) {
     let answer = reply(&mut model, &other);
     assert!(model.last_evaluated() < first_prompt, "{} of {first_prompt}", model.last_evaluated());
 
-    // A system prompt evaluated ahead (`warm`, at a call's start) is a kept state like the others.
+    // What the next prompt begins with, evaluated ahead (`warm`: the system prompt and the opening of the
+    // user's message, at a call's start), is a kept state like the others: the prompt evaluates the user's
+    // words and the template's closing only.
     model.forget_prefixes();
-    model.warm(SYSTEM, &[]).unwrap();
+    model.warm(&[Message::new("system", SYSTEM)], &[]).unwrap();
     assert_eq!(reply(&mut model, &other), answer);
-    assert!(model.last_evaluated() < first_prompt, "{} of {first_prompt}", model.last_evaluated());
+    // "How many days are in a week?<|im_end|>\n<|im_start|>assistant\n": 13 tokens in Qwen's vocabulary,
+    // 14 in SmolLM2's.
+    assert!(model.last_evaluated() <= 14, "{} of {first_prompt}", model.last_evaluated());
+    // A reply that ends evaluates the opening of the user's next message before it returns.
+    let next = [("system", SYSTEM), ("user", other[1].1), ("assistant", answer.as_str()), ("user", "And in a year?")];
+    let warm_next = reply(&mut model, &next);
+    // "And in a year?<|im_end|>\n<|im_start|>assistant\n": 10 tokens in Qwen's vocabulary, 11 in SmolLM2's.
+    assert!(model.last_evaluated() <= 11, "evaluated {} of the next prompt", model.last_evaluated());
+    model.forget_prefixes();
+    assert_eq!(reply(&mut model, &next), warm_next, "the state evaluated ahead changes nothing");
+
+    // A reply the user heard only the first word of: the prompt starts from the kept state it shares the
+    // longest beginning with (the question and that word), not from the system prompt's.
+    reply(&mut model, &other);
+    let first_word = answer.split_whitespace().next().expect("an answer");
+    let cut = [("system", SYSTEM), ("user", other[1].1), ("assistant", first_word), ("user", "And in a year?")];
+    let after_cut = reply(&mut model, &cut);
+    let cut_evaluated = model.last_evaluated();
+    model.forget_prefixes();
+    assert_eq!(reply(&mut model, &cut), after_cut, "the shared beginning changes nothing");
+    // The word's end, "<|im_end|>\n<|im_start|>user\nAnd in a year?<|im_end|>\n<|im_start|>assistant\n".
+    assert!(cut_evaluated <= 18, "evaluated {cut_evaluated} of {} after a cut reply", model.last_evaluated());
 }
 
 /// A reply does not loop: the misheard question that once made the model repeat "the opposite of the

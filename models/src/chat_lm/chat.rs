@@ -160,21 +160,14 @@ impl ChatLm {
         self.model.vocab().tokenize(text.as_bytes(), false, true)
     }
 
-    /// The tokens every prompt that opens with this system message (and these tools) begins with: the
-    /// system message rendered alone, when prompts begin with it (ChatML, Llama 3); else the text two
-    /// prompts differing only in their user message share, cut after its last special token (so that it
-    /// tokenizes the same alone as within a prompt; Qwen3's template refuses a conversation without a user
-    /// message). None when the template cannot say.
-    fn system_prefix(&self, system: &Message, tools: &[ToolFunction]) -> Option<Vec<LlamaToken>> {
-        let render = |user: &str| self.template.render(&[system.clone(), Message::new("user", user)], tools, true).ok();
+    /// The tokens every conversation `with(text)` makes begins with, whatever `text` is: two such prompts
+    /// (with these tools), differing only in `text`, tokenized, up to their first difference. None when the
+    /// template cannot render them.
+    fn shared_prefix(&self, with: impl Fn(&str) -> Vec<Message>, tools: &[ToolFunction]) -> Option<Vec<LlamaToken>> {
+        let render = |text: &str| self.template.render(&with(text), tools, true).ok().map(|t| self.encode(&t));
         let (a, b) = (render("\u{1}")?, render("\u{2}")?);
-        let shared = a.char_indices().zip(b.chars()).find(|((_, x), y)| x != y).map_or(a.len(), |((i, _), _)| i);
-        let alone = self.template.render(std::slice::from_ref(system), tools, false).ok();
-        let text = match alone {
-            Some(alone) if !alone.is_empty() && a[..shared].starts_with(&alone) => alone,
-            _ => a[..a[..shared].rfind("|>")? + 2].to_string(),
-        };
-        Some(self.encode(&text)).filter(|tokens| !tokens.is_empty())
+        let shared = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+        Some(a[..shared].to_vec()).filter(|tokens| !tokens.is_empty())
     }
 
     /// The text of a reply's token: special tokens written out (Qwen's `<tool_call>`, which the tool-call
@@ -251,17 +244,6 @@ impl ChatLm {
         let mut sampler = Sampler::new(SEED, temperature, TOP_P);
         let mut position = self.kept.start(&mut self.context, &prompt);
         self.last_evaluated = prompt.len() - position;
-        // The system message's state is kept on its own, for the next call with the same system prompt.
-        let system = messages.first().filter(|m| m.role == "system").and_then(|m| self.system_prefix(m, tools));
-        if let Some(end) = system
-            .filter(|prefix| prompt.starts_with(prefix))
-            .map(|prefix| prefix.len())
-            .filter(|&end| position < end && end < prompt.len())
-        {
-            self.evaluate(&prompt[position..end], position)?;
-            position = end;
-            self.kept.keep(&mut self.context, &prompt[..end]);
-        }
         let mut logits = self.evaluate(&prompt[position..], position)?;
         position = prompt.len();
         self.kept.keep(&mut self.context, &prompt);
@@ -274,9 +256,13 @@ impl ChatLm {
             let recent = &generated[generated.len().saturating_sub(REPEAT_WINDOW)..];
             let next = LlamaToken(sampler.sample(&mut logits, recent, REPEAT_PENALTY) as i32);
             if self.end_tokens.contains(&next) || self.model.vocab().is_eog(next) {
-                // The reply's state: the next turn's prompt begins with this prompt and this reply.
+                // The reply's state: the next turn's prompt begins with this prompt and this reply, and
+                // (heard whole) the opening of the user's next message, evaluated now, before the reply is
+                // reported done.
                 self.kept.keep(&mut self.context, &evaluated);
-                break;
+                let mut conversation = messages.to_vec();
+                conversation.push(Message::new("assistant", &String::from_utf8_lossy(&bytes)));
+                return self.warm(&conversation, tools);
             }
             generated.push(next.0 as u32);
             bytes.extend(self.piece(next));
@@ -303,11 +289,24 @@ impl ChatLm {
         Ok(())
     }
 
-    /// Evaluates a system prompt now and keeps its state (unless a kept one holds it already), so that the
-    /// first prompt beginning with it evaluates only what follows: a call's first answer then comes as
-    /// fast as its later ones.
-    pub fn warm(&mut self, system: &str, tools: &[ToolFunction]) -> Result<(), ModelError> {
-        let Some(mut tokens) = self.system_prefix(&Message::new("system", system), tools) else { return Ok(()) };
+    /// Evaluates now what the next prompt will begin with — `messages` (a call's system message at its
+    /// start; `generate` does it for the conversation and its reply when a reply ends) and the opening of the user's next message (in ChatML
+    /// `<|im_start|>user\n`) — and keeps that state (unless a kept one holds it already): the next prompt
+    /// then evaluates only the user's words and what follows them.
+    pub fn warm(&mut self, messages: &[Message], tools: &[ToolFunction]) -> Result<(), ModelError> {
+        let next_user = |text: &str| {
+            let mut conversation = messages.to_vec();
+            conversation.push(Message::new("user", text));
+            conversation
+        };
+        match self.shared_prefix(next_user, tools) {
+            Some(tokens) => self.evaluate_ahead(tokens),
+            None => Ok(()),
+        }
+    }
+
+    /// Evaluates `tokens` from the kept state that holds most of them, and keeps their state.
+    fn evaluate_ahead(&mut self, mut tokens: Vec<LlamaToken>) -> Result<(), ModelError> {
         // `start` leaves at least one token to evaluate: ask for a state one token longer than the prefix.
         tokens.push(LlamaToken(-1));
         let position = self.kept.start(&mut self.context, &tokens);

@@ -1,6 +1,8 @@
 //! The prompt states a context keeps for reuse, as llama.cpp sequences of one unified key/value cache:
 //! sequence [`WORKING`] is where each prompt is evaluated and each reply generated; sequences 1 ..=
 //! [`PREFIX_STATES`] each hold a kept state (the cells of the tokens it covers), most recently used first.
+//! A prompt starts from the kept state it shares the longest beginning with (a state kept after a reply
+//! the user heard only part of still gives the prompt, the reply's first words and all before them).
 //! Keeping a state and starting from one are sequence copies, which in a unified cache add a sequence id
 //! to the cells already there: a kept state costs memory only for the cells no other sequence holds.
 
@@ -31,32 +33,38 @@ impl KeptStates {
     /// Sequences a context needs: the working one and one per kept state.
     pub(super) const SEQUENCES: u32 = PREFIX_STATES as u32 + 1;
 
-    /// Empties the working sequence and fills it from the longest kept state whose tokens begin `prompt`
-    /// (leaving at least one token to evaluate, whose logits start the reply). Returns how many of
-    /// `prompt`'s tokens it holds: where evaluation starts.
+    /// Empties the working sequence and fills it from the kept state that shares the longest beginning
+    /// with `prompt` (its cells for those tokens only; at least one token is left to evaluate, whose logits
+    /// start the reply). Returns how many of `prompt`'s tokens it holds: where evaluation starts.
     pub(super) fn start(&mut self, context: &mut LlamaContext<'_>, prompt: &[LlamaToken]) -> usize {
         clear(context, WORKING);
+        let usable = prompt.len().saturating_sub(1);
+        let shared = |kept: &Kept| kept.tokens.iter().zip(&prompt[..usable]).take_while(|(a, b)| a == b).count();
         let best = (0..self.states.len())
-            .filter(|&i| {
-                let kept = &self.states[i].tokens;
-                kept.len() < prompt.len() && prompt.starts_with(kept)
-            })
-            .max_by_key(|&i| self.states[i].tokens.len());
-        let Some(state) = best.and_then(|i| self.states.remove(i)) else { return 0 };
-        let held = state.tokens.len();
+            .map(|i| (i, shared(&self.states[i])))
+            .filter(|&(_, n)| n > 0)
+            .max_by_key(|&(_, n)| n);
+        let Some((index, held)) = best else { return 0 };
+        let state = self.states.remove(index).expect("found");
         // Positions are below i32::MAX: a context holds far fewer.
-        let _ = context.kv_cache_seq_cp(state.sequence, WORKING, None, None);
+        let _ = context.kv_cache_seq_cp(state.sequence, WORKING, None, Some(held as u32));
         self.states.push_front(state);
         held
     }
 
     /// Keeps the working sequence's first `tokens.len()` positions (which hold `tokens`) as a state,
-    /// evicting the least recently used when all are taken.
+    /// evicting the least recently used when all are taken. States whose tokens begin `tokens` are dropped:
+    /// every prompt shares at least as long a beginning with the new one (a conversation keeps one state
+    /// per branch, not one per turn).
     pub(super) fn keep(&mut self, context: &mut LlamaContext<'_>, tokens: &[LlamaToken]) {
         if let Some(i) = self.states.iter().position(|kept| kept.tokens == tokens) {
             let same = self.states.remove(i).expect("found");
             self.states.push_front(same);
             return;
+        }
+        while let Some(i) = self.states.iter().position(|kept| tokens.starts_with(&kept.tokens)) {
+            let covered = self.states.remove(i).expect("found");
+            clear(context, covered.sequence);
         }
         let sequence = if self.states.len() < PREFIX_STATES {
             (1..=PREFIX_STATES as i32).find(|s| self.states.iter().all(|kept| kept.sequence != *s)).expect("a free one")

@@ -10,10 +10,11 @@
 //!
 //! Prompts are not evaluated from scratch each turn: the key/value state is kept after each prompt and
 //! after each reply ([`PREFIX_STATES`] of them, most recent first, as sequences of the context's cache:
-//! `kept`), and a new prompt that begins with a kept state's tokens evaluates only the tokens after them. A
-//! conversation's next turn thus evaluates only the new user message (its prompt is the previous one plus
-//! the reply and the new message); a new call with the same system prompt starts from the system prompt's
-//! state.
+//! `kept`), and a new prompt evaluates only the tokens after the longest beginning it shares with a kept
+//! state. `ChatLm::warm` evaluates ahead what the next prompt will begin with (a call's system prompt at
+//! its start; the conversation when a reply ends; each with the opening of the user's next message), so a
+//! turn's prompt evaluates only the user's words and the template's closing; a new call with the same
+//! system prompt starts from the system prompt's state.
 
 mod catalog;
 mod chat;

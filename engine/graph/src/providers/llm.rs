@@ -93,9 +93,10 @@ pub type LlmStream = mpsc::Receiver<Result<LlmEvent, ProviderError>>;
 pub trait LanguageModel: Send + Sync {
     fn stream(&self, request: ChatRequest) -> LlmStream;
 
-    /// Prepares for conversations that begin with `system_prompt` and offer `tools`, in the background (an
+    /// Prepares for a request that continues `messages` (a call's system message, at its start) with a
+    /// user message and offers `tools`, in the background (an
     /// embedded model evaluates them now and keeps its state); remote models do nothing.
-    fn warm(&self, _system_prompt: &str, _tools: &[ToolSpec]) {}
+    fn warm(&self, _messages: &[ChatMessage], _tools: &[ToolSpec]) {}
 
     /// Whether a request made now, ahead of need (the reply asked before the user's turn is committed),
     /// would find the model free. An embedded model that every call of the process shares says no while

@@ -17,10 +17,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use confab_models::ModelError;
+use confab_models::chat_lm::template::{Message, ToolFunction};
 use confab_models::chat_lm::{CallFormat, ChatLm, ChatModelChoice, LocalChatModel, ModelPlaces, gguf};
 use tokio::sync::mpsc;
 
-use super::llm::{ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolSpec};
+use super::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolSpec};
 use super::local_tool_format::{self, CallScanner};
 use super::model_queue::{Job, ModelQueue, QUEUE_CAPACITY, QueueCounters, Refused};
 use super::openai_llm::LLM_STREAM_CAPACITY;
@@ -153,11 +154,6 @@ impl LocalLlm {
         &self.loaded.name
     }
 
-    /// The tools the model is given: all of `offered` for a model that calls tools, none for the others.
-    fn given<'a, T>(&self, offered: &'a [T]) -> &'a [T] {
-        if self.loaded.call_format == CallFormat::None { &[] } else { offered }
-    }
-
     /// Why a job was refused, as the error its caller gets.
     fn refusal(&self, refused: Refused) -> ProviderError {
         match refused {
@@ -167,19 +163,35 @@ impl LocalLlm {
     }
 }
 
+/// The model's messages and tools for a request's: a model whose template takes tools is given them; one
+/// whose template has none (SmolLM2) is offered none, and an assistant's tool-call message with no text is
+/// left out of its prompt.
+fn prompt_parts(
+    call_format: CallFormat,
+    messages: &[ChatMessage],
+    tools: &[ToolSpec],
+) -> (Vec<Message>, Vec<ToolFunction>) {
+    let calls_tools = call_format != CallFormat::None;
+    let tools = local_tool_format::functions(if calls_tools { tools } else { &[] });
+    let messages = local_tool_format::messages(
+        messages.iter().filter(|m| calls_tools || !m.content.is_empty() || m.tool_calls.is_empty()),
+    );
+    (messages, tools)
+}
+
 impl LanguageModel for LocalLlm {
-    /// Queues the system message's evaluation (with the tools, for a model that calls them) while the call
-    /// sets up; a request that comes meanwhile waits for it, then starts after the system message. Skipped
-    /// when the queue is full: it only saves time.
-    fn warm(&self, system_prompt: &str, tools: &[ToolSpec]) {
-        let (system, tools) = (system_prompt.to_string(), local_tool_format::functions(self.given(tools)));
+    /// Queues the evaluation of what the next request begins with (`messages`, the tools, the opening of the
+    /// user's next message) while the call sets up or the user is yet to speak; a request that comes
+    /// meanwhile waits for it, then starts after it. Skipped when the queue is full: it only saves time.
+    fn warm(&self, messages: &[ChatMessage], tools: &[ToolSpec]) {
+        let (messages, tools) = prompt_parts(self.loaded.call_format, messages, tools);
         let warm = move |model: &mut ChatLm| {
-            if let Err(err) = model.warm(&system, &tools) {
-                tracing::warn!(error = %err, "the local language model could not evaluate the system prompt ahead");
+            if let Err(err) = model.warm(&messages, &tools) {
+                tracing::warn!(error = %err, "the local language model could not evaluate the next prompt's beginning ahead");
             }
         };
         if let Err(refused) = self.loaded.queue.push(Job::new(warm, || true)) {
-            tracing::debug!(error = %self.refusal(refused), "the system prompt is not evaluated ahead");
+            tracing::debug!(error = %self.refusal(refused), "the next prompt's beginning is not evaluated ahead");
         }
     }
 
@@ -190,13 +202,7 @@ impl LanguageModel for LocalLlm {
         let (refused_tx, read_tx) = (tx.clone(), tx.clone());
         let generate = move |model: &mut ChatLm| {
             let mut metrics = CallMetrics { attempts: 1, ..CallMetrics::default() };
-            // A model whose template takes tools is given them; one whose template has none (SmolLM2) is
-            // offered none: an assistant's tool-call message with no text is left out of its prompt.
-            let calls_tools = call_format != CallFormat::None;
-            let tools = local_tool_format::functions(if calls_tools { request.tools.as_slice() } else { &[] });
-            let messages = local_tool_format::messages(
-                request.messages.iter().filter(|m| calls_tools || !m.content.is_empty() || m.tool_calls.is_empty()),
-            );
+            let (messages, tools) = prompt_parts(call_format, &request.messages, &request.tools);
             let mut scanner = CallScanner::new(call_format);
             let mut on_text = |text: &str| {
                 metrics.time_to_first.get_or_insert_with(|| queued.elapsed());
