@@ -260,9 +260,14 @@ impl ChatLm {
                 // (heard whole) the opening of the user's next message, evaluated now, before the reply is
                 // reported done.
                 self.kept.keep(&mut self.context, &evaluated);
+                // Only time is saved by it: a reply is not failed by it (a cache too full for the
+                // opening fails the next prompt the same way).
                 let mut conversation = messages.to_vec();
                 conversation.push(Message::new("assistant", &String::from_utf8_lossy(&bytes)));
-                return self.warm(&conversation, tools);
+                if let Err(err) = self.warm(&conversation, tools) {
+                    tracing::debug!(error = %err, "the next message's opening is not evaluated ahead");
+                }
+                break;
             }
             generated.push(next.0 as u32);
             bytes.extend(self.piece(next));
