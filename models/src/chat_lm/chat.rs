@@ -261,11 +261,15 @@ impl ChatLm {
                 // reported done.
                 self.kept.keep(&mut self.context, &evaluated);
                 // Only time is saved by it: a reply is not failed by it (a cache too full for the
-                // opening fails the next prompt the same way).
-                let mut conversation = messages.to_vec();
-                conversation.push(Message::new("assistant", &String::from_utf8_lossy(&bytes)));
-                if let Err(err) = self.warm(&conversation, tools) {
-                    tracing::debug!(error = %err, "the next message's opening is not evaluated ahead");
+                // opening fails the next prompt the same way). A reply that calls a tool is followed by
+                // the tool's result, not by the user.
+                let text = String::from_utf8_lossy(&bytes);
+                if !self.calls_a_tool(&text, tools) {
+                    let mut conversation = messages.to_vec();
+                    conversation.push(Message::new("assistant", &text));
+                    if let Err(err) = self.warm(&conversation, tools) {
+                        tracing::debug!(error = %err, "the next message's opening is not evaluated ahead");
+                    }
                 }
                 break;
             }
@@ -308,6 +312,16 @@ impl ChatLm {
             Some(tokens) => self.evaluate_ahead(tokens),
             None => Ok(()),
         }
+    }
+
+    /// Whether the reply `text` calls one of `tools`, in the template's way of writing calls.
+    fn calls_a_tool(&self, text: &str, tools: &[ToolFunction]) -> bool {
+        !tools.is_empty()
+            && match self.template.call_format() {
+                CallFormat::None => false,
+                CallFormat::Tagged => text.contains("<tool_call>"),
+                CallFormat::BareJson => text.trim_start().starts_with('{'),
+            }
     }
 
     /// Evaluates `tokens` from the kept state that holds most of them, and keeps their state.
