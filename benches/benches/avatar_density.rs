@@ -28,7 +28,7 @@ use confab_engine::avatar::from_image::AvatarBuilder;
 use confab_engine::avatar::stock::STOCK;
 use confab_engine::avatar::{FRAME_SAMPLES, FaceRig, RgbImage};
 use confab_engine::conversation::ConversationConfig;
-use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters, SessionHandle};
+use confab_engine::runtime::{CallRuntime, Runtime, RuntimeConfig, RuntimeCounters, SessionHandle};
 use confab_engine::video::face_encoder::FaceEncoder;
 use confab_engine::video::vp8::Vp8Config;
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use confab_benches::{cpu_seconds, espeak, play_users_tick_observed, rss_bytes, user_offsets};
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::events::{ConversationEvent, EventKind};
-use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters};
+use confab_engine::runtime::{CallRuntime, Runtime, RuntimeConfig, RuntimeCounters};
 
 const PERIOD: usize = 16_000 * 6;
 /// The max endpointing delay, and a tick to spare: every turn is committed this long after its speech.

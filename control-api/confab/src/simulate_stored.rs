@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use confab_http::routes::conversations::{NewConversation, new_summary};
 use confab_http::webhooks::{Deliverer, WebhookConfig};
 use confab_store::Db;
-use confab_store::agents::{AgentFields, to_agent};
+use confab_store::agents::{AgentFields, agent_spec, to_agent};
 use confab_store::collection::AGENTS;
 use confab_store::conversations;
 use confab_store::outbox;
@@ -35,9 +35,9 @@ pub async fn run(db: Db, agent_id: &str, mut options: SimulateOptions) -> anyhow
     let fields: AgentFields = record.fields()?;
     let resolved = to_agent(&db, &record).await?;
     let knowledge_base_ids: Vec<String> = resolved.knowledge_base.iter().map(|kb| kb.id.clone()).collect();
-    let agent = serde_json::to_value(resolved)?;
-    if let Some(face) = agent["avatars"][0]["avatar_key_id"].as_str() {
-        options.custom_face = confab_store::avatars::assets::load(&db, face).await?;
+    let spec = agent_spec(&resolved);
+    if let Some(face) = spec.avatars.first() {
+        options.custom_face = confab_store::avatars::assets::load(&db, &face.avatar_key_id).await?;
     }
     let id = uuid::Uuid::new_v4().to_string();
     let new = NewConversation {
@@ -55,7 +55,6 @@ pub async fn run(db: Db, agent_id: &str, mut options: SimulateOptions) -> anyhow
     let (events_tx, events) = mpsc::channel(confab_worker::session_binding::BRIDGE_QUEUE);
     let (metrics_tx, metrics) = mpsc::channel(confab_worker::session_binding::BRIDGE_QUEUE);
     let recorder = tokio::spawn(confab_store::conversation_events::consume(db.clone(), id.clone(), events, None, None));
-    let spec = confab_engine::agent_spec::AgentSpec::from_json(&agent.to_string())?;
     let pipeline = confab_engine::agent_spec::PipelineConfig::of_agent(&spec);
     let providers = confab_calls::metrics::Providers::of_pipeline(&pipeline);
     let metrics_writer = tokio::spawn(confab_worker::session_binding::store_turn_metrics(
@@ -67,7 +66,7 @@ pub async fn run(db: Db, agent_id: &str, mut options: SimulateOptions) -> anyhow
     let models_dir = options.models_dir.clone();
     let (retrieval, snippets_writer) =
         confab_store::conversation_knowledge::retrieval(&db, &models_dir, &knowledge_base_ids, &id).await.unzip();
-    let (agent_json, conversation_id) = (agent.to_string(), id.clone());
+    let conversation_id = id.clone();
     let allow_private = options.allow_private_urls;
     let engine = tokio::task::spawn_blocking(move || {
         let mut observe = |observed: Observed<'_>| match observed {
@@ -79,15 +78,8 @@ pub async fn run(db: Db, agent_id: &str, mut options: SimulateOptions) -> anyhow
             }
         };
         let mut stdout = std::io::stdout().lock();
-        confab_engine::simulate::run_agent(
-            &agent_json,
-            &conversation_id,
-            &options,
-            retrieval,
-            &mut stdout,
-            &mut observe,
-        )
-        .map(|_| ())
+        confab_engine::simulate::run_agent(&spec, &conversation_id, &options, retrieval, &mut stdout, &mut observe)
+            .map(|_| ())
     });
     let outcome = engine.await.context("the simulation panicked")?;
     recorder.await.context("recording the conversation failed")?;

@@ -14,6 +14,7 @@ use axum::http::Request;
 use axum::response::Response;
 use axum::routing::post;
 use common::{Arrivals, LiveCall, call, speak, start_live_call};
+use confab_engine::runtime::CallRuntime;
 use confab_http::webhooks::signing;
 use confab_http::{AppConfig, AppState, app};
 use confab_store::Db;

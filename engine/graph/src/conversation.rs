@@ -104,6 +104,8 @@ pub struct Conversation {
     /// The audio of the current turn last asked to be transcribed ahead (`PrepareTranscript`).
     prepared: Option<(MediaTime, MediaTime)>,
     ended: bool,
+    /// The committed turn whose transcript has been asked for and not arrived.
+    awaiting_transcript: Option<TurnId>,
     /// The turn whose reply has been asked for and not finished.
     awaiting_reply: Option<TurnId>,
     outputs: VecDeque<ConversationOutput>,
@@ -120,6 +122,7 @@ impl Conversation {
             turn_start: None,
             prepared: None,
             ended: false,
+            awaiting_transcript: None,
             awaiting_reply: None,
             outputs: VecDeque::with_capacity(16),
         }
@@ -129,11 +132,13 @@ impl Conversation {
         self.ended
     }
 
-    /// True while a user turn is being spoken or awaits commit, a reply is awaited, or the agent has
-    /// audio to play.
+    /// True while a user turn is beginning, being spoken or awaits commit, its transcript or reply is
+    /// awaited, or the agent has audio to play.
     pub fn is_busy(&self) -> bool {
         self.vad.is_speaking()
+            || self.vad.is_mid_speech()
             || self.endpoint.poll_timeout().is_some()
+            || self.awaiting_transcript.is_some()
             || self.awaiting_reply.is_some()
             || self.playout.has_audio()
     }
@@ -156,12 +161,6 @@ impl Conversation {
         }
         self.handle_timeout(start);
         self.vad.handle_window(start, end, probability);
-        self.drain_vad();
-    }
-
-    /// The user's input has ended at `now`.
-    pub fn finish_input(&mut self, now: MediaTime) {
-        self.vad.finish(now);
         self.drain_vad();
     }
 
@@ -209,6 +208,9 @@ impl Conversation {
 
     /// The final transcript of a committed turn: emits `utterance_committed` and asks for a reply.
     pub fn transcript(&mut self, turn: TurnId, text: String, at: MediaTime) {
+        if self.awaiting_transcript == Some(turn) {
+            self.awaiting_transcript = None;
+        }
         self.event(at, EventKind::UtteranceCommitted { text: text.clone() });
         if !text.trim().is_empty() {
             let epoch = self.interruption.epoch();
@@ -320,6 +322,7 @@ impl Conversation {
         self.playout.flush(epoch, at);
         self.drain_machines();
         self.ended = true;
+        self.awaiting_transcript = None;
         self.awaiting_reply = None;
         self.outputs.push_back(ConversationOutput::CancelReply { epoch });
         self.outputs.push_back(ConversationOutput::EndCall { at });
@@ -340,6 +343,7 @@ impl Conversation {
                     EndpointOutput::Commit { turn, last_speech, at } => {
                         let from = self.turn_start.take().unwrap_or(MediaTime::ZERO);
                         self.prepared = None;
+                        self.awaiting_transcript = Some(turn);
                         self.outputs.push_back(ConversationOutput::Transcribe { turn, from, to: last_speech, at });
                     }
                     EndpointOutput::CommitCancelled { .. } => {}

@@ -1,9 +1,10 @@
 //! The one session driver: it applies a conversation's outputs (`ConversationOutput`) and the agent's results
-//! (`AgentResult`) for every host of a session — the live runtime's media thread (`runtime::media`, which the
-//! join page, the fleet's workers and meeting bots all run on) and `confab simulate` (`simulate`). The
-//! bookkeeping lives here once: each turn's stage times (`TurnMetricsLog`), what the agent was heard to say
-//! (for its next prompt), which turns are over. A host says only where the work runs (`SessionHost`): the
-//! live runtime hands it to the session's agent task and the inference threads; a simulation runs it in line.
+//! (`AgentResult`) for the runtime's media thread (`runtime::media`), which every call runs on — the join
+//! page, the fleet's workers, meeting bots, and `confab simulate` (a recording played to the stepped or the
+//! threaded runtime). The bookkeeping lives here once: each turn's stage times (`TurnMetricsLog`), what the
+//! agent was heard to say (for its next prompt), which turns are over. The host says only where the work
+//! runs (`SessionHost`): the session's agent (a task on the I/O runtime, or in line when stepped) and the
+//! inference threads (or their in-line stand-ins).
 
 use crate::conversation::{Conversation, ConversationOutput};
 use crate::core::playout::PlayoutPiece;
@@ -23,6 +24,17 @@ pub enum AgentResult {
     Event { epoch: Epoch, kind: EventKind },
     /// The reply is complete; the provider stages it went through (`turn_metrics`).
     ReplyEnd { turn: TurnId, timings: ReplyTimings },
+}
+
+/// Everything the session's work answers, entering the session through one door
+/// (`DrivenSession::handle_input`), whichever thread or task computed it.
+pub enum SessionInput {
+    /// The VAD's speech probability for the user's audio `[start, end)`.
+    VadWindow { start: MediaTime, end: MediaTime, probability: f32 },
+    /// The turn model's verdict on the speech that ended at `last_speech`.
+    TurnVerdict { last_speech: MediaTime, user_done: bool },
+    /// A result of the agent's work.
+    Agent(AgentResult),
 }
 
 /// Where a session's work runs. Every method is called by `DrivenSession::drive` after its bookkeeping.
@@ -61,8 +73,20 @@ impl DrivenSession {
         DrivenSession { conversation, metrics }
     }
 
-    /// Applies one result of the agent's work as of media time `now`.
-    pub fn apply(&mut self, result: AgentResult, now: MediaTime) {
+    /// Applies one answer of the session's work as of media time `now` (then `drive` applies what it led to).
+    pub fn handle_input(&mut self, input: SessionInput, now: MediaTime) {
+        match input {
+            SessionInput::VadWindow { start, end, probability } => {
+                self.conversation.vad_window(start, end, probability)
+            }
+            SessionInput::TurnVerdict { last_speech, user_done } => {
+                self.conversation.turn_prediction(last_speech, user_done, now)
+            }
+            SessionInput::Agent(result) => self.apply(result, now),
+        }
+    }
+
+    fn apply(&mut self, result: AgentResult, now: MediaTime) {
         match result {
             AgentResult::Transcript { turn, text, timing } => {
                 self.metrics.transcript(turn, now, timing);

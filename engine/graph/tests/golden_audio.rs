@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::events::{ConversationEvent, EventKind};
-use confab_engine::simulate::{ListeningModels, run_audio};
+use confab_engine::simulate::run_audio;
 use confab_engine::time::MediaTime;
 
 /// One Silero window: the tolerance on speech bounds.
@@ -42,13 +42,12 @@ fn scene(parts: &[(f32, &str)], tail_seconds: f32) -> Scene {
     Scene { audio, bounds }
 }
 
-fn models() -> ListeningModels {
-    let dir: PathBuf = confab_models::default_models_dir();
-    ListeningModels::load(&dir).expect("models are fetched by scripts/test.sh (confab models fetch)")
-}
-
 fn run(scene: &Scene, config: ConversationConfig) -> Vec<ConversationEvent> {
-    run_audio(&scene.audio, config, &mut models(), None, false, &mut |_| {}, &mut |_| {}).unwrap().events
+    let io = confab_engine::simulate::io_runtime().unwrap();
+    let models: PathBuf = confab_models::default_models_dir();
+    run_audio(&io, &models, &scene.audio, config, None, false, &mut |_| {})
+        .expect("models are fetched by scripts/test.sh (confab models fetch)")
+        .events
 }
 
 fn times(events: &[ConversationEvent], name: &str) -> Vec<Duration> {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
-use confab_engine::runtime::{Runtime, RuntimeConfig, RuntimeCounters, SteppedRuntime};
+use confab_engine::runtime::{CallRuntime, Runtime, RuntimeConfig, RuntimeCounters, SteppedRuntime};
 use confab_engine::time::MediaTime;
 
 #[test]

@@ -18,7 +18,7 @@ use confab_engine::ConversationEvent;
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
 use confab_engine::responder::Responder;
-use confab_engine::runtime::{Runtime, RuntimeConfig, SessionHandle, SteppedRuntime};
+use confab_engine::runtime::{CallRuntime, Runtime, RuntimeConfig, SessionHandle, SteppedRuntime};
 use confab_engine::time::MediaTime;
 use serde_json::json;
 
@@ -145,16 +145,13 @@ fn a_simulation_says_what_the_live_session_says() {
     let mut session = live_runtime.open_session(turn_taking(), Some(responder(&base, &models))).unwrap();
     let (live, _) = play_live(&mut session, &audio);
 
-    let mut listening = confab_engine::simulate::ListeningModels::load(&models).unwrap();
-    let mut simulated_responder = responder(&base, &models);
-    let record = confab_engine::simulate::run_audio_on(
+    let record = confab_engine::simulate::run_audio(
         &io,
+        &models,
         &audio,
         turn_taking(),
-        &mut listening,
-        Some(&mut simulated_responder),
+        Some(responder(&base, &models)),
         false,
-        &mut |_| {},
         &mut |_| {},
     )
     .unwrap();
@@ -169,6 +166,51 @@ fn a_simulation_says_what_the_live_session_says() {
     let live = said(&live);
     assert_eq!(said(&record.events)[..live.len()], live[..], "the simulation said what the live session said");
     assert!(live.iter().any(|(name, text)| name == "agent.stopped_speaking" && text == REPLY));
+}
+
+/// A recording that stops on the question's last word (no silence after it): the input's end is not the
+/// call's. The session hears silence after it, commits the turn, answers it, plays the whole answer, and only
+/// then hangs up (`CallRuntime::input_ended`): `call_ended` comes last, on the step after the answer's last
+/// sample, and the agent's audio is on the recording's timeline (its voice starts at `agent.started_speaking`).
+#[test]
+fn a_recording_that_stops_on_its_last_word_is_heard_answered_and_then_hung_up() {
+    let io = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let base = io.block_on(serve_providers());
+    let models = confab_models::default_models_dir();
+    let mut audio = vec![0.0; 8_000];
+    audio.extend(speak("When does the library open?"));
+    let record = confab_engine::simulate::run_audio(
+        &io,
+        &models,
+        &audio,
+        turn_taking(),
+        Some(responder(&base, &models)),
+        false,
+        &mut |_| {},
+    )
+    .unwrap();
+
+    let names: Vec<&str> = record.events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "user.started_speaking",
+            "user.stopped_speaking",
+            "utterance_committed",
+            "agent.started_speaking",
+            "agent.stopped_speaking",
+            "call_ended"
+        ]
+    );
+    let at = |name: &str| record.events.iter().find(|e| e.kind.name() == name).unwrap().media_time;
+    let (started, stopped) = (at("agent.started_speaking"), at("agent.stopped_speaking"));
+    let sample = |t: std::time::Duration| MediaTime::from_duration(t).samples() as usize;
+    assert!(record.agent_audio[..sample(started)].iter().all(|s| *s == 0.0), "silent before it speaks");
+    assert!(record.agent_audio[sample(started)..sample(stopped)].iter().any(|s| s.abs() > 0.05), "its answer");
+    let frame = std::time::Duration::from_millis(20);
+    assert!(at("call_ended") >= stopped && at("call_ended") <= stopped + frame, "hung up once the answer played");
+    assert_eq!(record.agent_audio.len(), sample(at("call_ended")), "one frame of the agent's audio per step");
+    assert_eq!(record.turn_metrics.len(), 1);
 }
 
 /// The runtime stepped on media time (`SteppedRuntime`: the media thread's tick, with the models and the
@@ -219,24 +261,25 @@ fn a_stepped_session_has_its_events_at_exact_media_times() {
     }
     let timeline: Vec<(u128, &str)> = events.iter().map(|e| (e.media_time.as_millis(), e.kind.name())).collect();
     // The question is heard from its first VAD window with speech to its last (32 ms windows, the input taken
-    // once 60 ms of it waits); the turn commits at the 500 ms delay,
+    // once 60 ms of it waits; a window the energy gate calls silence counts as silence even when the model,
+    // still ringing from the speech before it, says otherwise); the turn commits at the 500 ms delay,
     // the answer starts at the next step; the user speaks 300 ms into it and interrupts after 500 ms of
     // speech; that turn commits and is answered; the hang-up ends the call at the next step.
     assert_eq!(
         timeline,
         [
             (512, "user.started_speaking"),
-            (2176, "user.stopped_speaking"),
-            (2700, "utterance_committed"),
-            (2720, "agent.started_speaking"),
-            (3072, "user.started_speaking"),
-            (3572, "agent.interrupted"),
-            (3572, "agent.stopped_speaking"),
-            (4672, "user.stopped_speaking"),
-            (5200, "utterance_committed"),
-            (5220, "agent.started_speaking"),
-            (6674, "agent.stopped_speaking"),
-            (6680, "call_ended"),
+            (2144, "user.stopped_speaking"),
+            (2680, "utterance_committed"),
+            (2700, "agent.started_speaking"),
+            (3040, "user.started_speaking"),
+            (3540, "agent.interrupted"),
+            (3540, "agent.stopped_speaking"),
+            (4640, "user.stopped_speaking"),
+            (5160, "utterance_committed"),
+            (5180, "agent.started_speaking"),
+            (6634, "agent.stopped_speaking"),
+            (6640, "call_ended"),
         ]
     );
     let said: Vec<serde_json::Value> = events

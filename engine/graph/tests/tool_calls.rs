@@ -526,7 +526,7 @@ impl SpeechSynthesizer for ToneVoice {
 fn a_barge_in_stops_the_tool_message_on_the_interruption_frame() {
     use confab_engine::conversation::ConversationConfig;
     use confab_engine::core::endpoint::EndpointConfig;
-    use confab_engine::simulate::{ListeningModels, run_audio};
+    use confab_engine::simulate::run_audio;
     use confab_engine::time::MediaTime;
 
     const START: &str = "Let me look up the weather for you, this will only take a moment while I check.";
@@ -540,7 +540,7 @@ fn a_barge_in_stops_the_tool_message_on_the_interruption_frame() {
     let local = confab_engine::agent_spec::SttConfig::default();
     let stt = confab_engine::providers::select::recognizer(&local, &models, &none).unwrap();
     let settings = ActionSettings { allow_private_urls: true, ..ActionSettings::default() };
-    let mut responder = Responder::new((Box::new(llm), "m".into()), Box::new(ToneVoice), stt, "Be brief.".into())
+    let responder = Responder::new((Box::new(llm), "m".into()), Box::new(ToneVoice), stt, "Be brief.".into())
         .with_actions(Actions::new(vec![weather], vec![], settings));
 
     let mut audio = vec![0.0; 8_000];
@@ -552,9 +552,7 @@ fn a_barge_in_stops_the_tool_message_on_the_interruption_frame() {
         endpoint: EndpointConfig { min_delay: MediaTime::from_millis(300), max_delay: MediaTime::from_millis(800) },
         ..ConversationConfig::default()
     };
-    let mut listening = ListeningModels::load(&models).unwrap();
-    let record =
-        run_audio(&audio, config, &mut listening, Some(&mut responder), false, &mut |_| {}, &mut |_| {}).unwrap();
+    let record = run_audio(&io, &models, &audio, config, Some(responder), false, &mut |_| {}).unwrap();
 
     let at = |name: &str| -> Vec<(Duration, Value)> {
         record.events.iter().filter(|e| e.kind.name() == name).map(|e| (e.media_time, e.kind.payload())).collect()

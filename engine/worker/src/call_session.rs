@@ -7,13 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use confab_engine::lock::lock;
-use confab_engine::runtime::{Runtime, SessionId};
+use confab_engine::runtime::{CallRuntime, SessionId};
 
 use confab_calls::CallRecords;
 
 pub struct CallSession {
     pub records: Arc<dyn CallRecords>,
-    pub runtime: Arc<Mutex<Runtime>>,
+    /// The engine the call's session runs on: the threaded runtime in the worker, any `CallRuntime` (the
+    /// stepped one included) for a transport driven on its own clock.
+    pub runtime: Arc<Mutex<dyn CallRuntime + Send>>,
     /// A participant whose audio stops this long (or never starts) has left.
     pub no_media_timeout: Duration,
     /// Called once when the call is over (the worker forgets it, freeing its place).

@@ -15,7 +15,7 @@ use confab_engine::agent_spec::PipelineConfig;
 use confab_engine::events::ConversationEvent;
 use confab_engine::providers::env::ProviderEnv;
 use confab_engine::responder::Responder;
-use confab_engine::runtime::Runtime;
+use confab_engine::runtime::{CallRuntime, Runtime};
 use confab_engine::turn_metrics::TurnMetrics;
 use tokio::sync::{broadcast, mpsc};
 

@@ -143,14 +143,6 @@ impl VadGate {
         }
     }
 
-    /// The input has ended: speech still open is closed at its last confident window.
-    pub fn finish(&mut self, now: MediaTime) {
-        if let State::Speaking { last_confident, .. } = self.state {
-            self.outputs.push_back(VadGateOutput::SpeechEnded { last_speech: last_confident, observed_at: now });
-        }
-        self.state = State::Silent { onset: None };
-    }
-
     pub fn poll_output(&mut self) -> Option<VadGateOutput> {
         self.outputs.pop_front()
     }
@@ -236,16 +228,5 @@ mod tests {
         p.push(0.4); // a tail between the thresholds: speech still open, no new confident end
         p.extend([0.01; 8]);
         assert_eq!(run(&p), vec![started(0, 2), paused(3, 6), ended(3, 15)]);
-    }
-
-    #[test]
-    fn finish_closes_open_speech() {
-        let mut gate = VadGate::new(VadGateConfig::default());
-        for i in 0..4 {
-            gate.handle_window(MediaTime(i * W), MediaTime((i + 1) * W), 0.9);
-        }
-        gate.poll_output();
-        gate.finish(MediaTime(4 * W));
-        assert_eq!(gate.poll_output(), Some(ended(4, 4)));
     }
 }

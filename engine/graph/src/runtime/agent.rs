@@ -57,12 +57,16 @@ impl AgentLink {
     }
 }
 
-/// Starts the agent task for one session.
-pub fn spawn(io: &tokio::runtime::Handle, responder: Responder) -> AgentLink {
+/// Starts the agent task for one session. The task ends when its session is gone, once the guardrail
+/// callbacks it started are sent (`Responder::finish_callbacks`).
+pub fn spawn(io: &tokio::runtime::Handle, mut responder: Responder) -> (AgentLink, tokio::task::JoinHandle<()>) {
     let (jobs, jobs_rx) = mpsc::channel(AGENT_JOBS);
     let (results_tx, results) = crossbeam_channel::bounded(AGENT_RESULTS);
-    io.spawn(run(responder, jobs_rx, results_tx));
-    AgentLink { jobs, results }
+    let task = io.spawn(async move {
+        run(&mut responder, jobs_rx, results_tx).await;
+        responder.finish_callbacks().await;
+    });
+    (AgentLink { jobs, results }, task)
 }
 
 async fn deliver(results: &Sender<AgentResult>, mut result: AgentResult) -> bool {
@@ -90,7 +94,7 @@ fn agent_result(output: ReplyOutput) -> AgentResult {
     }
 }
 
-async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, results: Sender<AgentResult>) {
+async fn run(responder: &mut Responder, mut jobs: mpsc::Receiver<AgentJob>, results: Sender<AgentResult>) {
     let mut waiting: VecDeque<AgentJob> = VecDeque::new();
     loop {
         let job = match waiting.pop_front() {
@@ -147,7 +151,7 @@ async fn run(mut responder: Responder, mut jobs: mpsc::Receiver<AgentJob>, resul
                 }
             }
             other => {
-                if !run_job(&mut responder, other, &results).await {
+                if !run_job(responder, other, &results).await {
                     return;
                 }
             }
@@ -201,8 +205,18 @@ pub fn inline(responder: Responder) -> (AgentLink, InlineAgent) {
 }
 
 impl InlineAgent {
+    /// Whether its session is gone and every job it left has run.
+    pub fn is_done(&self) -> bool {
+        self.jobs.is_closed() && self.jobs.is_empty()
+    }
+
+    /// Sends the guardrail callbacks still going out (`Responder::finish_callbacks`), on `io`.
+    pub fn finish(mut self, io: &tokio::runtime::Handle) {
+        io.block_on(self.responder.finish_callbacks());
+    }
+
     /// Runs every job waiting now, on `io`.
-    pub fn run_waiting(&mut self, io: &tokio::runtime::Runtime) {
+    pub fn run_waiting(&mut self, io: &tokio::runtime::Handle) {
         while let Ok(job) = self.jobs.try_recv() {
             match job {
                 AgentJob::Respond { turn, epoch, user_text } => {

@@ -200,7 +200,8 @@ impl VadWorker {
             let slot = job.session.slot();
             self.states[slot] = state;
             self.in_batch[slot] = false;
-            let result = VadResult { session: job.session, start: job.start, probability: *probability };
+            let probability = if job.as_silence { 0.0 } else { *probability };
+            let result = VadResult { session: job.session, start: job.start, probability };
             let _ = self.results[job.thread].send(InferenceResult::Vad(result));
         }
     }

@@ -14,6 +14,9 @@ pub struct VadJob {
     pub session: SessionId,
     pub start: MediaTime,
     pub window: [f32; WINDOW],
+    /// The energy gate has judged the window silence (`VadDecision::InferAsSilence`): the model runs on it so
+    /// its state follows the audio, and its result is probability 0.
+    pub as_silence: bool,
 }
 
 pub struct VadResult {

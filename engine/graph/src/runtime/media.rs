@@ -25,7 +25,7 @@ use crate::audio::level::{SilenceGate, VadDecision};
 use crate::conversation::{Conversation, ConversationConfig, transcription_start, turn_model_end};
 use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
-use crate::session_driver::{DrivenSession, SessionHost};
+use crate::session_driver::{AgentResult, DrivenSession, SessionHost, SessionInput};
 use crate::time::MediaTime;
 use crate::turn_metrics::{TurnMetrics, TurnMetricsLog};
 
@@ -54,6 +54,17 @@ pub enum Command {
     Close(SessionId),
     /// The participant is gone: `participant_left` (with their id), then the call ends.
     Leave(SessionId, String),
+    /// The user's audio is over (`CallRuntime::input_ended`): the call ends once nothing is left to do.
+    InputEnded(SessionId),
+}
+
+/// What a session's media time runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionClock {
+    /// The wall clock (the threaded runtime): provider stages are placed on the media clock as they happen.
+    Wall,
+    /// The caller's steps (`SteppedRuntime`): work between two steps takes no media time.
+    Stepped,
 }
 
 /// No session in this slot on this thread.
@@ -93,27 +104,40 @@ pub struct MediaSession {
     history: VecDeque<i16>,
     /// The agent's providers, when the session has them.
     agent: Option<AgentLink>,
+    /// The user's audio is over (`Command::InputEnded`): what waits is taken without a jitter buffer, late
+    /// audio is not waited for, and the call ends once the conversation is idle (`end_if_done`).
+    input_ended: bool,
+    /// VAD windows sent for inference whose results have not been applied yet.
+    vad_in_flight: u32,
     /// The turn ends this long after the end of speech whatever the turn model says: a verdict later than
     /// that is not worth computing.
     max_endpointing_delay: MediaTime,
     _slot: SlotGuard,
 }
 
+/// The media thread's ends of a session's audio rings and queues.
+pub struct SessionEnds {
+    pub input: rtrb::Consumer<f32>,
+    pub output: rtrb::Producer<f32>,
+    pub events: Sender<ConversationEvent>,
+    pub turn_metrics: Sender<TurnMetrics>,
+}
+
 impl MediaSession {
     pub fn new(
         id: SessionId,
         config: ConversationConfig,
-        input: rtrb::Consumer<f32>,
-        output: rtrb::Producer<f32>,
-        (events, turn_metrics): (Sender<ConversationEvent>, Sender<TurnMetrics>),
+        ends: SessionEnds,
         agent: Option<AgentLink>,
         slot: SlotGuard,
+        clock: SessionClock,
     ) -> MediaSession {
+        let SessionEnds { input, output, events, turn_metrics } = ends;
+        let on_wall_clock = clock == SessionClock::Wall;
         MediaSession {
             id,
             max_endpointing_delay: config.endpoint.max_delay,
-            // Live, the media clock runs with the wall clock: provider stages are placed on it.
-            session: DrivenSession::new(Conversation::new(config), TurnMetricsLog::new(true)),
+            session: DrivenSession::new(Conversation::new(config), TurnMetricsLog::new(on_wall_clock)),
             input,
             output,
             events: EventOutbox::new(events),
@@ -131,6 +155,8 @@ impl MediaSession {
             said_late: false,
             history: VecDeque::with_capacity(HISTORY),
             agent,
+            input_ended: false,
+            vad_in_flight: 0,
             _slot: slot,
         }
     }
@@ -138,8 +164,9 @@ impl MediaSession {
 
 /// How many of the `waiting` input samples a tick takes: a whole frame while the input flows, none
 /// while it refills (`INPUT_JITTER_BUFFER`) after running short. `flowing` carries the state between ticks.
-fn take_input(waiting: usize, flowing: &mut bool) -> usize {
-    if !*flowing && waiting >= INPUT_JITTER_BUFFER {
+/// Once the input has `ended`, nothing more will arrive to wait for: every whole frame is taken.
+fn take_input(waiting: usize, flowing: &mut bool, ended: bool) -> usize {
+    if !*flowing && (waiting >= INPUT_JITTER_BUFFER || (ended && waiting >= FRAME)) {
         *flowing = true;
     }
     if *flowing && waiting < FRAME {
@@ -241,6 +268,11 @@ impl MediaThread {
                 Command::Open(session) => self.open(*session, &counters),
                 Command::Close(id) => self.end_session(id, None, &counters),
                 Command::Leave(id, participant) => self.end_session(id, Some(participant), &counters),
+                Command::InputEnded(id) => {
+                    if let Some(index) = self.find(id) {
+                        self.sessions[index].input_ended = true;
+                    }
+                }
             }
         }
         loop {
@@ -383,12 +415,13 @@ impl MediaThread {
             let s = &mut self.sessions[index];
             match result {
                 InferenceResult::Vad(r) => {
+                    s.vad_in_flight = s.vad_in_flight.saturating_sub(1);
                     let end = r.start + MediaTime(WINDOW as u64);
-                    s.session.conversation.vad_window(r.start, end, r.probability);
+                    let window = SessionInput::VadWindow { start: r.start, end, probability: r.probability };
+                    s.session.handle_input(window, s.now);
                 }
                 InferenceResult::Turn { last_speech, user_done, .. } => {
-                    let now = s.now;
-                    s.session.conversation.turn_prediction(last_speech, user_done, now);
+                    s.session.handle_input(SessionInput::TurnVerdict { last_speech, user_done }, s.now);
                 }
                 InferenceResult::Failed { .. } => return false,
             }
@@ -421,6 +454,20 @@ impl MediaThread {
         s.now = now + MediaTime(FRAME as u64);
         self.catch_up(index, frame);
         self.handle_outputs(index);
+        self.end_if_done(index);
+    }
+
+    /// A session whose input has ended hangs up once everything it heard has been judged and answered:
+    /// no VAD window in flight, no whole frame of input left, the conversation idle (`is_busy`).
+    fn end_if_done(&mut self, index: usize) {
+        let s = &mut self.sessions[index];
+        let done =
+            s.input_ended && s.vad_in_flight == 0 && s.input.slots() < FRAME && !s.session.conversation.is_busy();
+        if done {
+            let now = s.now;
+            s.session.conversation.end_call(now);
+            self.handle_outputs(index);
+        }
     }
 
     /// The user's audio stopped arriving mid-speech (`Conversation::would_wait_for_user_audio`: the user
@@ -431,7 +478,7 @@ impl MediaThread {
     /// the silence would have: either way the late audio, when it comes, waits that much longer.
     fn waits_for_late_input(&mut self, index: usize) -> bool {
         let s = &mut self.sessions[index];
-        let late = s.input_flowing && s.input.slots() < FRAME;
+        let late = s.input_flowing && !s.input_ended && s.input.slots() < FRAME;
         if !late || s.late_ticks >= MAX_LATE_WAIT_TICKS || !s.session.conversation.would_wait_for_user_audio() {
             if s.late_ticks > 0 {
                 let waited_ms = u64::from(s.late_ticks) * TICK.as_millis() as u64;
@@ -460,7 +507,7 @@ impl MediaThread {
         let now = s.now;
         // The user's audio for this tick: a whole frame or silence, never a frame cut short.
         let was_flowing = s.input_flowing;
-        let available = take_input(s.input.slots(), &mut s.input_flowing);
+        let available = take_input(s.input.slots(), &mut s.input_flowing, s.input_ended);
         if was_flowing && !s.input_flowing {
             self.counters.input_underruns.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(session = %s.id, at_s = now.as_secs_f64(), "the user's audio ran short: silence until 60 ms of it waits");
@@ -496,20 +543,27 @@ impl MediaThread {
                 match s.gate.decide(&s.window) {
                     VadDecision::Skip => {
                         self.counters.vad_skipped_silent.fetch_add(1, Ordering::Relaxed);
-                        s.session.conversation.vad_window(start, end, 0.0);
+                        s.session.handle_input(SessionInput::VadWindow { start, end, probability: 0.0 }, now);
                     }
                     VadDecision::InferAsSilence => {
-                        // Keep the model's state following the audio, but this window is silence.
-                        let job = VadJob { thread: self.index, session: s.id, start, window: [0.0; WINDOW] };
-                        if let Err(TrySendError::Disconnected(_)) = self.vad_jobs.try_send(job) {
-                            self.inference_lost = true;
+                        // The model's state follows the audio, but this window is silence: its result (0)
+                        // comes back in order with the windows before it, whose results may still be on
+                        // their way (applied now, a silent window would overtake the speech before it).
+                        let job =
+                            VadJob { thread: self.index, session: s.id, start, window: s.window, as_silence: true };
+                        match self.vad_jobs.try_send(job) {
+                            Ok(()) => s.vad_in_flight += 1,
+                            Err(TrySendError::Full(_)) => {
+                                s.session.handle_input(SessionInput::VadWindow { start, end, probability: 0.0 }, now);
+                            }
+                            Err(TrySendError::Disconnected(_)) => self.inference_lost = true,
                         }
-                        s.session.conversation.vad_window(start, end, 0.0);
                     }
                     VadDecision::Infer => {
-                        let job = VadJob { thread: self.index, session: s.id, start, window: s.window };
+                        let job =
+                            VadJob { thread: self.index, session: s.id, start, window: s.window, as_silence: false };
                         match self.vad_jobs.try_send(job) {
-                            Ok(()) => {}
+                            Ok(()) => s.vad_in_flight += 1,
                             Err(TrySendError::Full(_)) => {
                                 self.counters.vad_queue_full.fetch_add(1, Ordering::Relaxed);
                             }
@@ -541,7 +595,7 @@ impl MediaThread {
         let s = &mut self.sessions[index];
         let Some(agent) = &s.agent else { return };
         while let Ok(result) = agent.results.try_recv() {
-            s.session.apply(result, s.now);
+            s.session.handle_input(SessionInput::Agent(result), s.now);
         }
         self.handle_outputs(index);
     }
@@ -650,14 +704,16 @@ impl SessionHost for LiveHost<'_> {
             offered
         });
         if !offered {
-            session.conversation.transcript(turn, String::new(), at);
+            let nothing = AgentResult::Transcript { turn, text: String::new(), timing: None };
+            session.handle_input(SessionInput::Agent(nothing), at);
         }
     }
 
     fn respond(&mut self, session: &mut DrivenSession, turn: TurnId, epoch: Epoch, user_text: String) {
         let offered = self.agent.is_some_and(|agent| agent.offer(AgentJob::Respond { turn, epoch, user_text }));
         if !offered {
-            session.conversation.agent_reply_end(turn, self.now);
+            let silent = AgentResult::ReplyEnd { turn, timings: Default::default() };
+            session.handle_input(SessionInput::Agent(silent), self.now);
         }
     }
 
@@ -677,10 +733,18 @@ mod tests {
         // Samples waiting at each tick (before it takes any), as a late-arriving stream leaves them.
         let waiting = [320, 640, 960, 960, 640, 320, 100, 700, 960, 1280, 0];
         let mut flowing = false;
-        let taken: Vec<usize> = waiting.iter().map(|&w| take_input(w, &mut flowing)).collect();
+        let taken: Vec<usize> = waiting.iter().map(|&w| take_input(w, &mut flowing, false)).collect();
         // Nothing until 60 ms wait; then 20 ms a tick until the input runs short (100 left is kept
         // for later, not padded with silence); then nothing until 60 ms wait again.
         assert_eq!(taken, [0, 0, 320, 320, 320, 320, 0, 0, 320, 320, 0]);
         assert!(!flowing);
+    }
+
+    #[test]
+    fn an_ended_input_is_taken_to_its_last_whole_frame() {
+        let waiting = [640, 320, 100];
+        let mut flowing = false;
+        let taken: Vec<usize> = waiting.iter().map(|&w| take_input(w, &mut flowing, true)).collect();
+        assert_eq!(taken, [320, 320, 0]);
     }
 }

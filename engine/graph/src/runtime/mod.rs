@@ -2,7 +2,8 @@
 //! ends on a 20 ms tick; a VAD thread that runs windows batched across every session with a window
 //! ready; and a pool of turn-model threads sharing one queue. A media thread's work is one clockless step
 //! (`MediaThread::tick`) that its thread paces on the wall clock; `SteppedRuntime` runs the same step with
-//! the inference and agent work in line, for tests that step media time exactly.
+//! the inference and agent work in line, for tests that step media time exactly, and for `confab simulate`.
+//! Callers drive either through `CallRuntime`.
 //!
 //! Sessions live in reusable slots (`slots`): a `SessionId` is a slot and a generation, per-session
 //! tables are arrays indexed by slot. A panic in any session's work or any inference call is contained
@@ -16,6 +17,7 @@ mod config;
 mod contain;
 mod counters;
 mod event_outbox;
+mod handle;
 mod inference;
 mod jobs;
 mod media;
@@ -28,9 +30,11 @@ mod wait_histogram;
 pub use config::RuntimeConfig;
 pub use counters::RuntimeCounters;
 pub use event_outbox::EVENT_BACKLOG;
+pub use handle::{CallRuntime, SessionHandle};
+pub use media::{FRAME, INPUT_JITTER_BUFFER};
 pub use slots::SessionId;
 pub use stepped::SteppedRuntime;
-pub use threads::{Runtime, SessionHandle};
+pub use threads::Runtime;
 pub use wait_histogram::WaitHistogram;
 
 /// Per-session input ring, in 16 kHz samples (3 s: room for a browser's burst after a stall, and for

@@ -11,13 +11,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 use super::agent::{self, InlineAgent};
+use super::handle::{CallRuntime, NewSession, SessionHandle, new_session};
 use super::inference::InlineInference;
 use super::jobs::{TurnJob, VadJob};
-use super::media::{Command, FRAME, MediaSession, MediaThread};
-use super::{
-    COMMAND_QUEUE, INPUT_RING_SAMPLES, OUTPUT_RING_SAMPLES, RuntimeConfig, RuntimeCounters, SessionHandle, SessionId,
-    TURN_METRICS_QUEUE, TURN_QUEUE, VAD_QUEUE, slots,
-};
+use super::media::{Command, FRAME, MediaThread, SessionClock};
+use super::{COMMAND_QUEUE, RuntimeConfig, RuntimeCounters, SessionId, TURN_QUEUE, VAD_QUEUE, slots};
 use crate::conversation::ConversationConfig;
 use crate::responder::Responder;
 use crate::time::MediaTime;
@@ -33,8 +31,10 @@ pub struct SteppedRuntime {
     inference: InlineInference,
     agents: Vec<(SessionId, InlineAgent)>,
     slots: slots::SlotPool,
-    /// Where the agents' provider calls run.
-    io: tokio::runtime::Runtime,
+    /// Where the agents' provider calls run: `RuntimeConfig::io` (a multi-threaded runtime, whose
+    /// handle can run a future to its end from this thread), else a runtime of its own (`_own_io`).
+    io: tokio::runtime::Handle,
+    _own_io: Option<tokio::runtime::Runtime>,
     /// The instant of step zero; step `n` runs at `epoch + n × 20 ms` as far as the turn questions know.
     epoch: Instant,
     steps: u64,
@@ -65,7 +65,18 @@ impl SteppedRuntime {
             shutdown_rx,
             config.max_sessions,
         );
-        let io = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("an I/O runtime");
+        let own_io = config.io.is_none().then(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("confab-stepped-io")
+                .enable_all()
+                .build()
+                .expect("an I/O runtime")
+        });
+        let io = match (&config.io, &own_io) {
+            (Some(io), _) => io.clone(),
+            (None, own) => own.as_ref().expect("built above").handle().clone(),
+        };
         Ok(SteppedRuntime {
             thread,
             commands,
@@ -75,6 +86,7 @@ impl SteppedRuntime {
             agents: Vec::new(),
             slots: slots::SlotPool::new(config.max_sessions),
             io,
+            _own_io: own_io,
             epoch: Instant::now(),
             steps: 0,
             frame: [0.0; FRAME],
@@ -82,35 +94,6 @@ impl SteppedRuntime {
             _shutdown: shutdown,
             counters,
         })
-    }
-
-    /// Opens a session (it joins at the next step); `responder`, when given, answers the user in line.
-    pub fn open_session(&mut self, config: ConversationConfig, responder: Option<Responder>) -> Option<SessionHandle> {
-        let (id, slot) = self.slots.take()?;
-        let (input, input_rx) = rtrb::RingBuffer::new(INPUT_RING_SAMPLES);
-        let (output_tx, output) = rtrb::RingBuffer::new(OUTPUT_RING_SAMPLES);
-        let (events_tx, events) = bounded(self.event_queue);
-        let (turn_metrics_tx, turn_metrics) = bounded(TURN_METRICS_QUEUE);
-        let agent = responder.map(|responder| {
-            let (link, agent) = agent::inline(responder);
-            self.agents.push((id, agent));
-            link
-        });
-        let session = MediaSession::new(id, config, input_rx, output_tx, (events_tx, turn_metrics_tx), agent, slot);
-        self.commands.send(Command::Open(Box::new(session))).ok()?;
-        Some(SessionHandle { id, input, output, events, turn_metrics })
-    }
-
-    /// Hangs up at the next step: the call ends cleanly (`call_ended`).
-    pub fn close_session(&mut self, id: SessionId) {
-        let _ = self.commands.send(Command::Close(id));
-        self.agents.retain(|(session, _)| *session != id);
-    }
-
-    /// The participant is gone at the next step: `participant_left`, then `call_ended`.
-    pub fn participant_left(&mut self, id: SessionId, participant: &str) {
-        let _ = self.commands.send(Command::Leave(id, participant.to_string()));
-        self.agents.retain(|(session, _)| *session != id);
     }
 
     /// Sessions open now.
@@ -138,6 +121,53 @@ impl SteppedRuntime {
         for (_, agent) in &mut self.agents {
             agent.run_waiting(&self.io);
         }
+        self.finish_agents(|_| false);
         self.steps += 1;
+    }
+
+    /// Ends the agents whose sessions are gone (every job they left run), and those `drop` names: each
+    /// sends its guardrail callbacks first.
+    fn finish_agents(&mut self, drop: impl Fn(SessionId) -> bool) {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.agents)
+            .into_iter()
+            .partition(|(session, agent)| drop(*session) || agent.is_done());
+        self.agents = kept;
+        for (_, agent) in gone {
+            agent.finish(&self.io);
+        }
+    }
+}
+
+impl CallRuntime for SteppedRuntime {
+    /// Opens a session (it joins at the next step); `responder`, when given, answers the user in line.
+    fn open_session(&mut self, config: ConversationConfig, responder: Option<Responder>) -> Option<SessionHandle> {
+        let (id, slot) = self.slots.take()?;
+        let agent = responder.map(|responder| {
+            let (link, agent) = agent::inline(responder);
+            self.agents.push((id, agent));
+            link
+        });
+        let event_queue = self.event_queue;
+        let (session, handle) =
+            new_session(NewSession { id, slot, config, agent, event_queue, clock: SessionClock::Stepped });
+        self.commands.send(Command::Open(Box::new(session))).ok()?;
+        Some(handle)
+    }
+
+    /// Hangs up at the next step: the call ends cleanly (`call_ended`).
+    fn close_session(&mut self, id: SessionId) {
+        let _ = self.commands.send(Command::Close(id));
+        self.finish_agents(|session| session == id);
+    }
+
+    /// The participant is gone at the next step: `participant_left`, then `call_ended`.
+    fn participant_left(&mut self, id: SessionId, participant: &str) {
+        let _ = self.commands.send(Command::Leave(id, participant.to_string()));
+        self.finish_agents(|session| session == id);
+    }
+
+    /// The input is over from the next step on.
+    fn input_ended(&mut self, id: SessionId) {
+        let _ = self.commands.send(Command::InputEnded(id));
     }
 }

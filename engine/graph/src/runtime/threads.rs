@@ -5,28 +5,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Receiver, Sender, bounded};
+use crossbeam_channel::{Sender, bounded};
 
+use super::handle::{CallRuntime, NewSession, SessionHandle, new_session};
+use super::media::SessionClock;
 use super::{
-    COMMAND_QUEUE, INPUT_RING_SAMPLES, OUTPUT_RING_SAMPLES, RuntimeConfig, RuntimeCounters, SessionId,
-    TURN_METRICS_QUEUE, TURN_QUEUE, VAD_QUEUE, agent, inference, media, slots,
+    COMMAND_QUEUE, RuntimeConfig, RuntimeCounters, SessionId, TURN_QUEUE, VAD_QUEUE, agent, inference, media, slots,
 };
 use crate::conversation::ConversationConfig;
-use crate::events::ConversationEvent;
 use crate::responder::Responder;
-use crate::turn_metrics::TurnMetrics;
-
-/// The caller's side of one session.
-pub struct SessionHandle {
-    pub id: SessionId,
-    /// Push the user's audio here (16 kHz mono).
-    pub input: rtrb::Producer<f32>,
-    /// The agent's audio comes out here (16 kHz mono), one 20 ms frame per tick.
-    pub output: rtrb::Consumer<f32>,
-    pub events: Receiver<ConversationEvent>,
-    /// One line per turn when the turn is over (`turn_metrics`), up to `TURN_METRICS_QUEUE` unread.
-    pub turn_metrics: Receiver<TurnMetrics>,
-}
 
 pub struct Runtime {
     commands: Vec<Sender<media::Command>>,
@@ -35,6 +22,8 @@ pub struct Runtime {
     shutdown: Sender<()>,
     slots: slots::SlotPool,
     io: Option<tokio::runtime::Handle>,
+    /// The sessions' agent tasks (finished ones are dropped as sessions open): `agents_finished`.
+    agents: Vec<tokio::task::JoinHandle<()>>,
     event_queue: usize,
     pub counters: Arc<RuntimeCounters>,
 }
@@ -84,6 +73,7 @@ impl Runtime {
             shutdown,
             slots: slots::SlotPool::new(config.max_sessions),
             io: config.io.clone(),
+            agents: Vec::new(),
             event_queue: config.event_queue.max(1),
             counters,
         })
@@ -104,46 +94,65 @@ impl Runtime {
         !self.media.iter().chain(&self.inference).any(JoinHandle::is_finished)
     }
 
+    /// The agent tasks of the sessions whose calls have ended, once each has finished (its guardrail
+    /// callbacks sent): a process that owns its I/O runtime (`confab simulate --realtime`) waits for them
+    /// before it drops that runtime.
+    pub fn agents_finished(&mut self) -> impl std::future::Future<Output = ()> + use<> {
+        let agents = std::mem::take(&mut self.agents);
+        async move {
+            for agent in agents {
+                let _ = agent.await;
+            }
+        }
+    }
+
+    /// A slot always lives on the same media thread, so its tenants' windows reach the VAD in order.
+    fn thread_of(&self, id: SessionId) -> usize {
+        id.slot() % self.commands.len()
+    }
+}
+
+impl CallRuntime for Runtime {
     /// Opens a session in a free slot, on the media thread that slot belongs to. None when every slot is
     /// taken, or when an engine thread has died (logged and counted).
     /// `responder`, when given, answers the user (its calls run on `RuntimeConfig::io`).
-    pub fn open_session(&mut self, config: ConversationConfig, responder: Option<Responder>) -> Option<SessionHandle> {
+    fn open_session(&mut self, config: ConversationConfig, responder: Option<Responder>) -> Option<SessionHandle> {
         if !self.is_healthy() {
             self.counters.sessions_refused_dead_thread.fetch_add(1, Ordering::Relaxed);
             tracing::error!("an engine thread has died; the session is refused");
             return None;
         }
         let (id, slot) = self.slots.take()?;
-        let (input, input_rx) = rtrb::RingBuffer::new(INPUT_RING_SAMPLES);
-        let (output_tx, output) = rtrb::RingBuffer::new(OUTPUT_RING_SAMPLES);
-        let (events_tx, events) = bounded(self.event_queue);
-        let (turn_metrics_tx, turn_metrics) = bounded(TURN_METRICS_QUEUE);
         let thread = self.thread_of(id);
+        self.agents.retain(|agent| !agent.is_finished());
         let agent = match (responder, &self.io) {
-            (Some(responder), Some(io)) => Some(agent::spawn(io, responder)),
+            (Some(responder), Some(io)) => {
+                let (link, task) = agent::spawn(io, responder);
+                self.agents.push(task);
+                Some(link)
+            }
             _ => None,
         };
-        let session =
-            media::MediaSession::new(id, config, input_rx, output_tx, (events_tx, turn_metrics_tx), agent, slot);
+        let event_queue = self.event_queue;
+        let (session, handle) =
+            new_session(NewSession { id, slot, config, agent, event_queue, clock: SessionClock::Wall });
         self.commands[thread].send(media::Command::Open(Box::new(session))).ok()?;
-        Some(SessionHandle { id, input, output, events, turn_metrics })
+        Some(handle)
     }
 
-    /// Hangs up: the call ends cleanly (`call_ended`).
-    pub fn close_session(&mut self, id: SessionId) {
+    fn close_session(&mut self, id: SessionId) {
         let thread = self.thread_of(id);
         let _ = self.commands[thread].send(media::Command::Close(id));
     }
 
-    /// The participant is gone (transport closed or silent): `participant_left`, then `call_ended`.
-    pub fn participant_left(&mut self, id: SessionId, participant: &str) {
+    fn participant_left(&mut self, id: SessionId, participant: &str) {
         let thread = self.thread_of(id);
         let _ = self.commands[thread].send(media::Command::Leave(id, participant.to_string()));
     }
 
-    /// A slot always lives on the same media thread, so its tenants' windows reach the VAD in order.
-    fn thread_of(&self, id: SessionId) -> usize {
-        id.slot() % self.commands.len()
+    fn input_ended(&mut self, id: SessionId) {
+        let thread = self.thread_of(id);
+        let _ = self.commands[thread].send(media::Command::InputEnded(id));
     }
 }
 
