@@ -24,6 +24,15 @@ use serde_json::json;
 
 const REPLY: &str = "It opens at nine.";
 
+/// The events of one question answered.
+const ONE_ANSWERED_TURN: [&str; 5] = [
+    "user.started_speaking",
+    "user.stopped_speaking",
+    "utterance_committed",
+    "agent.started_speaking",
+    "agent.stopped_speaking",
+];
+
 async fn chat() -> Response {
     let parts = [
         format!("data: {}\n\n", json!({ "choices": [{ "index": 0, "delta": { "content": "It opens " } }] })),
@@ -85,6 +94,17 @@ fn question_audio() -> Vec<f32> {
     audio
 }
 
+/// `confab simulate`'s run of `audio` (offline, on the stepped runtime) with the agent of these tests.
+fn simulate(
+    io: &tokio::runtime::Runtime,
+    base: &str,
+    models: &Path,
+    audio: &[f32],
+) -> confab_engine::simulate::SimulationRecord {
+    let responder = Some(responder(base, models));
+    confab_engine::simulate::run_audio(io, models, audio, turn_taking(), responder, false, &mut |_| {}).unwrap()
+}
+
 /// Plays `audio` into the session at real-time pace until the agent has stopped speaking; its events and
 /// the agent's audio.
 fn play_live(session: &mut SessionHandle, audio: &[f32]) -> (Vec<ConversationEvent>, Vec<f32>) {
@@ -113,16 +133,7 @@ fn a_live_session_answers_the_user() {
     let (events, heard) = play_live(&mut session, &question_audio());
 
     let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
-    assert_eq!(
-        names,
-        [
-            "user.started_speaking",
-            "user.stopped_speaking",
-            "utterance_committed",
-            "agent.started_speaking",
-            "agent.stopped_speaking"
-        ]
-    );
+    assert_eq!(names, ONE_ANSWERED_TURN);
     let text =
         |name: &str| events.iter().find(|e| e.kind.name() == name).map(|e| e.kind.payload()["text"].clone()).unwrap();
     assert_eq!(text("utterance_committed"), "When does it open?");
@@ -145,16 +156,7 @@ fn a_simulation_says_what_the_live_session_says() {
     let mut session = live_runtime.open_session(turn_taking(), Some(responder(&base, &models))).unwrap();
     let (live, _) = play_live(&mut session, &audio);
 
-    let record = confab_engine::simulate::run_audio(
-        &io,
-        &models,
-        &audio,
-        turn_taking(),
-        Some(responder(&base, &models)),
-        false,
-        &mut |_| {},
-    )
-    .unwrap();
+    let record = simulate(&io, &base, &models, &audio);
 
     let said = |events: &[confab_engine::ConversationEvent]| -> Vec<(String, serde_json::Value)> {
         events
@@ -179,29 +181,10 @@ fn a_recording_that_stops_on_its_last_word_is_heard_answered_and_then_hung_up() 
     let models = confab_models::default_models_dir();
     let mut audio = vec![0.0; 8_000];
     audio.extend(speak("When does the library open?"));
-    let record = confab_engine::simulate::run_audio(
-        &io,
-        &models,
-        &audio,
-        turn_taking(),
-        Some(responder(&base, &models)),
-        false,
-        &mut |_| {},
-    )
-    .unwrap();
+    let record = simulate(&io, &base, &models, &audio);
 
     let names: Vec<&str> = record.events.iter().map(|e| e.kind.name()).collect();
-    assert_eq!(
-        names,
-        [
-            "user.started_speaking",
-            "user.stopped_speaking",
-            "utterance_committed",
-            "agent.started_speaking",
-            "agent.stopped_speaking",
-            "call_ended"
-        ]
-    );
+    assert_eq!(names[..], [&ONE_ANSWERED_TURN[..], &["call_ended"]].concat());
     let at = |name: &str| record.events.iter().find(|e| e.kind.name() == name).unwrap().media_time;
     let (started, stopped) = (at("agent.started_speaking"), at("agent.stopped_speaking"));
     let sample = |t: std::time::Duration| MediaTime::from_duration(t).samples() as usize;
