@@ -1,9 +1,10 @@
 //! A runtime its caller steps: one media thread's `tick`, with the inference threads' work
 //! (`InlineInference`) and each session's agent work (`InlineAgent`) run in line on the caller's thread
-//! after it. No thread of its own, no sleep, no clock: media time advances 20 ms per `step`, and what a step
-//! asks for (a VAD window, a turn question, a transcript, a reply) is answered before the next step, where
-//! it is applied — as the live runtime's threads answer a step later when they keep up. The live runtime
-//! (`threads.rs`) runs the same tick paced by the wall clock; tests step this one to check exact media times.
+//! after it. No media or inference thread of its own, no sleep, no clock: media time advances 20 ms per
+//! `step`, and what a step asks for (a VAD window, a turn question, a transcript, a reply) is answered before
+//! the next step, where it is applied — as the live runtime's threads answer a step later when they keep up.
+//! The live runtime (`threads.rs`) runs the same tick paced by the wall clock; tests step this one to check
+//! exact media times, and `confab simulate` plays a recording to it (`simulate::feed`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
