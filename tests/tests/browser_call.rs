@@ -92,6 +92,9 @@ const WATCH_THE_MOUTH: &str = "(() => { window.mouth = []; const canvas = docume
     (await pc.getStats()).forEach((r) => { if (r.type === 'inbound-rtp' && r.kind === 'audio') level = r.audioLevel || 0; }); \
     window.mouth.push([change, level]); }, 80); return true; })()";
 
+/// Change per pixel of the mouth's region between two samples above which the mouth is moving.
+const MOVING: f64 = 8.0;
+
 /// The face spoke with the voice: its mouth moved while the agent's audio played, and stood still while
 /// the agent was silent for `quiet` samples either side (`window.mouth`, from `WATCH_THE_MOUTH`). The
 /// window is how far apart the browser may play the two: 4 samples (320 ms) in both browsers. Chromium's
@@ -114,21 +117,24 @@ async fn assert_the_mouth_follows_the_voice(browser: &mut Browser, quiet: usize)
     let speaking = |i: usize| samples[i].1 > 0.01;
     let quiet_around =
         |i: usize| (i.saturating_sub(quiet)..(i + quiet + 1).min(samples.len())).all(|j| samples[j].1 < 0.001);
-    // A moving mouth changes its region by 8–27 per pixel between samples; a still one only by the codec's
-    // refinement after each keyframe (at most ~2.3 seen), and VP8 refines a new picture over its first 2 s.
-    let moving = (0..samples.len()).filter(|&i| speaking(i) && samples[i].0 > 8.0).count();
+    // A moving mouth changes its region by 8–27 per pixel between samples. A mouth that does not speak still
+    // moves with the head's idle sway (a few tenths of a pixel per 160 ms: 0.2–1.3 per sample) and the
+    // codec's refinement after each keyframe (up to ~2.3), and VP8 refines a new picture over its first 2 s.
+    // On a loaded machine the page may show several poses' worth at once after a late frame (Firefox beside
+    // the whole suite: 5.0 and 4.6 in two samples, a second before the answer): still is below moving's 8.
+    let moving = (0..samples.len()).filter(|&i| speaking(i) && samples[i].0 > MOVING).count();
     let still = (25.max(quiet)..samples.len()).filter(|&i| quiet_around(i)).map(|i| samples[i].0).fold(0.0, f64::max);
     // For the record (not asserted): the shift between the two that lines them up best, in samples.
     let agreement = |lag: i64| {
         (0..samples.len() as i64)
             .filter(|&i| (0..samples.len() as i64).contains(&(i + lag)))
-            .filter(|&i| speaking((i + lag) as usize) == (samples[i as usize].0 > 8.0))
+            .filter(|&i| speaking((i + lag) as usize) == (samples[i as usize].0 > MOVING))
             .count()
     };
     let best = (-10..=10).max_by_key(|&lag| (agreement(lag), -lag.abs())).unwrap();
     eprintln!("the mouth lines up best with the voice {best} samples (of 80 ms) later; {} samples", samples.len());
     assert!(moving >= 3, "the mouth moved in {moving} samples while the agent spoke: {samples:?}");
-    assert!(still < 5.0, "the mouth moved by {still} while the agent was silent: {samples:?}");
+    assert!(still < MOVING, "the mouth moved by {still} while the agent was silent: {samples:?}");
 }
 
 fn runtime() -> tokio::runtime::Runtime {
