@@ -67,6 +67,8 @@ async fn metrics_are_served_with_the_key_or_on_their_own_listener() {
         "confab_turn_requests_superseded_total",
         "confab_turn_verdicts_total",
         "confab_agent_jobs_dropped_total",
+        "confab_backchannels_ignored_total",
+        "confab_interruptions_total",
         "confab_engine_panics_total",
         "confab_llm_requests_refused_total",
         "confab_llm_requests_abandoned_total",

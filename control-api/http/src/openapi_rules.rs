@@ -11,7 +11,8 @@
 use serde_json::{Value, json};
 
 use confab_store::agent_config::{
-    INTERRUPTABILITY, LLM_PROVIDERS, MAX_ENDPOINTING_DELAY_SECONDS, STT_PROVIDERS, TTS_PROVIDERS, TURN_HANDLING,
+    BACKCHANNELS, INTERRUPTABILITY, LLM_PROVIDERS, MAX_ENDPOINTING_DELAY_SECONDS, STT_PROVIDERS, TTS_PROVIDERS,
+    TURN_HANDLING,
 };
 use confab_store::agents::record::{MAX_AVATARS, MAX_CALL_DURATION_LIMIT_SECONDS};
 use confab_store::records::knowledge_bases::MAX_DOCUMENT_CHARS;
@@ -94,6 +95,7 @@ fn rules() -> Vec<(&'static str, &'static str, Value)> {
         ("TtsConfig", "provider", provider(TTS_PROVIDERS)),
         ("SttConfig", "turn_handling", string_enum(TURN_HANDLING)),
         ("SttConfig", "interruptability", string_enum(INTERRUPTABILITY)),
+        ("SttConfig", "backchannels", string_enum(BACKCHANNELS)),
         (
             "AgentSettings",
             "maxCallDuration",

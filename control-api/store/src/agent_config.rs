@@ -19,6 +19,8 @@ pub const STT_PROVIDERS: &[&str] = &["local", "deepgram", "openai", "custom"];
 pub const TTS_PROVIDERS: &[&str] = &["local", "elevenlabs", "cartesia", "openai", "custom"];
 pub const TURN_HANDLING: &[&str] = &["proactive", "balanced", "deliberate"];
 pub const INTERRUPTABILITY: &[&str] = &["low", "medium", "high"];
+/// `stt.backchannels`: what speech over the agent made only of backchannels does.
+pub const BACKCHANNELS: &[&str] = &["ignore", "interrupt"];
 
 /// The embedded language models of the `local` provider, the embedded default first (`confab models fetch`
 /// provides them); `llm.model` may also name a GGUF file (checked by `confab_http` against the models
@@ -117,6 +119,9 @@ impl PipelineRules for PipelineConfig {
         }
         if let Some(preset) = &self.stt.interruptability {
             validate::one_of(&format!("{prefix}stt.interruptability"), preset, INTERRUPTABILITY)?;
+        }
+        if let Some(rule) = &self.stt.backchannels {
+            validate::one_of(&format!("{prefix}stt.backchannels"), rule, BACKCHANNELS)?;
         }
         Ok(())
     }

@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use crate::actions::records::ActionsSpec;
 use crate::conversation::ConversationConfig;
+use crate::core::interruption::Backchannels;
 use crate::core::presets::{Interruptability, TurnHandling, endpoint_config};
 pub use crate::pipeline_config::{LlmConfig, PipelineConfig, SttConfig, TtsConfig, nullable};
 use crate::time::MediaTime;
@@ -96,12 +97,16 @@ impl AgentSpec {
                     .ok_or(AgentSpecError::UnknownPreset { field: "turn_handling", value: name.into() })?,
             ),
         };
-        let interruption = match stt.interruptability.as_deref() {
+        let mut interruption = match stt.interruptability.as_deref() {
             None => Interruptability::Medium.config(false),
             Some(name) => Interruptability::parse(name)
                 .ok_or(AgentSpecError::UnknownPreset { field: "interruptability", value: name.into() })?
                 .config(false),
         };
+        if let Some(name) = stt.backchannels.as_deref() {
+            interruption.backchannels = Backchannels::parse(name)
+                .ok_or(AgentSpecError::UnknownPreset { field: "backchannels", value: name.into() })?;
+        }
         Ok(ConversationConfig {
             endpoint: endpoint_config(stt.min_endpointing_delay, stt.max_endpointing_delay, turn_handling),
             interruption,

@@ -6,12 +6,18 @@
 //! media-time ranges; the driver owns the audio and the models and answers with `turn_prediction`,
 //! `transcript`, and the agent's segments.
 //!
+//! Speech over the agent is judged before it interrupts (`crate::core::interruption`, backchannels ignored):
+//! its VAD outputs are held back from the endpointer, so a backchannel ("mm-hmm") opens no user turn, and
+//! handed on once it interrupts (or is handed on unjudged). `JudgeOverlap` asks for its transcript; the
+//! decision, with its reason and words, comes out as `OverlapDecided`.
+//!
 //! Speech-to-text (and the reply, with preemptive generation) may start on a turn before it is committed:
 //! `PrepareTranscript` is asked at the VAD's first short pause (the user may be done), and again at the end
 //! of speech when the audio differs (the user went on); the commit of the same audio finds it done.
 
 use std::collections::VecDeque;
 
+use crate::core::backchannel::only_backchannels;
 use crate::core::call_timer::{CallTimer, CallTimerOutput};
 use crate::core::endpoint::{EndpointConfig, EndpointInput, EndpointOutput, Endpointer};
 use crate::core::interruption::{InterruptionConfig, InterruptionDetector, InterruptionInput, InterruptionOutput};
@@ -91,6 +97,28 @@ pub enum ConversationOutput {
     EndCall {
         at: MediaTime,
     },
+    /// Transcribe the user's speech over the agent, audio `[from, to)` (read from
+    /// `transcription_start(from)`), and answer with `Conversation::overlap_words`.
+    JudgeOverlap {
+        from: MediaTime,
+        to: MediaTime,
+    },
+    /// What speech over the agent came to, and why.
+    OverlapDecided(OverlapDecision),
+}
+
+/// The outcome of speech over the agent: it interrupted the agent, or was a backchannel the agent talked on
+/// through (`turn_metrics`, `/metrics`, the log).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverlapDecision {
+    /// When the speech began, and when it was decided.
+    pub since: MediaTime,
+    pub at: MediaTime,
+    pub interrupted: bool,
+    /// `backchannel`, or why it interrupted (`InterruptReason::name`).
+    pub reason: &'static str,
+    /// The last transcript of the speech (empty when none was made).
+    pub words: String,
 }
 
 pub struct Conversation {
@@ -108,6 +136,11 @@ pub struct Conversation {
     awaiting_transcript: Option<TurnId>,
     /// The turn whose reply has been asked for and not finished.
     awaiting_reply: Option<TurnId>,
+    /// The VAD's outputs for speech over the agent while it is judged: handed on to the endpointer when it
+    /// interrupts (or is released), dropped when it was a backchannel.
+    held: Vec<VadGateOutput>,
+    /// The last transcript of the speech being judged.
+    overlap_words: String,
     outputs: VecDeque<ConversationOutput>,
 }
 
@@ -124,6 +157,8 @@ impl Conversation {
             ended: false,
             awaiting_transcript: None,
             awaiting_reply: None,
+            held: Vec::new(),
+            overlap_words: String::new(),
             outputs: VecDeque::with_capacity(16),
         }
     }
@@ -162,26 +197,73 @@ impl Conversation {
         self.handle_timeout(start);
         self.vad.handle_window(start, end, probability);
         self.drain_vad();
+        if let Some(to) = self.vad.last_confident().filter(|_| self.interruption.is_judging()) {
+            self.interruption.handle_input(InterruptionInput::UserSpeechUntil { to });
+        }
     }
 
     fn drain_vad(&mut self) {
         while let Some(output) = self.vad.poll_output() {
             match output {
                 VadGateOutput::SpeechStarted { start, .. } => {
-                    self.event(start, EventKind::UserStartedSpeaking);
-                    self.turn_start.get_or_insert(start);
-                    self.endpoint.handle_input(EndpointInput::SpeechStarted { at: start });
                     self.interruption.handle_input(InterruptionInput::UserSpeechStarted { at: start });
+                    if self.interruption.is_judging() {
+                        if self.held.is_empty() {
+                            self.overlap_words.clear();
+                        }
+                        self.held.push(output);
+                    } else {
+                        self.user_speech(output);
+                    }
                 }
-                VadGateOutput::SpeechPaused { last_speech, .. } => self.prepare_transcript(last_speech),
-                VadGateOutput::SpeechEnded { last_speech, observed_at } => {
-                    self.event(last_speech, EventKind::UserStoppedSpeaking);
-                    self.endpoint.handle_input(EndpointInput::SpeechEnded { last_speech, observed_at });
-                    self.interruption.handle_input(InterruptionInput::UserSpeechEnded { at: last_speech });
+                VadGateOutput::SpeechPaused { .. } | VadGateOutput::SpeechEnded { .. } => {
+                    if self.held.is_empty() {
+                        self.user_speech(output);
+                    } else {
+                        self.held.push(output);
+                    }
+                    if let VadGateOutput::SpeechEnded { last_speech, observed_at } = output {
+                        let ended = InterruptionInput::UserSpeechEnded { at: last_speech, observed_at };
+                        self.interruption.handle_input(ended);
+                    }
                 }
             }
             self.drain_machines();
         }
+    }
+
+    /// The user's speech as a turn: its events, the endpointer, transcripts ahead.
+    fn user_speech(&mut self, output: VadGateOutput) {
+        match output {
+            VadGateOutput::SpeechStarted { start, .. } => {
+                self.event(start, EventKind::UserStartedSpeaking);
+                self.turn_start.get_or_insert(start);
+                self.endpoint.handle_input(EndpointInput::SpeechStarted { at: start });
+            }
+            VadGateOutput::SpeechPaused { last_speech, .. } => self.prepare_transcript(last_speech),
+            VadGateOutput::SpeechEnded { last_speech, observed_at } => {
+                self.event(last_speech, EventKind::UserStoppedSpeaking);
+                self.endpoint.handle_input(EndpointInput::SpeechEnded { last_speech, observed_at });
+            }
+        }
+    }
+
+    /// The speech held back while it was judged becomes the user's (it interrupted, or was not judged).
+    fn hand_on_held_speech(&mut self) {
+        for output in std::mem::take(&mut self.held) {
+            self.user_speech(output);
+        }
+    }
+
+    fn overlap_decided(&mut self, since: MediaTime, at: MediaTime, interrupted: bool, reason: &'static str) {
+        let words = std::mem::take(&mut self.overlap_words);
+        self.outputs.push_back(ConversationOutput::OverlapDecided(OverlapDecision {
+            since,
+            at,
+            interrupted,
+            reason,
+            words,
+        }));
     }
 
     /// Asks for the current turn's audio up to `to` to be transcribed ahead, unless it has been already.
@@ -203,6 +285,17 @@ impl Conversation {
     /// Words transcribed so far in speech overlapping the agent (streaming STT).
     pub fn user_words(&mut self, count: usize, at: MediaTime) {
         self.interruption.handle_input(InterruptionInput::UserWords { count, at });
+        self.drain_machines();
+    }
+
+    /// The transcript of the user's speech over the agent up to `to` (`JudgeOverlap`), known at `at`; `None`
+    /// when it could not be made.
+    pub fn overlap_words(&mut self, to: MediaTime, text: Option<String>, at: MediaTime) {
+        let backchannel = text.as_deref().map(only_backchannels);
+        if let Some(text) = text {
+            self.overlap_words = text;
+        }
+        self.interruption.handle_input(InterruptionInput::OverlapJudged { to, backchannel, at });
         self.drain_machines();
     }
 
@@ -322,6 +415,7 @@ impl Conversation {
         self.playout.flush(epoch, at);
         self.drain_machines();
         self.ended = true;
+        self.held.clear();
         self.awaiting_transcript = None;
         self.awaiting_reply = None;
         self.outputs.push_back(ConversationOutput::CancelReply { epoch });
@@ -354,7 +448,23 @@ impl Conversation {
                 match output {
                     InterruptionOutput::PausePlayout { .. } => self.playout.pause(),
                     InterruptionOutput::ResumePlayout { .. } => self.playout.resume(),
-                    InterruptionOutput::Interrupted { at, epoch } => {
+                    InterruptionOutput::DuckPlayout { .. } => self.playout.duck(),
+                    InterruptionOutput::RestorePlayout { .. } => self.playout.restore(),
+                    InterruptionOutput::JudgeOverlap { from, to } => {
+                        self.outputs.push_back(ConversationOutput::JudgeOverlap { from, to })
+                    }
+                    InterruptionOutput::Backchannel { since, at } => {
+                        self.held.clear();
+                        self.overlap_decided(since, at, false, "backchannel");
+                    }
+                    InterruptionOutput::Released { .. } => {
+                        self.playout.restore();
+                        self.overlap_words.clear();
+                        self.hand_on_held_speech();
+                    }
+                    InterruptionOutput::Interrupted { since, at, epoch, reason } => {
+                        self.hand_on_held_speech();
+                        self.overlap_decided(since, at, true, reason.name());
                         self.event(at, EventKind::AgentInterrupted);
                         self.awaiting_reply = None;
                         self.outputs.push_back(ConversationOutput::CancelReply { epoch });
@@ -389,6 +499,7 @@ impl Conversation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::interruption::Backchannels;
     use crate::core::playout::PlayoutSegment;
 
     const W: u64 = 512;
@@ -413,16 +524,35 @@ mod tests {
             .collect()
     }
 
+    /// Backchannels interrupt (the rule before they were told apart).
+    fn backchannels_interrupt() -> ConversationConfig {
+        let interruption = InterruptionConfig { backchannels: Backchannels::Interrupt, ..Default::default() };
+        ConversationConfig { interruption, ..Default::default() }
+    }
+
     /// Speech in windows 10..40 and 120..160 of 200, a one-sentence reply to the first turn (the user
     /// barges in during it): the outputs, each with the window it came out in.
     fn a_turn_a_reply_and_a_barge_in_outputs(c: &mut Conversation) -> Vec<(u64, ConversationOutput)> {
+        let speech = |w: u64| (10..40).contains(&w) || (120..160).contains(&w);
+        scripted_call(c, 200, speech, 4.0, |_| unreachable!("backchannels interrupt"))
+    }
+
+    /// A call of `windows` VAD windows, speech where `speech` says; the first turn is answered with a
+    /// sentence of `reply_seconds`, and speech over it is heard as `overlap_words(to)` says. The outputs,
+    /// each with the window it came out in.
+    fn scripted_call(
+        c: &mut Conversation,
+        windows: u64,
+        speech: impl Fn(u64) -> bool,
+        reply_seconds: f64,
+        overlap_words: impl Fn(MediaTime) -> String,
+    ) -> Vec<(u64, ConversationOutput)> {
         let mut out: Vec<(u64, ConversationOutput)> = Vec::new();
         let mut agent_audio = [0.0f32; FRAME];
         // Time advances window by window; "now" is the end of the window just received. Agent frames are
         // rendered as their start time passes, before the window's outputs are handled.
-        let speech = |w: u64| (10..40).contains(&w) || (120..160).contains(&w);
         let mut next_render = 0u64;
-        for w in 0..200u64 {
+        for w in 0..windows {
             let (start, end) = (MediaTime(w * W), MediaTime((w + 1) * W));
             while next_render < end.0 {
                 c.render(MediaTime(next_render), &mut agent_audio);
@@ -438,11 +568,12 @@ mod tests {
                             turn: *turn,
                             epoch: *epoch,
                             text: "It is noon and the sun is out.".into(),
-                            audio: vec![0.2; 64_000],
+                            audio: vec![0.2; (reply_seconds * 16_000.0) as usize],
                             open: false,
                         }));
                         c.agent_reply_end(*turn, end);
                     }
+                    ConversationOutput::JudgeOverlap { to, .. } => c.overlap_words(*to, Some(overlap_words(*to)), end),
                     _ => {}
                 }
                 out.push((w, o));
@@ -454,7 +585,7 @@ mod tests {
     /// A user turn, the agent's reply, and the user barging in: exact outputs.
     #[test]
     fn a_turn_a_reply_and_a_barge_in() {
-        let mut c = Conversation::new(ConversationConfig::default());
+        let mut c = Conversation::new(backchannels_interrupt());
         let out = a_turn_a_reply_and_a_barge_in_outputs(&mut c);
         let names = names(&out);
         let expected: Vec<(u64, &str)> = vec![
@@ -474,6 +605,10 @@ mod tests {
             (57, "agent.started_speaking@1840"),
             // The user speaks over the agent from 3840 ms; 500 ms later the agent is interrupted.
             (121, "user.started_speaking@3840"),
+            (
+                136,
+                "OverlapDecided(OverlapDecision { since: MediaTime(61440), at: MediaTime(69440), interrupted: true, reason: \"overlap\", words: \"\" })",
+            ),
             (136, "agent.interrupted@4340"),
             (136, "CancelReply { epoch: Epoch(1) }"),
             (136, "agent.stopped_speaking@4340"),
@@ -495,7 +630,7 @@ mod tests {
     /// `agent.interrupted` is dropped, as its audio is; one of the current epoch is emitted.
     #[test]
     fn an_interrupted_reply_emits_no_event_after_agent_interrupted() {
-        let mut c = Conversation::new(ConversationConfig::default());
+        let mut c = Conversation::new(backchannels_interrupt());
         let out = a_turn_a_reply_and_a_barge_in_outputs(&mut c);
         assert!(names(&out).iter().any(|(_, name)| name == "CancelReply { epoch: Epoch(1) }"));
         let tool_call = |name: &str| EventKind::ToolCall {
@@ -514,6 +649,41 @@ mod tests {
             .collect();
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!(events[0]["tool_name"], "of_the_next_reply");
+    }
+
+    /// Over a long answer the user says "mm hmm" (windows 120..143, 0.74 s) and later "wait, stop"
+    /// (windows 200..240): the first dips the voice, is judged twice (at 0.5 s, then to its end) and
+    /// leaves the agent talking, with no user turn; the second interrupts when its first transcript is
+    /// heard, and only then becomes the user's turn.
+    #[test]
+    fn a_backchannel_is_not_a_turn_and_a_real_interruption_still_is() {
+        let mut c = Conversation::new(ConversationConfig::default());
+        let speech = |w: u64| (10..40).contains(&w) || (120..143).contains(&w) || (200..240).contains(&w);
+        let words = |to: MediaTime| if to < MediaTime(200 * W) { "Mm-hmm.".to_string() } else { "Wait, stop.".into() };
+        let out = scripted_call(&mut c, 260, speech, 10.0, words);
+        let got: Vec<(u64, String)> = names(&out).into_iter().filter(|(w, _)| *w >= 57).collect();
+        let got: Vec<(u64, &str)> = got.iter().map(|(w, s)| (*w, s.as_str())).collect();
+        let expected: Vec<(u64, &str)> = vec![
+            (57, "agent.started_speaking@1840"),
+            // "Mm-hmm" from 3840 ms: judged 500 ms in, up to the speech heard by then (4352 ms; answered at
+            // that window's end, 4384 ms), again 200 ms after (up to its last speech, 4576 ms): when the end
+            // of speech is seen (window 150, the 256 ms hangover after it), what was judged covers it all.
+            (136, "JudgeOverlap { from: MediaTime(61440), to: MediaTime(69632) }"),
+            (144, "JudgeOverlap { from: MediaTime(61440), to: MediaTime(73216) }"),
+            (150, "OverlapDecided(OverlapDecision { since: MediaTime(61440), at: MediaTime(77312), interrupted: false, reason: \"backchannel\", words: \"Mm-hmm.\" })"),
+            // "Wait, stop" from 6400 ms: its first transcript, 500 ms in, interrupts when it is answered; the
+            // held speech becomes the user's turn.
+            (216, "JudgeOverlap { from: MediaTime(102400), to: MediaTime(110592) }"),
+            (216, "user.started_speaking@6400"),
+            (216, "OverlapDecided(OverlapDecision { since: MediaTime(102400), at: MediaTime(111104), interrupted: true, reason: \"words\", words: \"Wait, stop.\" })"),
+            (216, "agent.interrupted@6944"),
+            (216, "CancelReply { epoch: Epoch(1) }"),
+            (216, "agent.stopped_speaking@6944"),
+            (242, "PrepareTranscript { turn: TurnId(2), from: MediaTime(102400), to: MediaTime(122880) }"),
+            (247, "user.stopped_speaking@7680"),
+            (247, "PredictTurn { turn: TurnId(2), from: MediaTime(102400), last_speech: MediaTime(122880) }"),
+        ];
+        assert_eq!(got[..expected.len()], expected[..]);
     }
 
     /// A pause longer than 96 ms but shorter than the hangover, then more speech: the audio up to the

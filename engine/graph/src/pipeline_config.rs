@@ -69,6 +69,10 @@ pub struct SttConfig {
     /// Preset: `low`, `medium` or `high`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interruptability: Option<String>,
+    /// Speech over the agent made only of backchannels ("mm-hmm", "yeah", "okay"): `ignore` (the default:
+    /// the agent talks on) or `interrupt` (any overlap long enough interrupts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backchannels: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

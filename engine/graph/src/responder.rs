@@ -191,6 +191,12 @@ impl Responder {
         }
     }
 
+    /// The session's speech recognizer, for work beside the reply (the speech over the agent is judged
+    /// while the reply runs: `runtime::agent`).
+    pub fn recognizer(&self) -> Option<Recognizer> {
+        self.stt.clone()
+    }
+
     /// The user's words in 16 kHz audio; empty when no recognizer is configured.
     pub async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
         match &self.stt {

@@ -6,7 +6,7 @@
 //! runs (`SessionHost`): the session's agent (a task on the I/O runtime, or in line when stepped) and the
 //! inference threads (or their in-line stand-ins).
 
-use crate::conversation::{Conversation, ConversationOutput};
+use crate::conversation::{Conversation, ConversationOutput, OverlapDecision};
 use crate::core::playout::PlayoutPiece;
 use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
@@ -24,6 +24,9 @@ pub enum AgentResult {
     Event { epoch: Epoch, kind: EventKind },
     /// The reply is complete; the provider stages it went through (`turn_metrics`).
     ReplyEnd { turn: TurnId, timings: ReplyTimings },
+    /// The transcript of the user's speech over the agent up to `to` (`SessionHost::judge_overlap`);
+    /// `None` when it could not be made.
+    OverlapWords { to: MediaTime, text: Option<String> },
 }
 
 /// Everything the session's work answers, entering the session through one door
@@ -60,6 +63,11 @@ pub trait SessionHost {
     fn respond(&mut self, session: &mut DrivenSession, turn: TurnId, epoch: Epoch, user_text: String);
     /// Stop producing anything older than `epoch`.
     fn cancel_reply(&mut self, epoch: Epoch);
+    /// Transcribe the user's speech over the agent, audio `[from, to)`, and answer with
+    /// `AgentResult::OverlapWords` (with no way to transcribe, `None` at once).
+    fn judge_overlap(&mut self, session: &mut DrivenSession, from: MediaTime, to: MediaTime);
+    /// What speech over the agent came to (counted and logged; `turn_metrics` has it already).
+    fn overlap_decided(&mut self, decision: &OverlapDecision);
 }
 
 /// A conversation and its turns' stage times: the state every host drives the same way.
@@ -98,6 +106,7 @@ impl DrivenSession {
                 self.metrics.reply(turn, timings);
                 self.conversation.agent_reply_end(turn, now);
             }
+            AgentResult::OverlapWords { to, text } => self.conversation.overlap_words(to, text, now),
         }
     }
 
@@ -123,6 +132,11 @@ impl DrivenSession {
                     host.respond(self, turn, epoch, user_text);
                 }
                 ConversationOutput::CancelReply { epoch } => host.cancel_reply(epoch),
+                ConversationOutput::JudgeOverlap { from, to } => host.judge_overlap(self, from, to),
+                ConversationOutput::OverlapDecided(decision) => {
+                    host.overlap_decided(&decision);
+                    self.metrics.overlap(decision);
+                }
                 ConversationOutput::EndCall { .. } => {}
             }
         }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::conversation::OverlapDecision;
 use crate::core::TurnId;
 use crate::time::MediaTime;
 
@@ -71,6 +72,8 @@ pub struct TurnMetrics {
     pub interrupted: Option<MediaTime>,
     pub transcript: Option<TranscriptTiming>,
     pub reply: ReplyTimings,
+    /// Speech over the agent's answer and what it came to (a backchannel, or the interruption).
+    pub overlaps: Vec<OverlapDecision>,
 }
 
 fn millis(duration: Duration) -> f64 {
@@ -137,6 +140,13 @@ impl TurnMetrics {
             "llm_started_early": self.reply.llm_started_early,
             "speech_started_early": self.reply.speech_started_early,
             "early_replies_dropped": self.reply.early_dropped,
+            "overlaps": self.overlaps.iter().map(|o| json!({
+                "started": o.since.as_secs_f64(),
+                "decided": o.at.as_secs_f64(),
+                "interrupted": o.interrupted,
+                "reason": o.reason,
+                "words": o.words,
+            })).collect::<Vec<_>>(),
         })
     }
 }
@@ -210,6 +220,13 @@ impl TurnMetricsLog {
     pub fn interrupted(&mut self, at: MediaTime) {
         if let Some(turn) = self.speaking {
             self.entry(turn).interrupted.get_or_insert(at);
+        }
+    }
+
+    /// Speech over the agent's answer was decided (`OverlapDecision`).
+    pub fn overlap(&mut self, decision: OverlapDecision) {
+        if let Some(turn) = self.speaking {
+            self.entry(turn).overlaps.push(decision);
         }
     }
 

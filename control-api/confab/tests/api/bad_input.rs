@@ -69,6 +69,10 @@ async fn agent_bodies_are_validated_and_nothing_is_written(app: TestApp) {
             "turn_handling must be one of",
         ),
         (
+            json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "stt": { "backchannels": "Ignore" } } }] }),
+            "avatars[0].config.stt.backchannels must be one of ignore, interrupt",
+        ),
+        (
             json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "stt": { "model": "whisper-large" } } }] }),
             "avatars[0].config.stt.model must be one of moonshine-base, whisper-tiny.en; got \"whisper-large\"",
         ),

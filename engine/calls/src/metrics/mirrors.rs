@@ -63,6 +63,16 @@ pub(super) const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
     ),
     ("confab_turn_verdicts_total", "End-of-turn verdicts given by the turn model.", |c| &c.turn_verdicts),
     (
+        "confab_backchannels_ignored_total",
+        "Speech over a talking agent that said only backchannels (\"mm-hmm\", \"yeah\", \"okay\"): the agent talked on.",
+        |c| &c.backchannels_ignored,
+    ),
+    (
+        "confab_interruptions_total",
+        "Speech over a talking agent that interrupted it (its words, its length, or the overlap rule).",
+        |c| &c.overlaps_interrupted,
+    ),
+    (
         "confab_agent_jobs_dropped_total",
         "Speech-to-text or reply jobs dropped because a call's agent queue was full.",
         |c| &c.agent_jobs_dropped,

@@ -3,6 +3,7 @@
 //! input, drain `poll_output` until it returns `None`, then ask `poll_timeout` when to call
 //! `handle_timeout` next.
 
+pub mod backchannel;
 pub mod call_timer;
 pub mod endpoint;
 pub mod interruption;

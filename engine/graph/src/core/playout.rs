@@ -44,6 +44,9 @@ pub enum PlayoutPiece {
 /// working reply has between its sentences (a tool call, 10 s at most, then the model's next words).
 pub const PLAYOUT_STALL: MediaTime = MediaTime::from_millis(20_000);
 
+/// The agent's level while speech over it is judged (`duck`): −6 dB, a dip, not a stop.
+pub const DUCKED_GAIN: f32 = 0.5;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PlayoutOutput {
     AgentStartedSpeaking { at: MediaTime, turn: TurnId, text: String },
@@ -57,6 +60,10 @@ pub struct Playout {
     position: usize,
     epoch: Epoch,
     paused: bool,
+    /// The level the agent is played at (1, or `DUCKED_GAIN` while ducked) and the one it goes to: a change
+    /// is spread over the next frame, so it makes no click.
+    gain: f32,
+    target_gain: f32,
     /// The reply being spoken: its turn and the text heard so far (whole segments).
     speaking: Option<(TurnId, String)>,
     /// The latest turn whose reply has no more segments to come. Replies are produced one at a time, in
@@ -82,6 +89,8 @@ impl Playout {
             position: 0,
             epoch: Epoch(0),
             paused: false,
+            gain: 1.0,
+            target_gain: 1.0,
             speaking: None,
             finished_through: None,
             last_progress: MediaTime::ZERO,
@@ -135,6 +144,16 @@ impl Playout {
         self.paused = false;
     }
 
+    /// The agent's voice dips to `DUCKED_GAIN` (speech over it is being judged).
+    pub fn duck(&mut self) {
+        self.target_gain = DUCKED_GAIN;
+    }
+
+    /// The agent's voice back to its level.
+    pub fn restore(&mut self) {
+        self.target_gain = 1.0;
+    }
+
     /// Interruption: drops everything queued, moves to `epoch`, and reports what was heard.
     pub fn flush(&mut self, epoch: Epoch, now: MediaTime) {
         self.drop_reply(epoch, now, true);
@@ -143,6 +162,7 @@ impl Playout {
     fn drop_reply(&mut self, epoch: Epoch, now: MediaTime, interrupted: bool) {
         self.epoch = epoch;
         self.paused = false;
+        self.restore();
         if let Some((turn, mut heard)) = self.speaking.take() {
             if let Some(front) = self.queue.front() {
                 append_words(&mut heard, heard_prefix(&front.text, self.position, front.audio.len()));
@@ -207,7 +227,22 @@ impl Playout {
                 self.stop_if_done(now + MediaTime(written as u64));
             }
         }
+        self.apply_gain(&mut out[..written]);
         out[written..].fill(0.0);
+    }
+
+    /// Scales `audio` by the gain, moving it to its target over these samples.
+    fn apply_gain(&mut self, audio: &mut [f32]) {
+        if self.gain == 1.0 && self.target_gain == 1.0 {
+            return;
+        }
+        let (from, change, n) = (self.gain, self.target_gain - self.gain, audio.len() as f32);
+        for (i, sample) in audio.iter_mut().enumerate() {
+            *sample *= from + change * ((i + 1) as f32 / n);
+        }
+        if !audio.is_empty() {
+            self.gain = self.target_gain;
+        }
     }
 
     fn stop_if_done(&mut self, at: MediaTime) {
@@ -314,6 +349,25 @@ mod tests {
         assert!(buf.iter().all(|s| *s == 0.5));
         p.render(MediaTime(320), &mut buf);
         assert!(buf[..80].iter().all(|s| *s == 0.5) && buf[80..].iter().all(|s| *s == 0.0));
+    }
+
+    /// Ducking dips the voice over one frame and holds it there (no gap, no click); restoring brings it back
+    /// over the next.
+    #[test]
+    fn a_ducked_voice_dips_smoothly_and_comes_back() {
+        let mut p = Playout::new();
+        p.enqueue(segment(1, "a long sentence", FRAME * 4));
+        let mut buf = [0.0f32; FRAME];
+        p.duck();
+        p.render(MediaTime(0), &mut buf);
+        assert!(buf.windows(2).all(|w| w[1] <= w[0]) && buf[FRAME - 1] == 0.5 * DUCKED_GAIN, "{:?}", &buf[..4]);
+        p.render(MediaTime(FRAME as u64), &mut buf);
+        assert!(buf.iter().all(|s| *s == 0.5 * DUCKED_GAIN));
+        p.restore();
+        p.render(MediaTime(2 * FRAME as u64), &mut buf);
+        assert!(buf.windows(2).all(|w| w[1] >= w[0]) && buf[FRAME - 1] == 0.5);
+        p.render(MediaTime(3 * FRAME as u64), &mut buf);
+        assert!(buf.iter().all(|s| *s == 0.5));
     }
 
     #[test]

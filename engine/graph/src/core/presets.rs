@@ -1,6 +1,7 @@
 //! The agent's turn-taking settings as numbers: explicit `min_endpointing_delay`/`max_endpointing_delay`
 //! win; otherwise the `turn_handling` preset; otherwise 0.5 s / 3.0 s. `interruptability` sets how much
-//! overlapping speech interrupts the agent.
+//! overlapping speech interrupts the agent; `backchannels` (`ignore`, the default, or `interrupt`) whether
+//! speech over the agent made only of backchannels ("mm-hmm", "yeah") interrupts it at all.
 //!
 //! | turn_handling | min delay | max delay |      | interruptability | min overlap | words required |
 //! |---|---|---|---|---|---|---|
@@ -58,14 +59,16 @@ impl Interruptability {
     pub fn config(self, streaming_words: bool) -> InterruptionConfig {
         match self {
             Interruptability::High => {
-                InterruptionConfig { min_duration: MediaTime::from_millis(250), require_words: false }
+                InterruptionConfig { min_duration: MediaTime::from_millis(250), ..InterruptionConfig::default() }
             }
             Interruptability::Medium => {
-                InterruptionConfig { min_duration: MediaTime::from_millis(500), require_words: false }
+                InterruptionConfig { min_duration: MediaTime::from_millis(500), ..InterruptionConfig::default() }
             }
-            Interruptability::Low => {
-                InterruptionConfig { min_duration: MediaTime::from_millis(1000), require_words: streaming_words }
-            }
+            Interruptability::Low => InterruptionConfig {
+                min_duration: MediaTime::from_millis(1000),
+                require_words: streaming_words,
+                ..InterruptionConfig::default()
+            },
         }
     }
 }
@@ -104,7 +107,11 @@ mod tests {
     fn interruptability_maps_to_documented_numbers() {
         assert_eq!(
             Interruptability::parse("low").unwrap().config(true),
-            InterruptionConfig { min_duration: MediaTime::from_millis(1000), require_words: true }
+            InterruptionConfig {
+                min_duration: MediaTime::from_millis(1000),
+                require_words: true,
+                ..Default::default()
+            }
         );
         assert_eq!(Interruptability::parse("high").unwrap().config(true).min_duration, MediaTime::from_millis(250));
         assert!(Interruptability::parse("extreme").is_none());

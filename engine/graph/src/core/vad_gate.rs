@@ -95,6 +95,14 @@ impl VadGate {
         matches!(self.state, State::Candidate { .. } | State::Speaking { paused: false, .. })
     }
 
+    /// The end of the last window confidently speech, while speech goes on.
+    pub fn last_confident(&self) -> Option<MediaTime> {
+        match self.state {
+            State::Speaking { last_confident, .. } => Some(last_confident),
+            _ => None,
+        }
+    }
+
     /// One VAD window `[start, end)` with its speech probability.
     pub fn handle_window(&mut self, start: MediaTime, end: MediaTime, probability: f32) {
         let c = self.config;

@@ -85,7 +85,8 @@ pub fn moderation_endpoint(
     })
 }
 
-/// A speech recognizer for whole utterances.
+/// A speech recognizer for whole utterances (a clone shares the model or the endpoint).
+#[derive(Clone)]
 pub enum Recognizer {
     Local(LocalStt),
     OpenAi(OpenAiAudio),

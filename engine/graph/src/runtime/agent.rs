@@ -1,7 +1,8 @@
 //! The agent's side of a live session: a task on the I/O (tokio) runtime that owns the session's
 //! `Responder` — speech-to-text of committed turns, the language model and speech synthesis — and talks
 //! to the media thread through two queues. A newer epoch cancels the reply in flight by dropping it,
-//! which closes the provider streams.
+//! which closes the provider streams. The speech over the agent is transcribed beside the reply (a task of
+//! its own), since it is judged while the reply is still being made.
 
 use std::collections::VecDeque;
 
@@ -9,6 +10,7 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 use tokio::sync::mpsc;
 
 use crate::core::{Epoch, TurnId};
+use crate::providers::select::Recognizer;
 use crate::responder::{ReplyOutput, Responder};
 pub use crate::session_driver::AgentResult;
 use crate::time::MediaTime;
@@ -42,6 +44,11 @@ pub enum AgentJob {
     },
     /// What the user heard of the last reply (enters the history).
     Heard(String),
+    /// Transcribe the user's speech over the agent, audio up to `to` (`AgentResult::OverlapWords`).
+    JudgeOverlap {
+        to: MediaTime,
+        audio: Vec<f32>,
+    },
 }
 
 /// The media thread's ends of the queues.
@@ -87,6 +94,28 @@ fn peak(audio: &[f32]) -> f32 {
     audio.iter().fold(0.0, |max, sample| max.max(sample.abs()))
 }
 
+/// The transcript of speech over the agent (`None` when there is no recognizer or it failed).
+async fn overlap_words(stt: Option<Recognizer>, to: MediaTime, audio: Vec<f32>) -> AgentResult {
+    let text = match stt {
+        Some(stt) => stt
+            .transcribe(&audio)
+            .await
+            .map_err(|err| tracing::warn!(error = %err, "speech over the agent could not be transcribed"))
+            .ok(),
+        None => None,
+    };
+    tracing::debug!(to = ?to, samples = audio.len(), text = text.as_deref().unwrap_or("-"), "speech over the agent transcribed");
+    AgentResult::OverlapWords { to, text }
+}
+
+/// Transcribes speech over the agent in a task of its own, so that a reply being made does not hold it up.
+fn judge_beside(stt: Option<Recognizer>, to: MediaTime, audio: Vec<f32>, results: &Sender<AgentResult>) {
+    let results = results.clone();
+    tokio::spawn(async move {
+        deliver(&results, overlap_words(stt, to, audio).await).await;
+    });
+}
+
 fn agent_result(output: ReplyOutput) -> AgentResult {
     match output {
         ReplyOutput::Audio(piece) => AgentResult::Segment(piece),
@@ -114,6 +143,7 @@ async fn run(responder: &mut Responder, mut jobs: mpsc::Receiver<AgentJob>, resu
                 let mut on_segment = |segment| {
                     let _ = segments_tx.send(segment);
                 };
+                let stt = responder.recognizer();
                 let finished = {
                     let reply = responder.respond(turn, epoch, &user_text, &mut on_segment);
                     tokio::pin!(reply);
@@ -132,6 +162,7 @@ async fn run(responder: &mut Responder, mut jobs: mpsc::Receiver<AgentJob>, resu
                             }
                             job = jobs.recv() => match job {
                                 Some(AgentJob::Cancel { epoch: newer }) if newer > epoch => break false,
+                                Some(AgentJob::JudgeOverlap { to, audio }) => judge_beside(stt.clone(), to, audio, &results),
                                 Some(other) => waiting.push_back(other),
                                 None => return,
                             },
@@ -150,6 +181,7 @@ async fn run(responder: &mut Responder, mut jobs: mpsc::Receiver<AgentJob>, resu
                     }
                 }
             }
+            AgentJob::JudgeOverlap { to, audio } => judge_beside(responder.recognizer(), to, audio, &results),
             other => {
                 if !run_job(responder, other, &results).await {
                     return;
@@ -178,6 +210,9 @@ async fn run_job(responder: &mut Responder, job: AgentJob, results: &Sender<Agen
         }
         AgentJob::Heard(text) => responder.heard(&text),
         AgentJob::Cancel { .. } => {}
+        AgentJob::JudgeOverlap { to, audio } => {
+            return deliver(results, overlap_words(responder.recognizer(), to, audio).await).await;
+        }
         // Replies are run by the caller: cancellable live (`run`), to their end in line (`InlineAgent`).
         AgentJob::Respond { .. } => {}
     }

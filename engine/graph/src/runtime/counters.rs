@@ -46,6 +46,10 @@ pub struct RuntimeCounters {
     pub turn_wait: WaitHistogram,
     /// Events dropped because their session's consumer was `EVENT_BACKLOG` events behind.
     pub events_dropped: AtomicU64,
+    /// Speech over an agent that said only backchannels ("mm-hmm", "yeah"): the agent talked on.
+    pub backchannels_ignored: AtomicU64,
+    /// Speech over an agent that interrupted it.
+    pub overlaps_interrupted: AtomicU64,
     /// Jobs for an agent task refused because its queue was full.
     pub agent_jobs_dropped: AtomicU64,
     /// Longest tick, in microseconds.

@@ -22,7 +22,7 @@ use super::event_outbox::{EventOutbox, Sent};
 use super::jobs::{InferenceResult, TurnJob, VadJob};
 use super::slots::{SessionId, SlotGuard};
 use crate::audio::level::{SilenceGate, VadDecision};
-use crate::conversation::{Conversation, ConversationConfig, transcription_start, turn_model_end};
+use crate::conversation::{Conversation, ConversationConfig, OverlapDecision, transcription_start, turn_model_end};
 use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
 use crate::session_driver::{AgentResult, DrivenSession, SessionHost, SessionInput};
@@ -721,6 +721,38 @@ impl SessionHost for LiveHost<'_> {
         if let Some(agent) = self.agent {
             agent.offer(AgentJob::Cancel { epoch });
         }
+    }
+
+    fn judge_overlap(&mut self, session: &mut DrivenSession, from: MediaTime, to: MediaTime) {
+        let offered = self.agent.is_some_and(|agent| {
+            let audio = self.user_audio(transcription_start(from), to);
+            let offered = agent.offer(AgentJob::JudgeOverlap { to, audio });
+            if !offered {
+                self.counters.agent_jobs_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            offered
+        });
+        if !offered {
+            session.handle_input(SessionInput::Agent(AgentResult::OverlapWords { to, text: None }), self.now);
+        }
+    }
+
+    fn overlap_decided(&mut self, decision: &OverlapDecision) {
+        let counter = if decision.interrupted {
+            &self.counters.overlaps_interrupted
+        } else {
+            &self.counters.backchannels_ignored
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(
+            session = %self.id,
+            started = decision.since.as_secs_f64(),
+            decided = decision.at.as_secs_f64(),
+            interrupted = decision.interrupted,
+            reason = decision.reason,
+            words = %decision.words,
+            "speech over the agent decided"
+        );
     }
 }
 
