@@ -17,7 +17,7 @@
 
 use std::collections::VecDeque;
 
-use crate::core::backchannel::only_backchannels;
+use crate::core::backchannel::{goes_on_from, only_backchannels};
 use crate::core::call_timer::{CallTimer, CallTimerOutput};
 use crate::core::endpoint::{EndpointConfig, EndpointInput, EndpointOutput, Endpointer};
 use crate::core::interruption::{InterruptionConfig, InterruptionDetector, InterruptionInput, InterruptionOutput};
@@ -141,6 +141,10 @@ pub struct Conversation {
     held: Vec<VadGateOutput>,
     /// The last transcript of the speech being judged.
     overlap_words: String,
+    /// Its last transcript that said only backchannels.
+    backchannel_heard: Option<String>,
+    /// The end of the agent's last rendered frame.
+    rendered_to: MediaTime,
     outputs: VecDeque<ConversationOutput>,
 }
 
@@ -159,6 +163,8 @@ impl Conversation {
             awaiting_reply: None,
             held: Vec::new(),
             overlap_words: String::new(),
+            backchannel_heard: None,
+            rendered_to: MediaTime::ZERO,
             outputs: VecDeque::with_capacity(16),
         }
     }
@@ -210,6 +216,7 @@ impl Conversation {
                     if self.interruption.is_judging() {
                         if self.held.is_empty() {
                             self.overlap_words.clear();
+                            self.backchannel_heard = None;
                         }
                         self.held.push(output);
                     } else {
@@ -257,6 +264,7 @@ impl Conversation {
 
     fn overlap_decided(&mut self, since: MediaTime, at: MediaTime, interrupted: bool, reason: &'static str) {
         let words = std::mem::take(&mut self.overlap_words);
+        self.backchannel_heard = None;
         self.outputs.push_back(ConversationOutput::OverlapDecided(OverlapDecision {
             since,
             at,
@@ -289,12 +297,25 @@ impl Conversation {
     }
 
     /// The transcript of the user's speech over the agent up to `to` (`JudgeOverlap`), known at `at`; `None`
-    /// when it could not be made.
+    /// when it could not be made. A transcript that says more than backchannels interrupts when it goes on
+    /// from the last one that said only backchannels ("Yeah, right." → "Yeah, right, wait."); one that
+    /// hears the same sound as other words ("Yeah, right." → "The F. Riot.", Moonshine on a few more
+    /// milliseconds of it) is the model changing its mind, not the user: the earlier hearing stands.
     pub fn overlap_words(&mut self, to: MediaTime, text: Option<String>, at: MediaTime) {
-        let backchannel = text.as_deref().map(only_backchannels);
-        if let Some(text) = text {
-            self.overlap_words = text;
-        }
+        let backchannel = text.map(|text| {
+            if only_backchannels(&text) {
+                self.backchannel_heard = Some(text.clone());
+                self.overlap_words = text;
+                return true;
+            }
+            match &self.backchannel_heard {
+                Some(heard) if !goes_on_from(&text, heard) => true,
+                _ => {
+                    self.overlap_words = text;
+                    false
+                }
+            }
+        });
         self.interruption.handle_input(InterruptionInput::OverlapJudged { to, backchannel, at });
         self.drain_machines();
     }
@@ -336,6 +357,7 @@ impl Conversation {
     /// Renders the agent's next frame of audio at `now`.
     pub fn render(&mut self, now: MediaTime, out: &mut [f32]) {
         self.playout.render(now, out);
+        self.rendered_to = now + MediaTime(out.len() as u64);
         self.drain_machines();
     }
 
@@ -460,9 +482,12 @@ impl Conversation {
                     InterruptionOutput::Released { .. } => {
                         self.playout.restore();
                         self.overlap_words.clear();
+                        self.backchannel_heard = None;
                         self.hand_on_held_speech();
                     }
                     InterruptionOutput::Interrupted { since, at, epoch, reason } => {
+                        // A voice that only dipped played on until now: it stops where it was heard.
+                        let at = if self.playout.is_paused() { at } else { at.max(self.rendered_to) };
                         self.hand_on_held_speech();
                         self.overlap_decided(since, at, true, reason.name());
                         self.event(at, EventKind::AgentInterrupted);
@@ -665,25 +690,56 @@ mod tests {
         let got: Vec<(u64, &str)> = got.iter().map(|(w, s)| (*w, s.as_str())).collect();
         let expected: Vec<(u64, &str)> = vec![
             (57, "agent.started_speaking@1840"),
-            // "Mm-hmm" from 3840 ms: judged 500 ms in, up to the speech heard by then (4352 ms; answered at
-            // that window's end, 4384 ms), again 200 ms after (up to its last speech, 4576 ms): when the end
-            // of speech is seen (window 150, the 256 ms hangover after it), what was judged covers it all.
-            (136, "JudgeOverlap { from: MediaTime(61440), to: MediaTime(69632) }"),
-            (144, "JudgeOverlap { from: MediaTime(61440), to: MediaTime(73216) }"),
-            (150, "OverlapDecided(OverlapDecision { since: MediaTime(61440), at: MediaTime(77312), interrupted: false, reason: \"backchannel\", words: \"Mm-hmm.\" })"),
-            // "Wait, stop" from 6400 ms: its first transcript, 500 ms in, interrupts when it is answered; the
-            // held speech becomes the user's turn.
-            (216, "JudgeOverlap { from: MediaTime(102400), to: MediaTime(110592) }"),
+            // "Mm-hmm" from 3840 ms: judged 350 ms in (`JUDGE_LEAD` before the 500 ms minimum), up to the
+            // speech heard by then (4192 ms), again 200 ms after each answer (up to 4448 ms, then to its last
+            // speech, 4576 ms): when the end of speech is seen (window 150, the 256 ms hangover after it),
+            // what was judged covers it all.
+            (131, "JudgeOverlap { from: MediaTime(61440), to: MediaTime(67072) }"),
+            (139, "JudgeOverlap { from: MediaTime(61440), to: MediaTime(71168) }"),
+            (147, "JudgeOverlap { from: MediaTime(61440), to: MediaTime(73216) }"),
+            (
+                150,
+                "OverlapDecided(OverlapDecision { since: MediaTime(61440), at: MediaTime(77312), interrupted: false, reason: \"backchannel\", words: \"Mm-hmm.\" })",
+            ),
+            // "Wait, stop" from 6400 ms: its first transcript (350 ms in) is known before it has lasted the
+            // 500 ms minimum, and it interrupts then, seen at window 216 (its start, 6912 ms), where the
+            // dipped voice has played to (6960 ms: this harness renders a window ahead); the held speech
+            // becomes the user's turn.
+            (211, "JudgeOverlap { from: MediaTime(102400), to: MediaTime(108032) }"),
             (216, "user.started_speaking@6400"),
-            (216, "OverlapDecided(OverlapDecision { since: MediaTime(102400), at: MediaTime(111104), interrupted: true, reason: \"words\", words: \"Wait, stop.\" })"),
-            (216, "agent.interrupted@6944"),
+            (
+                216,
+                "OverlapDecided(OverlapDecision { since: MediaTime(102400), at: MediaTime(111360), interrupted: true, reason: \"words\", words: \"Wait, stop.\" })",
+            ),
+            (216, "agent.interrupted@6960"),
             (216, "CancelReply { epoch: Epoch(1) }"),
-            (216, "agent.stopped_speaking@6944"),
+            (216, "agent.stopped_speaking@6960"),
             (242, "PrepareTranscript { turn: TurnId(2), from: MediaTime(102400), to: MediaTime(122880) }"),
             (247, "user.stopped_speaking@7680"),
             (247, "PredictTurn { turn: TurnId(2), from: MediaTime(102400), last_speech: MediaTime(122880) }"),
         ];
         assert_eq!(got[..expected.len()], expected[..]);
+    }
+
+    /// The speech-to-text model hears "yeah, right" at 500 ms, then the same sound with a little more as
+    /// other words: the agent talks on, and the decision names what was heard as a backchannel.
+    #[test]
+    fn a_transcript_that_changes_its_mind_about_a_backchannel_does_not_interrupt() {
+        let mut c = Conversation::new(ConversationConfig::default());
+        let speech = |w: u64| (10..40).contains(&w) || (120..150).contains(&w);
+        let heard =
+            |to: MediaTime| if to < MediaTime(141 * W) { "Yeah, right.".to_string() } else { "The F. Riot.".into() };
+        let out = scripted_call(&mut c, 200, speech, 10.0, heard);
+        let decisions: Vec<&OverlapDecision> = out
+            .iter()
+            .filter_map(|(_, o)| match o {
+                ConversationOutput::OverlapDecided(decision) => Some(decision),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(decisions.len(), 1, "{:?}", names(&out));
+        assert_eq!((decisions[0].interrupted, decisions[0].words.as_str()), (false, "Yeah, right."));
+        assert!(!names(&out).iter().any(|(_, name)| name.starts_with("agent.interrupted")));
     }
 
     /// A pause longer than 96 ms but shorter than the hangover, then more speech: the audio up to the

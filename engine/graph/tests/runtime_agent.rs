@@ -246,9 +246,9 @@ fn a_stepped_session_has_its_events_at_exact_media_times() {
     // The question is heard from its first VAD window with speech to its last (32 ms windows, the input taken
     // once 60 ms of it waits; a window the energy gate calls silence counts as silence even when the model,
     // still ringing from the speech before it, says otherwise); the turn commits at the 500 ms delay,
-    // the answer starts at the next step; the user speaks 300 ms into it, and 500 ms of that speech is
-    // transcribed (the agent's speech-to-text, answered at the next step: not a backchannel) and interrupts;
-    // that turn commits and is answered; the hang-up ends the call at the next step.
+    // the answer starts at the next step; the user speaks 300 ms into it: that speech, transcribed 350 ms in
+    // (the agent's speech-to-text: not a backchannel), interrupts once it has lasted 500 ms; that turn
+    // commits and is answered; the hang-up ends the call at the next step.
     assert_eq!(
         timeline,
         [
@@ -257,8 +257,8 @@ fn a_stepped_session_has_its_events_at_exact_media_times() {
             (2680, "utterance_committed"),
             (2700, "agent.started_speaking"),
             (3040, "user.started_speaking"),
-            (3560, "agent.interrupted"),
-            (3560, "agent.stopped_speaking"),
+            (3540, "agent.interrupted"),
+            (3540, "agent.stopped_speaking"),
             (4640, "user.stopped_speaking"),
             (5160, "utterance_committed"),
             (5180, "agent.started_speaking"),

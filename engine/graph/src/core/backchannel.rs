@@ -52,6 +52,12 @@ pub fn only_backchannels(text: &str) -> bool {
     covered[words.len()]
 }
 
+/// Whether transcript `text` goes on from the earlier transcript `earlier` of the same speech: it starts
+/// with its words.
+pub fn goes_on_from(text: &str, earlier: &str) -> bool {
+    words(text).starts_with(&words(earlier))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +76,14 @@ mod tests {
         for text in ["Wait.", "Stop!", "No.", "Sorry?", "Yeah, but what about Monday?", "Okay, stop.", "Right now."] {
             assert!(!only_backchannels(text), "{text:?}");
         }
+    }
+
+    #[test]
+    fn a_later_transcript_goes_on_from_an_earlier_one_when_it_keeps_its_words() {
+        assert!(goes_on_from("Yeah, right, wait.", "Yeah, right."));
+        assert!(goes_on_from("Yeah right", "Yeah."));
+        assert!(goes_on_from("What?", ""));
+        assert!(!goes_on_from("The F. Riot.", "Yeah, right."));
     }
 
     #[test]

@@ -23,6 +23,12 @@ use crate::time::MediaTime;
 
 /// Speech over the agent that goes on this long interrupts it, whatever it says.
 pub const MAX_BACKCHANNEL: MediaTime = MediaTime::from_millis(1_500);
+/// The first transcript of speech over the agent is asked for this long before it has lasted
+/// `min_duration`, so that words that interrupt are known when it has (Moonshine takes 100–200 ms on a
+/// loaded 2-core host); the interruption itself waits for `min_duration`.
+pub const JUDGE_LEAD: MediaTime = MediaTime::from_millis(150);
+/// ... but never before this much of it has been heard.
+pub const MIN_JUDGED_SPEECH: MediaTime = MediaTime::from_millis(300);
 /// While speech over the agent goes on, its transcript is asked for again this long after the last one
 /// came back.
 pub const JUDGE_EVERY: MediaTime = MediaTime::from_millis(200);
@@ -191,6 +197,8 @@ struct Judging {
     speech_to: MediaTime,
     /// The speech's last speech, once it has ended.
     ended: Option<MediaTime>,
+    /// Words that interrupt were heard before the speech had lasted `min_duration`: it interrupts then.
+    interrupt_at: Option<MediaTime>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,8 +258,17 @@ impl InterruptionDetector {
                 }
                 Backchannels::Ignore => {
                     self.outputs.push_back(InterruptionOutput::DuckPlayout { at });
-                    let next = at + self.config.min_duration;
-                    State::Judging(Judging { since: at, asked_to: None, next, heard_to: None, speech_to: at, ended: None })
+                    let min = self.config.min_duration;
+                    let first = min.saturating_sub(JUDGE_LEAD).max(min.min(MIN_JUDGED_SPEECH));
+                    State::Judging(Judging {
+                        since: at,
+                        asked_to: None,
+                        next: at + first,
+                        heard_to: None,
+                        speech_to: at,
+                        ended: None,
+                        interrupt_at: None,
+                    })
                 }
             },
             // The speech over the agent resumed before it was judged: the same overlap goes on.
@@ -259,6 +276,10 @@ impl InterruptionDetector {
             (State::Overlap { .. }, UserSpeechEnded { at, .. }) => {
                 self.outputs.push_back(InterruptionOutput::ResumePlayout { at });
                 State::AgentSpeaking
+            }
+            (State::Judging(judging), UserSpeechEnded { observed_at, .. }) if judging.interrupt_at.is_some() => {
+                self.interrupt(judging.since, observed_at, InterruptReason::Words);
+                return;
             }
             (State::Judging(mut judging), UserSpeechEnded { at, observed_at }) => {
                 judging.ended = Some(at);
@@ -300,6 +321,10 @@ impl InterruptionDetector {
     fn judged(&mut self, mut judging: Judging, to: MediaTime, backchannel: Option<bool>, at: MediaTime) {
         let lasted = judging.ended.unwrap_or(to).saturating_sub(judging.since);
         match (backchannel, judging.ended) {
+            (Some(false), None) if at < judging.since + self.config.min_duration => {
+                judging.interrupt_at = Some(judging.since + self.config.min_duration);
+                self.state = State::Judging(judging);
+            }
             (Some(false), _) => self.interrupt(judging.since, at, InterruptReason::Words),
             (None, _) if lasted >= self.config.min_duration => {
                 self.interrupt(judging.since, at, InterruptReason::Unjudged)
@@ -346,6 +371,7 @@ impl InterruptionDetector {
             State::Overlap { since, words } if words > 0 || !self.config.require_words => {
                 Some(since + self.config.min_duration)
             }
+            State::Judging(Judging { interrupt_at: Some(at), .. }) => Some(at),
             State::Judging(Judging { ended: Some(end), .. }) => Some(end + JUDGE_PATIENCE),
             State::Judging(Judging { since, asked_to, next, ended: None, .. }) => {
                 let too_long = since + MAX_BACKCHANNEL;
@@ -361,6 +387,9 @@ impl InterruptionDetector {
         }
         match self.state {
             State::Overlap { since, .. } => self.interrupt(since, now, InterruptReason::Overlap),
+            State::Judging(Judging { since, interrupt_at: Some(_), .. }) => {
+                self.interrupt(since, now, InterruptReason::Words)
+            }
             State::Judging(judging) => match judging.ended {
                 Some(end) if end.saturating_sub(judging.since) >= self.config.min_duration => {
                     self.interrupt(judging.since, now, InterruptReason::Unjudged)
@@ -452,7 +481,11 @@ mod tests {
     fn short_overlap_is_a_false_interruption_and_resumes() {
         let out = script(
             INTERRUPT,
-            &[AgentStartedSpeaking { at: ms(0) }, UserSpeechStarted { at: ms(1000) }, UserSpeechEnded { at: ms(1300), observed_at: ms(1300) }],
+            &[
+                AgentStartedSpeaking { at: ms(0) },
+                UserSpeechStarted { at: ms(1000) },
+                UserSpeechEnded { at: ms(1300), observed_at: ms(1300) },
+            ],
             ms(5000),
         );
         assert_eq!(out, vec![PausePlayout { at: ms(1000) }, ResumePlayout { at: ms(1300) }]);
@@ -463,7 +496,11 @@ mod tests {
         let config = InterruptionConfig { require_words: true, ..INTERRUPT };
         let no_words = script(
             config,
-            &[AgentStartedSpeaking { at: ms(0) }, UserSpeechStarted { at: ms(100) }, UserSpeechEnded { at: ms(2000), observed_at: ms(2000) }],
+            &[
+                AgentStartedSpeaking { at: ms(0) },
+                UserSpeechStarted { at: ms(100) },
+                UserSpeechEnded { at: ms(2000), observed_at: ms(2000) },
+            ],
             ms(5000),
         );
         assert_eq!(no_words, vec![PausePlayout { at: ms(100) }, ResumePlayout { at: ms(2000) }]);
@@ -494,8 +531,8 @@ mod tests {
         }
     }
 
-    /// "Mm-hmm" over the agent, 0.74 s: judged at 0.5 s ("mm"), again once it ended, a backchannel both
-    /// times: the voice dips and comes back, nothing is interrupted.
+    /// "Mm-hmm" over the agent, 0.74 s: judged 350 ms in ("mm", `JUDGE_LEAD` before the 500 ms minimum),
+    /// again once it ended, a backchannel both times: the voice dips and comes back, nothing is interrupted.
     #[test]
     fn a_backchannel_dips_the_voice_and_leaves_the_agent_talking() {
         let judged = |to: u64, at: u64| OverlapJudged { to: ms(to), backchannel: Some(true), at: ms(at) };
@@ -504,8 +541,8 @@ mod tests {
             &[
                 AgentStartedSpeaking { at: ms(0) },
                 UserSpeechStarted { at: ms(1000) },
-                UserSpeechUntil { to: ms(1500) },
-                judged(1500, 1560),
+                UserSpeechUntil { to: ms(1340) },
+                judged(1340, 1400),
                 UserSpeechUntil { to: ms(1740) },
                 UserSpeechEnded { at: ms(1740), observed_at: ms(1740) },
                 judged(1740, 2050),
@@ -516,7 +553,7 @@ mod tests {
             out,
             vec![
                 DuckPlayout { at: ms(1000) },
-                JudgeOverlap { from: ms(1000), to: ms(1500) },
+                JudgeOverlap { from: ms(1000), to: ms(1340) },
                 JudgeOverlap { from: ms(1000), to: ms(1740) },
                 RestorePlayout { at: ms(2050) },
                 Backchannel { since: ms(1000), at: ms(2050) },
@@ -524,27 +561,31 @@ mod tests {
         );
     }
 
-    /// "Wait, stop": the first transcript has a word that is not a backchannel.
+    /// "Wait, stop": the first transcript has a word that is not a backchannel. Known before the speech has
+    /// lasted the minimum, it interrupts at the minimum; known after, when it is known.
     #[test]
     fn a_word_that_is_not_a_backchannel_interrupts_when_it_is_heard() {
-        let out = script(
-            InterruptionConfig::default(),
-            &[
-                AgentStartedSpeaking { at: ms(0) },
-                UserSpeechStarted { at: ms(1000) },
-                UserSpeechUntil { to: ms(1500) },
-                OverlapJudged { to: ms(1500), backchannel: Some(false), at: ms(1540) },
-            ],
-            ms(9000),
-        );
-        assert_eq!(
-            out,
-            vec![
-                DuckPlayout { at: ms(1000) },
-                JudgeOverlap { from: ms(1000), to: ms(1500) },
-                Interrupted { since: ms(1000), at: ms(1540), epoch: Epoch(1), reason: InterruptReason::Words },
-            ]
-        );
+        for (known, interrupted) in [(1400, 1500), (1540, 1540)] {
+            let out = script(
+                InterruptionConfig::default(),
+                &[
+                    AgentStartedSpeaking { at: ms(0) },
+                    UserSpeechStarted { at: ms(1000) },
+                    UserSpeechUntil { to: ms(1340) },
+                    OverlapJudged { to: ms(1340), backchannel: Some(false), at: ms(known) },
+                ],
+                ms(9000),
+            );
+            let reason = InterruptReason::Words;
+            assert_eq!(
+                out,
+                vec![
+                    DuckPlayout { at: ms(1000) },
+                    JudgeOverlap { from: ms(1000), to: ms(1340) },
+                    Interrupted { since: ms(1000), at: ms(interrupted), epoch: Epoch(1), reason },
+                ]
+            );
+        }
     }
 
     /// "Yeah, yeah, yeah…" that goes on: asked again 200 ms after each answer (up to the speech heard by
@@ -552,33 +593,19 @@ mod tests {
     #[test]
     fn backchannels_that_go_on_past_the_limit_interrupt() {
         let judged = |to: u64, at: u64| OverlapJudged { to: ms(to), backchannel: Some(true), at: ms(at) };
-        let out = script(
-            InterruptionConfig::default(),
-            &[
-                AgentStartedSpeaking { at: ms(0) },
-                UserSpeechStarted { at: ms(1000) },
-                UserSpeechUntil { to: ms(1500) },
-                judged(1500, 1550),
-                UserSpeechUntil { to: ms(1750) },
-                judged(1750, 1800),
-                UserSpeechUntil { to: ms(2000) },
-                judged(2000, 2050),
-                UserSpeechUntil { to: ms(2250) },
-                judged(2250, 2300),
-            ],
-            ms(9000),
-        );
-        assert_eq!(
-            out,
-            vec![
-                DuckPlayout { at: ms(1000) },
-                JudgeOverlap { from: ms(1000), to: ms(1500) },
-                JudgeOverlap { from: ms(1000), to: ms(1750) },
-                JudgeOverlap { from: ms(1000), to: ms(2000) },
-                JudgeOverlap { from: ms(1000), to: ms(2250) },
-                Interrupted { since: ms(1000), at: ms(2500), epoch: Epoch(1), reason: InterruptReason::TooLong },
-            ]
-        );
+        let mut inputs = vec![AgentStartedSpeaking { at: ms(0) }, UserSpeechStarted { at: ms(1000) }];
+        for to in [1340, 1590, 1840, 2090, 2340] {
+            inputs.extend([UserSpeechUntil { to: ms(to) }, judged(to, to + 50)]);
+        }
+        let out = script(InterruptionConfig::default(), &inputs, ms(9000));
+        let asked = [1340, 1590, 1840, 2090, 2340].map(|to| JudgeOverlap { from: ms(1000), to: ms(to) });
+        let reason = InterruptReason::TooLong;
+        let expected: Vec<InterruptionOutput> = [DuckPlayout { at: ms(1000) }]
+            .into_iter()
+            .chain(asked)
+            .chain([Interrupted { since: ms(1000), at: ms(2500), epoch: Epoch(1), reason }])
+            .collect();
+        assert_eq!(out, expected);
     }
 
     /// A short "no" (0.3 s): judged once it ended, and it interrupts then.
@@ -625,23 +652,35 @@ mod tests {
             &[
                 AgentStartedSpeaking { at: ms(0) },
                 UserSpeechStarted { at: ms(1000) },
-                UserSpeechUntil { to: ms(1500) },
-                OverlapJudged { to: ms(1500), backchannel: None, at: ms(1510) },
+                UserSpeechUntil { to: ms(1340) },
+                OverlapJudged { to: ms(1340), backchannel: None, at: ms(1360) },
+                UserSpeechUntil { to: ms(1540) },
+                OverlapJudged { to: ms(1540), backchannel: None, at: ms(1580) },
             ],
             ms(9000),
         );
         assert_eq!(
             long[2..],
-            [Interrupted { since: ms(1000), at: ms(1510), epoch: Epoch(1), reason: InterruptReason::Unjudged }]
+            [
+                JudgeOverlap { from: ms(1000), to: ms(1540) },
+                Interrupted { since: ms(1000), at: ms(1580), epoch: Epoch(1), reason: InterruptReason::Unjudged }
+            ]
         );
         let never = script(
             InterruptionConfig::default(),
-            &[AgentStartedSpeaking { at: ms(0) }, UserSpeechStarted { at: ms(1000) }, UserSpeechEnded { at: ms(1700), observed_at: ms(1700) }],
+            &[
+                AgentStartedSpeaking { at: ms(0) },
+                UserSpeechStarted { at: ms(1000) },
+                UserSpeechEnded { at: ms(1700), observed_at: ms(1700) },
+            ],
             ms(9000),
         );
         assert_eq!(
-            never[2..],
-            [Interrupted { since: ms(1000), at: ms(2700), epoch: Epoch(1), reason: InterruptReason::Unjudged }]
+            never[1..],
+            [
+                JudgeOverlap { from: ms(1000), to: ms(1700) },
+                Interrupted { since: ms(1000), at: ms(2700), epoch: Epoch(1), reason: InterruptReason::Unjudged }
+            ]
         );
     }
 

@@ -140,6 +140,10 @@ impl Playout {
         self.paused = true;
     }
 
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
     pub fn resume(&mut self) {
         self.paused = false;
     }
