@@ -8,7 +8,7 @@
 //! voice espeak-ng.
 //!
 //! Command: `cargo bench -p confab-benches --bench interruptions` (environment: `CONFAB_BENCH_ROUNDS`,
-//! default 20). Under `cargo test` it runs two rounds with backchannels ignored.
+//! default 20). Under `cargo test` it runs one round.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -99,7 +99,8 @@ fn call(io: &tokio::runtime::Runtime, base: &str, rounds: usize) -> Outcome {
                         .collect();
                 }
             }
-            let done = event.kind.name() == "agent.stopped_speaking" && answers > rounds;
+            // Once the last interruption is answered, the call is over.
+            let done = event.kind.name() == "agent.started_speaking" && answers > rounds;
             events.push(event);
             if done {
                 runtime.close_session(session.id);
@@ -147,7 +148,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
     let rounds =
-        if bench { std::env::var("CONFAB_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20) } else { 2 };
+        if bench { std::env::var("CONFAB_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20) } else { 1 };
     let io = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let base = io.block_on(serve_llm());
     let mut outcome = call(&io, &base, rounds);
