@@ -268,6 +268,13 @@ fn thirty_interruptions_leave_the_call_healthy() {
         .collect();
     let one_turn = ["utterance_committed", "agent.started_speaking", "agent.stopped_speaking"];
     assert_eq!(transcript, one_turn.repeat(TIMES + 1), "{timeline:?}");
+    // `/metrics` counts them (`confab_backchannels_ignored_total`, `confab_interruptions_total`).
+    let counted = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
+    let counters = &call.runtime.counters;
+    assert_eq!(
+        (counted(&counters.backchannels_ignored), counted(&counters.overlaps_interrupted)),
+        (TIMES as u64, TIMES as u64)
+    );
     // The last answer was heard: its voice is not silence.
     let last_second = &heard.agent_audio[heard.agent_audio.len().saturating_sub(48_000)..];
     assert!(last_second.iter().any(|s| s.abs() > 0.05), "the last answer is heard");
