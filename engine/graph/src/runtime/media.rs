@@ -31,7 +31,8 @@ use crate::turn_metrics::{TurnMetrics, TurnMetricsLog};
 
 /// Samples per 20 ms tick at 16 kHz.
 pub const FRAME: usize = 320;
-const TICK: Duration = Duration::from_millis(20);
+/// One tick of the media clock: live on the wall clock, stepped by `SteppedRuntime` and `confab simulate`.
+pub const TICK: Duration = Duration::from_millis(20);
 /// User audio kept for the turn model and speech-to-text (20 s).
 const HISTORY: usize = 16_000 * 20;
 /// The user's audio is taken once this much of it is waiting (60 ms), and again after it ran short: a

@@ -31,7 +31,7 @@ pub use config::RuntimeConfig;
 pub use counters::RuntimeCounters;
 pub use event_outbox::EVENT_BACKLOG;
 pub use handle::{CallRuntime, SessionHandle};
-pub use media::{FRAME, INPUT_JITTER_BUFFER};
+pub use media::{FRAME, INPUT_JITTER_BUFFER, TICK};
 pub use slots::SessionId;
 pub use stepped::SteppedRuntime;
 pub use threads::Runtime;

@@ -7,7 +7,7 @@
 //! exact media times, and `confab simulate` plays a recording to it (`simulate::feed`).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
@@ -15,14 +15,11 @@ use super::agent::{self, InlineAgent};
 use super::handle::{CallRuntime, NewSession, SessionHandle, new_session};
 use super::inference::InlineInference;
 use super::jobs::{TurnJob, VadJob};
-use super::media::{Command, FRAME, MediaThread, SessionClock};
+use super::media::{Command, FRAME, MediaThread, SessionClock, TICK};
 use super::{COMMAND_QUEUE, RuntimeConfig, RuntimeCounters, SessionId, TURN_QUEUE, VAD_QUEUE, slots};
 use crate::conversation::ConversationConfig;
 use crate::responder::Responder;
 use crate::time::MediaTime;
-
-/// One step: 20 ms of media time.
-const STEP: Duration = Duration::from_millis(20);
 
 pub struct SteppedRuntime {
     thread: MediaThread,
@@ -66,17 +63,18 @@ impl SteppedRuntime {
             shutdown_rx,
             config.max_sessions,
         );
-        let own_io = config.io.is_none().then(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("confab-stepped-io")
-                .enable_all()
-                .build()
-                .expect("an I/O runtime")
-        });
-        let io = match (&config.io, &own_io) {
-            (Some(io), _) => io.clone(),
-            (None, own) => own.as_ref().expect("built above").handle().clone(),
+        // The caller's I/O runtime, or one of its own (kept for as long as the stepped runtime).
+        let (io, own_io) = match &config.io {
+            Some(io) => (io.clone(), None),
+            None => {
+                let own = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("confab-stepped-io")
+                    .enable_all()
+                    .build()
+                    .expect("an I/O runtime");
+                (own.handle().clone(), Some(own))
+            }
         };
         Ok(SteppedRuntime {
             thread,
@@ -116,7 +114,7 @@ impl SteppedRuntime {
 
     /// One 20 ms step: the media thread's tick, then the inference and agent work it asked for.
     pub fn step(&mut self) {
-        let wall = self.epoch + STEP * self.steps as u32;
+        let wall = self.epoch + TICK * self.steps as u32;
         self.thread.tick(wall, &mut self.frame);
         self.inference.run_waiting(&self.vad_jobs, &self.turn_jobs);
         for (_, agent) in &mut self.agents {

@@ -7,12 +7,14 @@
 //! loop, one turn model path, one way to run a reply.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::conversation::ConversationConfig;
 use crate::events::{ConversationEvent, EventKind};
 use crate::responder::Responder;
-use crate::runtime::{CallRuntime, FRAME, INPUT_JITTER_BUFFER, Runtime, RuntimeConfig, SessionHandle, SteppedRuntime};
+use crate::runtime::{
+    CallRuntime, FRAME, INPUT_JITTER_BUFFER, Runtime, RuntimeConfig, SessionHandle, SteppedRuntime, TICK,
+};
 use crate::time::MediaTime;
 use crate::turn_metrics::TurnMetrics;
 
@@ -20,8 +22,6 @@ use super::{SimulateError, SimulationRecord};
 
 /// After the input ends, the conversation runs at most this long for the agent to finish.
 pub const MAX_TAIL: MediaTime = MediaTime::from_millis(60_000);
-/// One step of the media clock.
-const STEP: Duration = Duration::from_millis(20);
 /// Steps run after a hang-up for its `call_ended` to come out, at most (it takes one).
 const HANG_UP_STEPS: u64 = 50;
 
@@ -55,7 +55,7 @@ pub fn run_audio(
         let session = runtime.open_session(config, responder).ok_or(SimulateError::Refused)?;
         let started = Instant::now();
         player.play(&mut runtime, session, |_, step| {
-            let due = started + STEP * u32::try_from(step).unwrap_or(u32::MAX);
+            let due = started + TICK * u32::try_from(step).unwrap_or(u32::MAX);
             let now = Instant::now();
             if due > now {
                 std::thread::sleep(due - now);
@@ -75,8 +75,10 @@ pub fn run_audio(
 
 /// The recording's side of the call.
 struct Player<'a> {
-    /// The recording, in whole frames (its last one filled out with silence).
-    audio: Vec<f32>,
+    /// The recording.
+    audio: &'a [f32],
+    /// Its length in whole frames (its last one is filled out with silence).
+    padded_len: usize,
     /// Samples of it pushed into the session's input.
     pushed: usize,
     /// The runtime has been told the recording is over.
@@ -87,11 +89,10 @@ struct Player<'a> {
 }
 
 impl<'a> Player<'a> {
-    fn new(audio: &[f32], observe: &'a mut dyn FnMut(Observed<'_>)) -> Player<'a> {
-        let mut whole = audio.to_vec();
-        whole.resize(audio.len().div_ceil(FRAME) * FRAME, 0.0);
-        let record = SimulationRecord { agent_audio: Vec::with_capacity(whole.len() + FRAME), ..Default::default() };
-        Player { audio: whole, pushed: 0, input_ended: false, record, observe, call_ended: false }
+    fn new(audio: &'a [f32], observe: &'a mut dyn FnMut(Observed<'_>)) -> Player<'a> {
+        let padded_len = audio.len().div_ceil(FRAME) * FRAME;
+        let record = SimulationRecord { agent_audio: Vec::with_capacity(padded_len + FRAME), ..Default::default() };
+        Player { audio, padded_len, pushed: 0, input_ended: false, record, observe, call_ended: false }
     }
 
     /// Plays the recording to `session` on `runtime` until its call ends: before each step the input is
@@ -103,7 +104,7 @@ impl<'a> Player<'a> {
         mut session: SessionHandle,
         mut advance: impl FnMut(&mut R, u64),
     ) {
-        let input_frames = (self.audio.len() / FRAME) as u64;
+        let input_frames = (self.padded_len / FRAME) as u64;
         let hang_up_at = input_frames + MAX_TAIL.samples() / FRAME as u64;
         let mut step = 0u64;
         while !self.call_ended && step <= hang_up_at + HANG_UP_STEPS {
@@ -119,13 +120,15 @@ impl<'a> Player<'a> {
 
     /// Pushes the recording up to sample `due`; once all of it is in, says the input has ended.
     fn feed(&mut self, runtime: &mut impl CallRuntime, session: &mut SessionHandle, due: usize) {
-        let due = due.min(self.audio.len());
+        let due = due.min(self.padded_len);
         if self.pushed < due
             && let Ok(chunk) = session.input.write_chunk_uninit(due - self.pushed)
         {
-            self.pushed += chunk.fill_from_iter(self.audio[self.pushed..due].iter().copied());
+            let recorded = self.audio.get(self.pushed..due.min(self.audio.len())).unwrap_or_default();
+            let silence = std::iter::repeat_n(0.0, due - self.pushed - recorded.len());
+            self.pushed += chunk.fill_from_iter(recorded.iter().copied().chain(silence));
         }
-        if self.pushed == self.audio.len() && !self.input_ended {
+        if self.pushed == self.padded_len && !self.input_ended {
             self.input_ended = true;
             runtime.input_ended(session.id);
         }
