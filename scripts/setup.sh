@@ -33,6 +33,7 @@ if [ "$mode" != "--serve" ]; then
   need pactl pulseaudio-utils
   need ffprobe ffmpeg         # checks the avatar's WebM files in the tests
   need strace strace          # records every connection the server makes (it must make none of its own)
+  need sox sox                # steady noise (pink, brown) mixed under speech in the hearing tests
   # The fleet's tests start their own NATS servers (JetStream) on free ports: Debian's 2.9.10 is the oldest supported.
   [ -x /usr/sbin/nats-server ] || need nats-server nats-server
   need npm npm                # the reference MCP server the tests talk to (below)

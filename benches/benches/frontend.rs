@@ -34,6 +34,13 @@ fn codec_and_resampling(c: &mut Criterion) {
         b.iter(|| black_box(resampler.process(black_box(&pcm)).unwrap().len()))
     });
 
+    // The noise suppressor's work per frame once on: 16 → 48 kHz, two RNNoise frames, 48 → 16 kHz.
+    let mut denoiser = confab_engine::audio::denoise::Denoiser::new().unwrap();
+    let noisy = speechlike(FRAME_16K, 0.25);
+    c.bench_function("denoise_20ms_16k_rnnoise_at_48k", |b| {
+        b.iter_batched_ref(|| noisy.clone(), |frame| denoiser.process(black_box(frame)).unwrap(), BatchSize::SmallInput)
+    });
+
     let mut egress = OpusEgress::new().unwrap();
     let voice = speechlike(FRAME_16K, 0.5);
     c.bench_function("opus_egress_encode_20ms_16k_32kbps", |b| {

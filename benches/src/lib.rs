@@ -14,9 +14,14 @@ pub mod stall_watch;
 
 /// `text` spoken by espeak-ng (`en-us`, `words_per_minute`), as 16 kHz mono.
 pub fn espeak(text: &str, words_per_minute: u32) -> Vec<f32> {
+    espeak_as("en-us", text, words_per_minute)
+}
+
+/// `text` spoken by espeak-ng in `voice` (e.g. `en-gb+f3`), as 16 kHz mono.
+pub fn espeak_as(voice: &str, text: &str, words_per_minute: u32) -> Vec<f32> {
     let path = std::env::temp_dir().join(format!("confab-bench-{}-{words_per_minute}.wav", std::process::id()));
     let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", &words_per_minute.to_string(), "-w"])
+        .args(["-v", voice, "-s", &words_per_minute.to_string(), "-w"])
         .arg(&path)
         .arg(text)
         .status()
@@ -25,6 +30,30 @@ pub fn espeak(text: &str, words_per_minute: u32) -> Vec<f32> {
     let audio = wav::read_mono_16k(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     audio
+}
+
+/// `samples` of steady noise at 16 kHz, unit RMS: sox's pink and brown noise summed at equal power (a fan
+/// and a street), in sox's repeatable mode (the same noise every run).
+pub fn steady_noise(samples: usize) -> Vec<f32> {
+    let seconds = format!("{:.3}", samples as f64 / 16_000.0 + 0.1);
+    let colours: Vec<Vec<f32>> = ["pinknoise", "brownnoise"]
+        .iter()
+        .map(|colour| {
+            let path = std::env::temp_dir().join(format!("confab-bench-{}-{colour}.wav", std::process::id()));
+            let status = Command::new("sox")
+                .args(["-R", "-n", "-r", "16000", "-c", "1", "-b", "16"])
+                .arg(&path)
+                .args(["synth", &seconds, colour])
+                .status()
+                .expect("sox (scripts/setup.sh installs it)");
+            assert!(status.success(), "sox failed");
+            let noise = wav::read_mono_16k(&path).unwrap();
+            let _ = std::fs::remove_file(&path);
+            let rms = (noise.iter().map(|s| s * s).sum::<f32>() / noise.len() as f32).sqrt();
+            noise.iter().map(|s| s / rms).collect()
+        })
+        .collect();
+    (0..samples).map(|i| (colours[0][i] + colours[1][i]) / 2f32.sqrt()).collect()
 }
 
 /// This process's resident memory, in bytes.

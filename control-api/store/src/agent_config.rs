@@ -21,6 +21,8 @@ pub const TURN_HANDLING: &[&str] = &["proactive", "balanced", "deliberate"];
 pub const INTERRUPTABILITY: &[&str] = &["low", "medium", "high"];
 /// `stt.backchannels`: what speech over the agent made only of backchannels does.
 pub const BACKCHANNELS: &[&str] = &["ignore", "interrupt"];
+/// `stt.noise_suppression`: when steady noise is taken out of the user's audio.
+pub const NOISE_SUPPRESSION: &[&str] = &confab_engine::audio::denoise::NoiseSuppression::NAMES;
 
 /// The embedded language models of the `local` provider, the embedded default first (`confab models fetch`
 /// provides them); `llm.model` may also name a GGUF file (checked by `confab_http` against the models
@@ -122,6 +124,9 @@ impl PipelineRules for PipelineConfig {
         }
         if let Some(rule) = &self.stt.backchannels {
             validate::one_of(&format!("{prefix}stt.backchannels"), rule, BACKCHANNELS)?;
+        }
+        if let Some(mode) = &self.stt.noise_suppression {
+            validate::one_of(&format!("{prefix}stt.noise_suppression"), mode, NOISE_SUPPRESSION)?;
         }
         Ok(())
     }

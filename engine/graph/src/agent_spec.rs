@@ -6,6 +6,7 @@
 use serde::Deserialize;
 
 use crate::actions::records::ActionsSpec;
+use crate::audio::denoise::NoiseSuppression;
 use crate::conversation::ConversationConfig;
 use crate::core::interruption::Backchannels;
 use crate::core::presets::{Interruptability, TurnHandling, endpoint_config};
@@ -107,9 +108,15 @@ impl AgentSpec {
             interruption.backchannels = Backchannels::parse(name)
                 .ok_or(AgentSpecError::UnknownPreset { field: "backchannels", value: name.into() })?;
         }
+        let noise_suppression = match stt.noise_suppression.as_deref() {
+            None => NoiseSuppression::default(),
+            Some(name) => NoiseSuppression::parse(name)
+                .ok_or(AgentSpecError::UnknownPreset { field: "noise_suppression", value: name.into() })?,
+        };
         Ok(ConversationConfig {
             endpoint: endpoint_config(stt.min_endpointing_delay, stt.max_endpointing_delay, turn_handling),
             interruption,
+            noise_suppression,
             max_call_duration: self.config.max_call_duration.filter(|s| *s > 0.0).map(MediaTime::from_secs_f64),
             ..ConversationConfig::default()
         })

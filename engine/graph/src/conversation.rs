@@ -17,10 +17,12 @@
 
 use std::collections::VecDeque;
 
+use crate::audio::denoise::NoiseSuppression;
 use crate::core::backchannel::{goes_on_from, only_backchannels};
 use crate::core::call_timer::{CallTimer, CallTimerOutput};
 use crate::core::endpoint::{EndpointConfig, EndpointInput, EndpointOutput, Endpointer};
 use crate::core::interruption::{InterruptionConfig, InterruptionDetector, InterruptionInput, InterruptionOutput};
+use crate::core::other_voices::VoiceLevels;
 use crate::core::playout::{Playout, PlayoutOutput, PlayoutPiece};
 use crate::core::vad_gate::{VadGate, VadGateConfig, VadGateOutput};
 use crate::core::{Epoch, TurnId};
@@ -33,6 +35,12 @@ pub struct ConversationConfig {
     pub endpoint: EndpointConfig,
     pub interruption: InterruptionConfig,
     pub max_call_duration: Option<MediaTime>,
+    /// Whether the user's audio is denoised before the VAD and speech-to-text hear it (the media front
+    /// end applies it; the conversation sees the audio it hears).
+    pub noise_suppression: NoiseSuppression,
+    /// Every voice heard is the user's (a meeting, whose participants all are); by default, once the user
+    /// has been heard, voices well below their level are not (`core::other_voices`).
+    pub hear_every_voice: bool,
 }
 
 /// Audio handed to speech-to-text starts this long before the turn's detected start: a soft first
@@ -145,6 +153,12 @@ pub struct Conversation {
     backchannel_heard: Option<String>,
     /// The end of the agent's last rendered frame.
     rendered_to: MediaTime,
+    /// The user's level and the room's: other voices well below the user are not the user.
+    voices: VoiceLevels,
+    /// A VAD probability at or above this is speech (the gate's activation threshold).
+    speech_probability: f32,
+    /// `ConversationConfig::hear_every_voice`.
+    hear_every_voice: bool,
     outputs: VecDeque<ConversationOutput>,
 }
 
@@ -165,6 +179,9 @@ impl Conversation {
             overlap_words: String::new(),
             backchannel_heard: None,
             rendered_to: MediaTime::ZERO,
+            voices: VoiceLevels::default(),
+            speech_probability: config.vad.activation_threshold,
+            hear_every_voice: config.hear_every_voice,
             outputs: VecDeque::with_capacity(16),
         }
     }
@@ -195,13 +212,22 @@ impl Conversation {
         self.outputs.push_back(ConversationOutput::Event(ConversationEvent { media_time: at.as_duration(), kind }));
     }
 
-    /// One VAD window `[start, end)` of user audio and its speech probability.
+    /// One VAD window `[start, end)` of user audio and its speech probability (its level unknown: nothing
+    /// is taken for another voice).
     pub fn vad_window(&mut self, start: MediaTime, end: MediaTime, probability: f32) {
+        self.vad_window_at_level(start, end, probability, None);
+    }
+
+    /// One VAD window `[start, end)` of user audio, its speech probability and its level (dBFS), by which
+    /// speech well below the user's own is taken for another voice (`core::other_voices`).
+    pub fn vad_window_at_level(&mut self, start: MediaTime, end: MediaTime, probability: f32, level: Option<f32>) {
         if self.ended {
             return;
         }
+        let speech = probability >= self.speech_probability;
+        let other = level.is_some_and(|level| self.voices.is_other(level, speech)) && !self.hear_every_voice;
         self.handle_timeout(start);
-        self.vad.handle_window(start, end, probability);
+        self.vad.handle_window_of(start, end, probability, other);
         self.drain_vad();
         if let Some(to) = self.vad.last_confident().filter(|_| self.interruption.is_judging()) {
             self.interruption.handle_input(InterruptionInput::UserSpeechUntil { to });
@@ -244,6 +270,10 @@ impl Conversation {
         match output {
             VadGateOutput::SpeechStarted { start, .. } => {
                 self.event(start, EventKind::UserStartedSpeaking);
+                if self.turn_start.is_none() {
+                    // What was heard since the last turn (a backchannel, speech talked over) is not the user's.
+                    self.voices.speech_dropped();
+                }
                 self.turn_start.get_or_insert(start);
                 self.endpoint.handle_input(EndpointInput::SpeechStarted { at: start });
             }
@@ -458,6 +488,7 @@ impl Conversation {
                     }
                     EndpointOutput::Commit { turn, last_speech, at } => {
                         let from = self.turn_start.take().unwrap_or(MediaTime::ZERO);
+                        self.voices.turn_committed();
                         self.prepared = None;
                         self.awaiting_transcript = Some(turn);
                         self.outputs.push_back(ConversationOutput::Transcribe { turn, from, to: last_speech, at });

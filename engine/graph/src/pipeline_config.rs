@@ -73,6 +73,10 @@ pub struct SttConfig {
     /// the agent talks on) or `interrupt` (any overlap long enough interrupts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backchannels: Option<String>,
+    /// Steady noise taken out of the user's audio before it is heard: `auto` (the default: once the call's
+    /// noise floor says the room is noisy), `on` (from the first frame) or `off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_suppression: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

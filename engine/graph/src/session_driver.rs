@@ -32,8 +32,9 @@ pub enum AgentResult {
 /// Everything the session's work answers, entering the session through one door
 /// (`DrivenSession::handle_input`), whichever thread or task computed it.
 pub enum SessionInput {
-    /// The VAD's speech probability for the user's audio `[start, end)`.
-    VadWindow { start: MediaTime, end: MediaTime, probability: f32 },
+    /// The VAD's speech probability for the user's audio `[start, end)`, and the audio's level (dBFS) when
+    /// known.
+    VadWindow { start: MediaTime, end: MediaTime, probability: f32, level: Option<f32> },
     /// The turn model's verdict on the speech that ended at `last_speech`.
     TurnVerdict { last_speech: MediaTime, user_done: bool },
     /// A result of the agent's work.
@@ -84,8 +85,8 @@ impl DrivenSession {
     /// Applies one answer of the session's work as of media time `now` (then `drive` applies what it led to).
     pub fn handle_input(&mut self, input: SessionInput, now: MediaTime) {
         match input {
-            SessionInput::VadWindow { start, end, probability } => {
-                self.conversation.vad_window(start, end, probability)
+            SessionInput::VadWindow { start, end, probability, level } => {
+                self.conversation.vad_window_at_level(start, end, probability, level)
             }
             SessionInput::TurnVerdict { last_speech, user_done } => {
                 self.conversation.turn_prediction(last_speech, user_done, now)

@@ -73,6 +73,11 @@ pub(super) const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
         |c| &c.overlaps_interrupted,
     ),
     (
+        "confab_noise_suppressed_calls_total",
+        "Calls whose audio the noise suppressor started denoising (steady noise heard, or stt.noise_suppression on).",
+        |c| &c.noise_suppressed_calls,
+    ),
+    (
         "confab_agent_jobs_dropped_total",
         "Speech-to-text or reply jobs dropped because a call's agent queue was full.",
         |c| &c.agent_jobs_dropped,

@@ -15,6 +15,11 @@ pub fn is_silent(window: &[f32]) -> bool {
     energy < SILENCE_FLOOR_RMS * SILENCE_FLOOR_RMS * window.len() as f32
 }
 
+/// The window's mean square (its RMS squared; 0 when empty).
+pub fn mean_square(window: &[f32]) -> f32 {
+    window.iter().map(|s| s * s).sum::<f32>() / window.len().max(1) as f32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

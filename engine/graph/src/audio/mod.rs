@@ -1,6 +1,7 @@
-//! The audio front end: PCM and Opus ingress, downmixing, resampling to the engine's 16 kHz, and WAV
-//! files for `confab simulate`.
+//! The audio front end: PCM and Opus ingress, downmixing, resampling to the engine's 16 kHz, noise
+//! suppression before hearing, and WAV files for `confab simulate`.
 
+pub mod denoise;
 pub mod level;
 pub mod opus_egress;
 pub mod opus_ingress;

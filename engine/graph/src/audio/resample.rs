@@ -1,5 +1,6 @@
 //! Resampling to the engine's 16 kHz with rubato's synchronous FFT resampler: whole clips for files, and
-//! a streaming form with fixed input chunks (e.g. 20 ms at 48 kHz) whose buffers are allocated once.
+//! a streaming form with fixed input chunks (e.g. 20 ms at 48 kHz) whose buffers are allocated once (also
+//! between other rates: the noise suppressor's 16 → 48 → 16 kHz).
 
 use audioadapter_buffers::direct::InterleavedSlice;
 use rubato::{Fft, FixedSync, Resampler};
@@ -40,13 +41,23 @@ pub struct StreamResampler {
 impl StreamResampler {
     /// `chunk_in` input samples per call at `rate` (must give a whole number of 16 kHz samples).
     pub fn new(rate: u32, chunk_in: usize) -> Result<StreamResampler, AudioError> {
-        let resampler = if rate == SAMPLE_RATE {
+        StreamResampler::between(rate, SAMPLE_RATE, chunk_in)
+    }
+
+    /// `chunk_in` input samples per call at `from`, resampled to `to` (a whole number of samples each call).
+    pub fn between(from: u32, to: u32, chunk_in: usize) -> Result<StreamResampler, AudioError> {
+        let resampler = if from == to {
             None
         } else {
-            Some(Fft::<f32>::new(rate as usize, SAMPLE_RATE as usize, chunk_in, 1, FixedSync::Both).map_err(err)?)
+            Some(Fft::<f32>::new(from as usize, to as usize, chunk_in, 1, FixedSync::Both).map_err(err)?)
         };
         let max_out = resampler.as_ref().map(|r| r.output_frames_max()).unwrap_or(chunk_in);
         Ok(StreamResampler { resampler, chunk_in, output: vec![0.0; max_out] })
+    }
+
+    /// How many output samples the resampler's filter delays its input by (0 when it passes through).
+    pub fn delay(&self) -> usize {
+        self.resampler.as_ref().map_or(0, |r| r.output_delay())
     }
 
     /// Resamples one chunk; returns the 16 kHz samples (valid until the next call).

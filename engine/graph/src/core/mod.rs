@@ -7,6 +7,7 @@ pub mod backchannel;
 pub mod call_timer;
 pub mod endpoint;
 pub mod interruption;
+pub mod other_voices;
 pub mod playout;
 pub mod presets;
 pub mod vad_gate;

@@ -105,8 +105,16 @@ impl VadGate {
 
     /// One VAD window `[start, end)` with its speech probability.
     pub fn handle_window(&mut self, start: MediaTime, end: MediaTime, probability: f32) {
+        self.handle_window_of(start, end, probability, false);
+    }
+
+    /// One VAD window, `other` when it is another voice's (`core::other_voices`): such a window neither
+    /// starts speech nor carries it on, but its probability still marks an onset that the user's speech
+    /// right after it reaches back over.
+    pub fn handle_window_of(&mut self, start: MediaTime, end: MediaTime, probability: f32, other: bool) {
         let c = self.config;
-        let active = probability >= c.activation_threshold;
+        let active = !other && probability >= c.activation_threshold;
+        let carried = !other && probability >= c.deactivation_threshold;
         self.state = match (self.state, active) {
             (State::Silent { onset }, false) => {
                 State::Silent { onset: (probability >= c.onset_threshold).then(|| onset.unwrap_or(start)) }
@@ -119,12 +127,10 @@ impl VadGate {
                 self.confirm_if_long_enough(start, onset, end)
             }
             (State::Candidate { start: first, onset }, true) => self.confirm_if_long_enough(first, onset, end),
-            (State::Speaking { last_confident, paused, .. }, _) if probability >= c.deactivation_threshold => {
-                match active {
-                    true => State::Speaking { last_speech: end, last_confident: end, paused: false },
-                    false => State::Speaking { last_speech: end, last_confident, paused },
-                }
-            }
+            (State::Speaking { last_confident, paused, .. }, _) if carried => match active {
+                true => State::Speaking { last_speech: end, last_confident: end, paused: false },
+                false => State::Speaking { last_speech: end, last_confident, paused },
+            },
             (State::Speaking { last_speech, last_confident, paused }, _) => {
                 let silence = end - last_speech;
                 if silence >= c.hangover {

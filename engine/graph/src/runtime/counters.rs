@@ -50,6 +50,8 @@ pub struct RuntimeCounters {
     pub backchannels_ignored: AtomicU64,
     /// Speech over an agent that interrupted it.
     pub overlaps_interrupted: AtomicU64,
+    /// Calls whose audio the noise suppressor started denoising (steady noise, or `noise_suppression` on).
+    pub noise_suppressed_calls: AtomicU64,
     /// Jobs for an agent task refused because its queue was full.
     pub agent_jobs_dropped: AtomicU64,
     /// Longest tick, in microseconds.

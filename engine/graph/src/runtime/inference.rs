@@ -201,7 +201,7 @@ impl VadWorker {
             self.states[slot] = state;
             self.in_batch[slot] = false;
             let probability = if job.as_silence { 0.0 } else { *probability };
-            let result = VadResult { session: job.session, start: job.start, probability };
+            let result = VadResult { session: job.session, start: job.start, probability, level: job.level };
             let _ = self.results[job.thread].send(InferenceResult::Vad(result));
         }
     }

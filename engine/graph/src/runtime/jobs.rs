@@ -17,12 +17,15 @@ pub struct VadJob {
     /// The energy gate has judged the window silence (`VadDecision::InferAsSilence`): the model runs on it so
     /// its state follows the audio, and its result is probability 0.
     pub as_silence: bool,
+    /// The window's level (dBFS).
+    pub level: f32,
 }
 
 pub struct VadResult {
     pub session: SessionId,
     pub start: MediaTime,
     pub probability: f32,
+    pub level: f32,
 }
 
 /// The turn model's question: the user's audio up to the end of their speech.

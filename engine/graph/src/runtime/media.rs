@@ -21,8 +21,10 @@ use super::contain::contain;
 use super::event_outbox::{EventOutbox, Sent};
 use super::jobs::{InferenceResult, TurnJob, VadJob};
 use super::slots::{SessionId, SlotGuard};
-use crate::audio::level::{SilenceGate, VadDecision};
+use crate::audio::denoise::{NoiseSuppressor, Suppressed};
+use crate::audio::level::{SilenceGate, VadDecision, mean_square};
 use crate::conversation::{Conversation, ConversationConfig, OverlapDecision, transcription_start, turn_model_end};
+use crate::core::other_voices::level_db;
 use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
 use crate::session_driver::{AgentResult, DrivenSession, SessionHost, SessionInput};
@@ -83,6 +85,8 @@ pub struct MediaSession {
     window: [f32; WINDOW],
     filled: usize,
     gate: SilenceGate,
+    /// Takes steady noise out of the user's audio before it is heard (`stt.noise_suppression`).
+    suppressor: NoiseSuppressor,
     /// `INPUT_JITTER_BUFFER` has been filled since the input last ran short: frames are being taken.
     input_flowing: bool,
     /// Ticks its thread skipped while this session's audio kept arriving (`MediaThread::fell_behind`):
@@ -147,6 +151,7 @@ impl MediaSession {
             window: [0.0; WINDOW],
             filled: 0,
             gate: SilenceGate::default(),
+            suppressor: NoiseSuppressor::new(config.noise_suppression),
             input_flowing: false,
             owed_ticks: 0,
             waiting: 0,
@@ -418,7 +423,8 @@ impl MediaThread {
                 InferenceResult::Vad(r) => {
                     s.vad_in_flight = s.vad_in_flight.saturating_sub(1);
                     let end = r.start + MediaTime(WINDOW as u64);
-                    let window = SessionInput::VadWindow { start: r.start, end, probability: r.probability };
+                    let (probability, level) = (r.probability, Some(r.level));
+                    let window = SessionInput::VadWindow { start: r.start, end, probability, level };
                     s.session.handle_input(window, s.now);
                 }
                 InferenceResult::Turn { last_speech, user_done, .. } => {
@@ -523,11 +529,18 @@ impl MediaThread {
         }
         s.waiting = s.input.slots();
         frame[taken..].fill(0.0);
+        // Speech-to-text and the turn model hear the audio as it came (from the history): RNNoise's output
+        // costs Moonshine words in noise (`docs/performance.md`, Hearing in noise); the VAD hears it denoised.
         for &sample in frame.iter() {
             if s.history.len() == HISTORY {
                 s.history.pop_front();
             }
             s.history.push_back(crate::audio::pcm::to_i16(sample));
+        }
+        if s.suppressor.process(frame) == Suppressed::Started {
+            self.counters.noise_suppressed_calls.fetch_add(1, Ordering::Relaxed);
+            let delay_ms = s.suppressor.delay().map_or(0, |delay| delay.samples() / 16);
+            tracing::info!(session = %s.id, at_s = now.as_secs_f64(), delay_ms, "the VAD hears the user's audio denoised from here on (steady noise, or stt.noise_suppression on)");
         }
         // VAD windows (512 samples) complete every 1.6 ticks.
         let mut consumed = 0;
@@ -540,29 +553,33 @@ impl MediaThread {
                 s.filled = 0;
                 let end = now + MediaTime(consumed as u64);
                 let start = end - MediaTime(WINDOW as u64);
+                let level = level_db(mean_square(&s.window));
                 self.counters.vad_windows.fetch_add(1, Ordering::Relaxed);
                 match s.gate.decide(&s.window) {
                     VadDecision::Skip => {
                         self.counters.vad_skipped_silent.fetch_add(1, Ordering::Relaxed);
-                        s.session.handle_input(SessionInput::VadWindow { start, end, probability: 0.0 }, now);
+                        let silence = SessionInput::VadWindow { start, end, probability: 0.0, level: Some(level) };
+                        s.session.handle_input(silence, now);
                     }
                     VadDecision::InferAsSilence => {
                         // The model's state follows the audio, but this window is silence: its result (0)
                         // comes back in order with the windows before it, whose results may still be on
                         // their way (applied now, a silent window would overtake the speech before it).
-                        let job =
-                            VadJob { thread: self.index, session: s.id, start, window: s.window, as_silence: true };
+                        let (thread, session, window) = (self.index, s.id, s.window);
+                        let job = VadJob { thread, session, start, window, as_silence: true, level };
                         match self.vad_jobs.try_send(job) {
                             Ok(()) => s.vad_in_flight += 1,
                             Err(TrySendError::Full(_)) => {
-                                s.session.handle_input(SessionInput::VadWindow { start, end, probability: 0.0 }, now);
+                                let silence =
+                                    SessionInput::VadWindow { start, end, probability: 0.0, level: Some(level) };
+                                s.session.handle_input(silence, now);
                             }
                             Err(TrySendError::Disconnected(_)) => self.inference_lost = true,
                         }
                     }
                     VadDecision::Infer => {
-                        let job =
-                            VadJob { thread: self.index, session: s.id, start, window: s.window, as_silence: false };
+                        let (thread, session, window) = (self.index, s.id, s.window);
+                        let job = VadJob { thread, session, start, window, as_silence: false, level };
                         match self.vad_jobs.try_send(job) {
                             Ok(()) => s.vad_in_flight += 1,
                             Err(TrySendError::Full(_)) => {

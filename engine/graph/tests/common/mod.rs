@@ -7,12 +7,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use confab_engine::audio::wav;
 
+pub mod stepped_call;
+
 /// espeak-ng's words per minute for fixtures.
 pub const FIXTURE_RATE: &str = "160";
 
 /// `text` spoken by espeak-ng (en-us), resampled to 16 kHz mono.
 #[allow(dead_code)] // not every test that shares this module speaks
 pub fn speak(text: &str) -> Vec<f32> {
+    speak_as("en-us", text)
+}
+
+/// `text` spoken by espeak-ng in `voice` (e.g. `en-gb+m3`), resampled to 16 kHz mono.
+#[allow(dead_code)] // not every test that shares this module speaks
+pub fn speak_as(voice: &str, text: &str) -> Vec<f32> {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let path = std::env::temp_dir().join(format!(
         "confab-fixture-{}-{}.wav",
@@ -20,7 +28,7 @@ pub fn speak(text: &str) -> Vec<f32> {
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", FIXTURE_RATE, "-w"])
+        .args(["-v", voice, "-s", FIXTURE_RATE, "-w"])
         .arg(&path)
         .arg(text)
         .status()
@@ -29,6 +37,36 @@ pub fn speak(text: &str) -> Vec<f32> {
     let audio = wav::read_mono_16k(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     audio
+}
+
+/// `samples` of steady noise at 16 kHz and `rms`: sox's pink and brown noise summed at equal power (a fan
+/// and a street), in sox's repeatable mode (the same noise every run).
+#[allow(dead_code)] // for the tests of hearing in noise
+pub fn steady_noise(samples: usize, rms: f32) -> Vec<f32> {
+    let colours: Vec<Vec<f32>> = ["pinknoise", "brownnoise"]
+        .iter()
+        .map(|colour| {
+            static NEXT: AtomicUsize = AtomicUsize::new(0);
+            let path = std::env::temp_dir().join(format!(
+                "confab-noise-{}-{}-{colour}.wav",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            let seconds = format!("{:.3}", samples as f64 / 16_000.0 + 0.1);
+            let status = Command::new("sox")
+                .args(["-R", "-n", "-r", "16000", "-c", "1", "-b", "16"])
+                .arg(&path)
+                .args(["synth", &seconds, colour])
+                .status()
+                .expect("sox is installed (scripts/setup.sh)");
+            assert!(status.success(), "sox failed");
+            let noise = wav::read_mono_16k(&path).unwrap();
+            let _ = std::fs::remove_file(&path);
+            let own = (noise.iter().map(|s| s * s).sum::<f32>() / noise.len() as f32).sqrt();
+            noise.iter().map(|s| s * rms / own).collect()
+        })
+        .collect();
+    (0..samples).map(|i| (colours[0][i] + colours[1][i]) / 2f32.sqrt()).collect()
 }
 
 /// The bytes of a picture fixture (`scripts/fixtures.sh`, in `CONFAB_FIXTURES_DIR` or

@@ -1,0 +1,186 @@
+//! Hearing in a noisy room, on the stepped runtime (media time, exact): steady noise (sox's pink + brown
+//! noise, a fan and a street) alone opens no user turn once the noise suppressor has started; a question
+//! over it is heard as one turn with its words; in quiet the suppressor never starts and the call is heard
+//! exactly as without it. Three other voices talking at once 10 dB below the user, once the user has been
+//! heard, neither open a turn nor stop the agent, and the user's question over them is one turn with its
+//! words. The user is espeak-ng at −20 dBFS of speech, heard by the local models, in a call of
+//! `common::stepped_call`.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+
+use common::stepped_call::{Call, count, silence};
+use common::{speak, speak_as, steady_noise};
+use confab_engine::EventKind;
+use confab_engine::audio::denoise::NoiseSuppression;
+use confab_engine::conversation::ConversationConfig;
+use confab_engine::core::endpoint::EndpointConfig;
+use confab_engine::time::MediaTime;
+
+/// The speech's level: −20 dBFS RMS over its audible frames.
+const SPEECH_RMS: f32 = 0.1;
+
+fn turn_taking(noise_suppression: NoiseSuppression) -> ConversationConfig {
+    ConversationConfig {
+        endpoint: EndpointConfig { min_delay: MediaTime::from_millis(500), max_delay: MediaTime::from_millis(500) },
+        noise_suppression,
+        ..ConversationConfig::default()
+    }
+}
+
+/// The RMS of `speech`'s audible 20 ms frames.
+fn speech_rms(speech: &[f32]) -> f32 {
+    let audible: Vec<f32> =
+        speech.chunks(320).filter(|f| f.iter().map(|s| s * s).sum::<f32>() / 320.0 > 1e-5).flatten().copied().collect();
+    (audible.iter().map(|s| s * s).sum::<f32>() / audible.len() as f32).sqrt()
+}
+
+/// `speech` scaled to `rms` of audible speech.
+fn at_level(speech: &[f32], rms: f32) -> Vec<f32> {
+    let gain = rms / speech_rms(speech);
+    speech.iter().map(|s| s * gain).collect()
+}
+
+/// `text` spoken at `SPEECH_RMS`.
+fn spoken(text: &str) -> Vec<f32> {
+    at_level(&speak(text), SPEECH_RMS)
+}
+
+/// The next tables: three espeak-ng voices talking at once, `seconds` long, at `rms` together.
+fn other_tables(seconds: usize, rms: f32) -> Vec<f32> {
+    let tables = [
+        ("en-gb+m3", "The data can be controlled from the second office, and the meeting on Thursday was moved."),
+        (
+            "en-us+f2",
+            "I told her the flat was too small for the three of them, but she said the garden made up for it.",
+        ),
+        ("en+m5", "The game went into extra time and nobody could believe the goal in the last minute of it."),
+    ];
+    let mut room = vec![0.0f32; 16_000 * seconds];
+    for (voice, text) in tables {
+        let talk = at_level(&speak_as(voice, text), 1.0);
+        for (out, s) in room.iter_mut().zip(talk.iter().cycle()) {
+            *out += s;
+        }
+    }
+    at_level(&room, rms)
+}
+
+/// `speech` from `at` over `noise`.
+fn over(noise: &[f32], speech: &[f32], at: usize) -> Vec<f32> {
+    let mut mixed = noise.to_vec();
+    for (out, s) in mixed[at..].iter_mut().zip(speech) {
+        *out += s;
+    }
+    mixed
+}
+
+fn committed(events: &[confab_engine::ConversationEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::UtteranceCommitted { text } => Some(text.to_lowercase()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Ten seconds of steady noise as loud as speech and nothing else: no user turn opens, with the default
+/// (`auto`, the suppressor started once the floor is known, 1.5 s in) or without it (`off`: Silero itself
+/// does not take this noise for speech).
+#[test]
+fn steady_noise_alone_opens_no_turn() {
+    let noise = steady_noise(16_000 * 10, SPEECH_RMS);
+    let mut opened = Vec::new();
+    for suppression in [NoiseSuppression::Auto, NoiseSuppression::Off] {
+        let mut call = Call::start(turn_taking(suppression));
+        let heard = call.run(noise.iter().copied().collect(), 600, |_, _| true);
+        let started = call.runtime.counters.noise_suppressed_calls.load(Ordering::Relaxed);
+        opened.push((count(&heard.events, "user.started_speaking"), started));
+    }
+    assert_eq!(opened, [(0, 1), (0, 0)], "(turns opened, suppressor started) with auto, off");
+}
+
+/// A question 2 s into steady noise 5 dB below it: one user turn, with the question's words.
+#[test]
+fn a_question_over_steady_noise_is_heard() {
+    let question = spoken("What time does the museum open on Sunday?");
+    let noise = steady_noise(16_000 * 2 + question.len() + 16_000 * 2, SPEECH_RMS * 10f32.powf(-5.0 / 20.0));
+    let mut call = Call::start(turn_taking(NoiseSuppression::Auto));
+    let heard =
+        call.run(over(&noise, &question, 32_000).into(), 1_000, |event, _| event.kind.name() != "utterance_committed");
+    let turns = committed(&heard.events);
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    for word in ["time", "museum", "open", "sunday"] {
+        assert!(turns[0].contains(word), "{word} in {turns:?}");
+    }
+}
+
+/// In quiet (digital silence, then a room at −70 dBFS) `auto` never starts the suppressor, and the call is
+/// heard exactly as with it `off`: the same events at the same media times.
+#[test]
+fn quiet_speech_is_heard_as_before() {
+    let question: Vec<f32> = silence(1_000).into_iter().chain(spoken("How many legs does a spider have?")).collect();
+    let room = steady_noise(question.len() + 16_000 * 2, 0.000_3);
+    let audio: VecDeque<f32> = over(&room, &question, 0).into();
+    let mut timelines = Vec::new();
+    for suppression in [NoiseSuppression::Auto, NoiseSuppression::Off] {
+        let mut call = Call::start(turn_taking(suppression));
+        let heard = call.run(audio.clone(), 1_000, |event, _| event.kind.name() != "utterance_committed");
+        assert_eq!(call.runtime.counters.noise_suppressed_calls.load(Ordering::Relaxed), 0);
+        let timeline: Vec<(u128, String)> =
+            heard.events.iter().map(|e| (e.media_time.as_millis(), format!("{:?}", e.kind))).collect();
+        let turns = committed(&heard.events);
+        assert!(turns.len() == 1 && turns[0].contains("spider"), "{turns:?}");
+        timelines.push((timeline, turns));
+    }
+    assert_eq!(timelines[0], timelines[1]);
+}
+
+/// With suppression `on` from the first frame, a question in quiet is still heard word for word.
+#[test]
+fn suppression_on_in_quiet_costs_no_words() {
+    let question: Vec<f32> = silence(1_000).into_iter().chain(spoken("Which river flows through Vienna?")).collect();
+    let mut call = Call::start(turn_taking(NoiseSuppression::On));
+    let heard = call.run(question.into(), 1_000, |event, _| event.kind.name() != "utterance_committed");
+    let turns = committed(&heard.events);
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    for word in ["which", "river", "flows", "through", "vienna"] {
+        assert!(turns[0].contains(word), "{word} in {turns:?}");
+    }
+}
+
+/// A question in quiet; once it is answered, the next tables start talking (three voices at once, 10 dB
+/// below the user) and go on for 7 s; 2.5 s in, the user asks again over them. The other voices open no
+/// turn and do not stop the agent's answer; the user's second question does (it is speech over the agent,
+/// and not a backchannel) and is one turn with the question's words and none of theirs.
+#[test]
+fn a_question_over_other_voices_is_one_turn_with_the_users_words() {
+    let first: VecDeque<f32> = silence(500).into_iter().chain(spoken("What is the capital of France?")).collect();
+    let room = other_tables(7, SPEECH_RMS * 10f32.powf(-10.0 / 20.0));
+    let second = spoken("What time does the museum open on Sunday?");
+    let mut call = Call::start(turn_taking(NoiseSuppression::Auto));
+    let mut commits = 0;
+    let heard = call.run(first, 3_000, |event, script| {
+        if event.kind.name() == "utterance_committed" {
+            commits += 1;
+            if commits == 1 {
+                *script = silence(1_000).into_iter().chain(over(&room, &second, 40_000)).collect();
+            } else {
+                return false;
+            }
+        }
+        true
+    });
+    let timeline: Vec<(u128, &str)> = heard.events.iter().map(|e| (e.media_time.as_millis(), e.kind.name())).collect();
+    assert_eq!(count(&heard.events, "user.started_speaking"), 2, "{timeline:?}");
+    assert_eq!(count(&heard.events, "agent.interrupted"), 1, "{timeline:?}");
+    let turns = committed(&heard.events);
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert!(turns[1].starts_with("what time") && turns[1].contains("open on sunday"), "{turns:?}");
+    for theirs in ["data", "office", "meeting", "flat", "three", "garden", "game", "goal", "minute"] {
+        assert!(!turns[1].contains(theirs), "{theirs} in {turns:?}");
+    }
+}
