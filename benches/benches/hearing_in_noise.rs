@@ -14,20 +14,15 @@
 
 use std::collections::VecDeque;
 
-use axum::Router;
-use axum::body::Body;
-use axum::response::Response;
-use axum::routing::post;
+use confab_benches::answering::{responder, serve_answer};
 use confab_benches::{espeak_as, steady_noise, word_errors};
 use confab_engine::audio::denoise::NoiseSuppression;
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
 use confab_engine::providers::piper_tts::PiperTts;
-use confab_engine::responder::Responder;
 use confab_engine::runtime::{CallRuntime, RuntimeConfig, SteppedRuntime};
 use confab_engine::time::MediaTime;
 use confab_engine::{ConversationEvent, EventKind};
-use serde_json::json;
 
 const QUESTIONS: [&str; 20] = [
     "What is the capital of France?",
@@ -75,34 +70,6 @@ const OTHER_TABLES: [(&str, &str); 3] = [
 const QUESTION_EVERY: usize = 16_000 * 7 / 2;
 /// Silence (or noise alone) before the first question.
 const LEAD: usize = 16_000 * 2;
-
-async fn chat() -> Response {
-    let parts = [
-        format!("data: {}\n\n", json!({ "choices": [{ "index": 0, "delta": { "content": "Okay." } }] })),
-        "data: [DONE]\n\n".to_string(),
-    ];
-    let stream = futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::io::Error>));
-    Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
-}
-
-async fn serve_llm() -> String {
-    let app = Router::new().route("/v1/chat/completions", post(chat));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    base
-}
-
-fn responder(base: &str) -> Responder {
-    let providers = confab_engine::providers::env::ProviderEnv::default().with("CONFAB_LLM_BASE_URL", base);
-    let pipeline: confab_engine::agent_spec::PipelineConfig = serde_json::from_value(json!({
-        "llm": { "provider": "custom", "model": "m" },
-        "stt": { "provider": "local" },
-        "tts": { "provider": "local", "model_id": "espeak-ng" }
-    }))
-    .unwrap();
-    Responder::from_config(&pipeline, "Be helpful.".into(), &confab_models::default_models_dir(), &providers).unwrap()
-}
 
 fn rms(samples: &[f32]) -> f32 {
     (samples.iter().map(|s| s * s).sum::<f32>() / samples.len().max(1) as f32).sqrt()
@@ -219,7 +186,7 @@ fn main() {
     let count = if bench { QUESTIONS.len() } else { 2 };
     let io = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let _guard = io.enter();
-    let base = io.block_on(serve_llm());
+    let base = io.block_on(serve_answer("Okay."));
     let piper = PiperTts::load(&confab_models::default_models_dir()).expect("models are fetched");
     let espeak_voice = std::env::args().any(|a| a == "--voice=espeak");
     let questions: Vec<Vec<f32>> = QUESTIONS[..count]

@@ -13,50 +13,17 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Body;
-use axum::response::Response;
-use axum::routing::post;
+use confab_benches::answering::{responder, serve_answer};
 use confab_benches::{cpu_seconds, espeak};
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
-use confab_engine::responder::Responder;
 use confab_engine::runtime::{CallRuntime, Runtime, RuntimeConfig, RuntimeCounters};
 use confab_engine::time::MediaTime;
 use confab_engine::{ConversationEvent, EventKind};
-use serde_json::json;
 
 const ANSWER: &str = "Vienna is the capital of Austria and lies on the river Danube in the east of the country. \
     It was the seat of the Habsburg emperors for more than six centuries. Today it is known for its coffee \
     houses, its music and its many parks and palaces. Many visitors come for the opera, the museums and the old town.";
-
-async fn chat() -> Response {
-    let parts = [
-        format!("data: {}\n\n", json!({ "choices": [{ "index": 0, "delta": { "content": ANSWER } }] })),
-        "data: [DONE]\n\n".to_string(),
-    ];
-    let stream = futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::io::Error>));
-    Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
-}
-
-async fn serve_llm() -> String {
-    let app = Router::new().route("/v1/chat/completions", post(chat));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    base
-}
-
-fn responder(base: &str) -> Responder {
-    let providers = confab_engine::providers::env::ProviderEnv::default().with("CONFAB_LLM_BASE_URL", base);
-    let pipeline: confab_engine::agent_spec::PipelineConfig = serde_json::from_value(json!({
-        "llm": { "provider": "custom", "model": "m" },
-        "stt": { "provider": "local" },
-        "tts": { "provider": "local", "model_id": "espeak-ng" }
-    }))
-    .unwrap();
-    Responder::from_config(&pipeline, "Be helpful.".into(), &confab_models::default_models_dir(), &providers).unwrap()
-}
 
 /// What one call came to.
 struct Outcome {
@@ -150,7 +117,7 @@ fn main() {
     let rounds =
         if bench { std::env::var("CONFAB_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20) } else { 1 };
     let io = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let base = io.block_on(serve_llm());
+    let base = io.block_on(serve_answer(ANSWER));
     let mut outcome = call(&io, &base, rounds);
     outcome.latencies.sort();
     println!(

@@ -10,6 +10,7 @@ use confab_engine::events::ConversationEvent;
 use confab_engine::runtime::SessionHandle;
 pub use confab_engine::word_error::word_errors;
 
+pub mod answering;
 pub mod stall_watch;
 
 /// `text` spoken by espeak-ng (`en-us`, `words_per_minute`), as 16 kHz mono.
