@@ -52,9 +52,6 @@ pub struct SessionSpec {
     pub context: String,
     /// Which turns the agent answers (every one, but in a meeting as its mode says).
     pub reply_rule: ReplyRule,
-    /// The conversation is an external meeting: every participant's voice is a user's
-    /// (`ConversationConfig::hear_every_voice`).
-    pub meeting: bool,
     /// The rigged portrait when the face is a completed custom avatar.
     pub custom_face: Option<(RgbImage, FaceRig)>,
     /// The agent's knowledge bases (`CallRecords::retrieval` loads them).

@@ -95,8 +95,7 @@ pub async fn start(
     let call = records.open(conversation_id).await?.ok_or_else(|| LiveError::NoConversation(conversation_id.into()))?;
     let spec = call.agent;
     let face = spec.avatars.first().map(|avatar| avatar.avatar_key_id.clone()).unwrap_or_default();
-    let mut config = spec.conversation_config().map_err(|e| LiveError::Agent(e.to_string()))?;
-    config.hear_every_voice = call.meeting;
+    let config = spec.conversation_config().map_err(|e| LiveError::Agent(e.to_string()))?;
     let prompt = spec.system_prompt(&call.context);
     let settings = ActionSettings::for_conversation(&spec.actions, conversation_id, allow_private_urls);
     let actions = Actions::connected(&spec.actions, settings).await.map_err(|e| LiveError::Agent(e.to_string()))?;
