@@ -3,10 +3,10 @@
 //! (sox's pink + brown noise: a fan and a street) at 10, 5 and 0 dB below the speech, and over three
 //! other voices talking at once (espeak-ng, 10 dB below the user) from the second question on — each with
 //! the noise suppressor `off` and `auto` (the default), and over the other voices also with every voice
-//! taken for the user's (without `ignore_other_voices`, `core::other_voices`; the default). Reported per case: the
-//! word error of the user's committed turns against the questions, and how many turns were committed. The
-//! language model is a local OpenAI-compatible server that answers "Okay." at once, so only hearing costs
-//! time. Piper's voice differs a little from run to run (its model samples noise); the cases of one run
+//! taken for the user's (`other_voices: hear`; the default `ignore` is `core::other_voices`). Reported per
+//! case: the word error of the user's committed turns against the questions, and how many turns were
+//! committed. The language model is a local OpenAI-compatible server that answers "Okay." at once, so only
+//! hearing costs time. Piper's voice differs a little from run to run (its model samples noise); the cases of one run
 //! hear the same recording.
 //!
 //! Command: `cargo bench -p confab-benches --bench hearing_in_noise -- --bench [--voice=espeak]
@@ -19,6 +19,7 @@ use confab_benches::{espeak_as, steady_noise, word_errors};
 use confab_engine::audio::denoise::NoiseSuppression;
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
+use confab_engine::core::other_voices::OtherVoices;
 use confab_engine::providers::piper_tts::PiperTts;
 use confab_engine::runtime::{CallRuntime, RuntimeConfig, SteppedRuntime};
 use confab_engine::time::MediaTime;
@@ -143,13 +144,16 @@ fn other_tables() -> Vec<f32> {
 struct Hearing {
     name: &'static str,
     suppression: NoiseSuppression,
-    ignore_other_voices: bool,
+    other_voices: OtherVoices,
 }
 
-const OFF: Hearing = Hearing { name: "off", suppression: NoiseSuppression::Off, ignore_other_voices: true };
-const AUTO: Hearing = Hearing { name: "auto", suppression: NoiseSuppression::Auto, ignore_other_voices: true };
-const EVERY_VOICE: Hearing =
-    Hearing { name: "auto, every voice the user's", suppression: NoiseSuppression::Auto, ignore_other_voices: false };
+const OFF: Hearing = Hearing { name: "off", suppression: NoiseSuppression::Off, other_voices: OtherVoices::Ignore };
+const AUTO: Hearing = Hearing { name: "auto", suppression: NoiseSuppression::Auto, other_voices: OtherVoices::Ignore };
+const EVERY_VOICE: Hearing = Hearing {
+    name: "auto, every voice the user's",
+    suppression: NoiseSuppression::Auto,
+    other_voices: OtherVoices::Hear,
+};
 
 /// The user's committed turns in one call.
 fn hear(base: &str, audio: &[f32], hearing: Hearing) -> Vec<String> {
@@ -157,7 +161,7 @@ fn hear(base: &str, audio: &[f32], hearing: Hearing) -> Vec<String> {
     let conversation = ConversationConfig {
         endpoint: EndpointConfig { min_delay: MediaTime::from_millis(500), max_delay: MediaTime::from_millis(1_000) },
         noise_suppression: hearing.suppression,
-        ignore_other_voices: hearing.ignore_other_voices,
+        other_voices: hearing.other_voices,
         ..ConversationConfig::default()
     };
     let mut session = runtime.open_session(conversation, Some(responder(base))).unwrap();

@@ -11,8 +11,8 @@
 use serde_json::{Value, json};
 
 use confab_store::agent_config::{
-    BACKCHANNELS, INTERRUPTABILITY, LLM_PROVIDERS, MAX_ENDPOINTING_DELAY_SECONDS, NOISE_SUPPRESSION, STT_PROVIDERS,
-    TTS_PROVIDERS, TURN_HANDLING,
+    BACKCHANNELS, INTERRUPTABILITY, LLM_PROVIDERS, MAX_ENDPOINTING_DELAY_SECONDS, NOISE_SUPPRESSION, OTHER_VOICES,
+    STT_PROVIDERS, TTS_PROVIDERS, TURN_HANDLING,
 };
 use confab_store::agents::record::{MAX_AVATARS, MAX_CALL_DURATION_LIMIT_SECONDS};
 use confab_store::records::knowledge_bases::MAX_DOCUMENT_CHARS;
@@ -97,6 +97,7 @@ fn rules() -> Vec<(&'static str, &'static str, Value)> {
         ("SttConfig", "interruptability", string_enum(INTERRUPTABILITY)),
         ("SttConfig", "backchannels", string_enum(BACKCHANNELS)),
         ("SttConfig", "noise_suppression", string_enum(NOISE_SUPPRESSION)),
+        ("SttConfig", "other_voices", string_enum(OTHER_VOICES)),
         (
             "AgentSettings",
             "maxCallDuration",

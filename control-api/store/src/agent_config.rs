@@ -23,6 +23,8 @@ pub const INTERRUPTABILITY: &[&str] = &["low", "medium", "high"];
 pub const BACKCHANNELS: &[&str] = &["ignore", "interrupt"];
 /// `stt.noise_suppression`: when steady noise is taken out of the user's audio.
 pub const NOISE_SUPPRESSION: &[&str] = &confab_engine::audio::denoise::NoiseSuppression::NAMES;
+/// `stt.other_voices`: whether voices well below the user's are the user's.
+pub const OTHER_VOICES: &[&str] = &confab_engine::core::other_voices::OtherVoices::NAMES;
 
 /// The embedded language models of the `local` provider, the embedded default first (`confab models fetch`
 /// provides them); `llm.model` may also name a GGUF file (checked by `confab_http` against the models
@@ -127,6 +129,9 @@ impl PipelineRules for PipelineConfig {
         }
         if let Some(mode) = &self.stt.noise_suppression {
             validate::one_of(&format!("{prefix}stt.noise_suppression"), mode, NOISE_SUPPRESSION)?;
+        }
+        if let Some(rule) = &self.stt.other_voices {
+            validate::one_of(&format!("{prefix}stt.other_voices"), rule, OTHER_VOICES)?;
         }
         Ok(())
     }

@@ -72,6 +72,7 @@ impl CallRecords for StoreRecords {
             user_id: conversation.user_id,
             context: conversation.context,
             reply_rule,
+            meeting: conversation.conversation_type == conversations::TYPE_EXTERNAL_MEETING,
             custom_face,
             knowledge_base_ids: agent.knowledge_base.iter().map(|kb| kb.id.clone()).collect(),
         }))

@@ -6,8 +6,10 @@
 
 use std::path::Path;
 
-use confab_engine::agent_spec::AgentSpec;
+use confab_engine::agent_spec::{AgentSpec, AgentSpecError};
 use confab_engine::avatar::{FaceRig, RgbImage};
+use confab_engine::conversation::ConversationConfig;
+use confab_engine::core::other_voices::OtherVoices;
 use confab_engine::events::ConversationEvent;
 use confab_engine::knowledge::Retrieval;
 use confab_engine::responder::ReplyRule;
@@ -52,10 +54,25 @@ pub struct SessionSpec {
     pub context: String,
     /// Which turns the agent answers (every one, but in a meeting as its mode says).
     pub reply_rule: ReplyRule,
+    /// The conversation is an external meeting: every participant's voice is a user's
+    /// (`OtherVoices::Hear`, whatever the agent's `stt.other_voices`).
+    pub meeting: bool,
     /// The rigged portrait when the face is a completed custom avatar.
     pub custom_face: Option<(RgbImage, FaceRig)>,
     /// The agent's knowledge bases (`CallRecords::retrieval` loads them).
     pub knowledge_base_ids: Vec<String>,
+}
+
+impl SessionSpec {
+    /// The call's turn-taking: the agent's, except that an external meeting hears every participant's
+    /// voice (`OtherVoices::Hear`).
+    pub fn conversation_config(&self) -> Result<ConversationConfig, AgentSpecError> {
+        let mut config = self.agent.conversation_config()?;
+        if self.meeting {
+            config.other_voices = OtherVoices::Hear;
+        }
+        Ok(config)
+    }
 }
 
 /// The outcome of a worker's claim on a conversation.
@@ -123,4 +140,31 @@ pub trait CallRecords: Send + Sync + 'static {
 
     /// A fleet worker leaves cleanly (after its calls ended).
     async fn leave_fleet(&self, worker_id: &str) -> Result<(), RecordsError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(agent: &str, meeting: bool) -> SessionSpec {
+        SessionSpec {
+            agent: AgentSpec::from_json(agent).unwrap(),
+            record: false,
+            user_id: String::new(),
+            context: String::new(),
+            reply_rule: ReplyRule::default(),
+            meeting,
+            custom_face: None,
+            knowledge_base_ids: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_meeting_hears_every_voice_whatever_the_agent_says() {
+        let ignoring =
+            r#"{ "avatars": [{ "avatar_key_id": "stock-amara", "config": { "stt": { "other_voices": "ignore" } } }] }"#;
+        assert_eq!(call(ignoring, false).conversation_config().unwrap().other_voices, OtherVoices::Ignore);
+        assert_eq!(call(ignoring, true).conversation_config().unwrap().other_voices, OtherVoices::Hear);
+        assert_eq!(call("{}", false).conversation_config().unwrap().other_voices, OtherVoices::Ignore);
+    }
 }

@@ -9,6 +9,7 @@ use crate::actions::records::ActionsSpec;
 use crate::audio::denoise::NoiseSuppression;
 use crate::conversation::ConversationConfig;
 use crate::core::interruption::Backchannels;
+use crate::core::other_voices::OtherVoices;
 use crate::core::presets::{Interruptability, TurnHandling, endpoint_config};
 pub use crate::pipeline_config::{LlmConfig, PipelineConfig, SttConfig, TtsConfig, nullable};
 use crate::time::MediaTime;
@@ -113,10 +114,16 @@ impl AgentSpec {
             Some(name) => NoiseSuppression::parse(name)
                 .ok_or(AgentSpecError::UnknownPreset { field: "noise_suppression", value: name.into() })?,
         };
+        let other_voices = match stt.other_voices.as_deref() {
+            None => OtherVoices::default(),
+            Some(name) => OtherVoices::parse(name)
+                .ok_or(AgentSpecError::UnknownPreset { field: "other_voices", value: name.into() })?,
+        };
         Ok(ConversationConfig {
             endpoint: endpoint_config(stt.min_endpointing_delay, stt.max_endpointing_delay, turn_handling),
             interruption,
             noise_suppression,
+            other_voices,
             max_call_duration: self.config.max_call_duration.filter(|s| *s > 0.0).map(MediaTime::from_secs_f64),
             ..ConversationConfig::default()
         })

@@ -22,7 +22,7 @@ use crate::core::backchannel::{goes_on_from, only_backchannels};
 use crate::core::call_timer::{CallTimer, CallTimerOutput};
 use crate::core::endpoint::{EndpointConfig, EndpointInput, EndpointOutput, Endpointer};
 use crate::core::interruption::{InterruptionConfig, InterruptionDetector, InterruptionInput, InterruptionOutput};
-use crate::core::other_voices::VoiceLevels;
+use crate::core::other_voices::{OtherVoices, VoiceLevels};
 use crate::core::playout::{Playout, PlayoutOutput, PlayoutPiece};
 use crate::core::vad_gate::{VadGate, VadGateConfig, VadGateOutput};
 use crate::core::{Epoch, TurnId};
@@ -38,10 +38,9 @@ pub struct ConversationConfig {
     /// Whether the user's audio is denoised before the VAD and speech-to-text hear it (the media front
     /// end applies it; the conversation sees the audio it hears).
     pub noise_suppression: NoiseSuppression,
-    /// Once the user has been heard, voices well below their level are not the user's (`core::other_voices`).
-    /// Off by default: in live browser calls it cut the soft last word of some questions ("What is the
-    /// capital of?"), so it is not yet offered in the API; by default every voice heard is the user's.
-    pub ignore_other_voices: bool,
+    /// Whether, once the user has been heard, voices well below their level are not the user's
+    /// (`core::other_voices`; the default) or every voice is.
+    pub other_voices: OtherVoices,
 }
 
 /// Audio handed to speech-to-text starts this long before the turn's detected start: a soft first
@@ -158,8 +157,8 @@ pub struct Conversation {
     voices: VoiceLevels,
     /// A VAD probability at or above this is speech (the gate's activation threshold).
     speech_probability: f32,
-    /// `ConversationConfig::ignore_other_voices`.
-    ignore_other_voices: bool,
+    /// `ConversationConfig::other_voices`.
+    other_voices: OtherVoices,
     outputs: VecDeque<ConversationOutput>,
 }
 
@@ -182,7 +181,7 @@ impl Conversation {
             rendered_to: MediaTime::ZERO,
             voices: VoiceLevels::default(),
             speech_probability: config.vad.activation_threshold,
-            ignore_other_voices: config.ignore_other_voices,
+            other_voices: config.other_voices,
             outputs: VecDeque::with_capacity(16),
         }
     }
@@ -226,7 +225,8 @@ impl Conversation {
             return;
         }
         let speech = probability >= self.speech_probability;
-        let other = level.is_some_and(|level| self.voices.is_other(level, speech)) && self.ignore_other_voices;
+        let other =
+            self.other_voices == OtherVoices::Ignore && level.is_some_and(|level| self.voices.is_other(level, speech));
         self.handle_timeout(start);
         self.vad.handle_window_of(start, end, probability, other);
         self.drain_vad();

@@ -26,7 +26,6 @@ fn turn_taking(noise_suppression: NoiseSuppression) -> ConversationConfig {
     ConversationConfig {
         endpoint: EndpointConfig { min_delay: MediaTime::from_millis(500), max_delay: MediaTime::from_millis(500) },
         noise_suppression,
-        ignore_other_voices: true,
         ..ConversationConfig::default()
     }
 }

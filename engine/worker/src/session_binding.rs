@@ -93,9 +93,9 @@ pub async fn start(
     on_call_end: Option<CallEndHook>,
 ) -> Result<LiveConversation, LiveError> {
     let call = records.open(conversation_id).await?.ok_or_else(|| LiveError::NoConversation(conversation_id.into()))?;
+    let config = call.conversation_config().map_err(|e| LiveError::Agent(e.to_string()))?;
     let spec = call.agent;
     let face = spec.avatars.first().map(|avatar| avatar.avatar_key_id.clone()).unwrap_or_default();
-    let config = spec.conversation_config().map_err(|e| LiveError::Agent(e.to_string()))?;
     let prompt = spec.system_prompt(&call.context);
     let settings = ActionSettings::for_conversation(&spec.actions, conversation_id, allow_private_urls);
     let actions = Actions::connected(&spec.actions, settings).await.map_err(|e| LiveError::Agent(e.to_string()))?;

@@ -23,7 +23,7 @@ fn full_agent(name: &str) -> serde_json::Value {
             "persona_name": "Amara",
             "config": {
                 "llm": { "provider": "openai", "model": "gpt-4o-mini", "preemptive_generation": false },
-                "stt": { "provider": "deepgram", "model": "nova-3", "min_endpointing_delay": 0.4, "max_endpointing_delay": 2.5, "backchannels": "interrupt", "noise_suppression": "on" },
+                "stt": { "provider": "deepgram", "model": "nova-3", "min_endpointing_delay": 0.4, "max_endpointing_delay": 2.5, "backchannels": "interrupt", "noise_suppression": "on", "other_voices": "hear" },
                 "tts": { "provider": "elevenlabs", "model_id": "eleven_flash_v2_5", "voice_id": "v1" }
             }
         }],
@@ -49,6 +49,7 @@ async fn create_read_list_delete(app: TestApp) {
     assert_eq!(agent["avatars"][0]["config"]["stt"]["min_endpointing_delay"], 0.4);
     assert_eq!(agent["avatars"][0]["config"]["stt"]["backchannels"], "interrupt");
     assert_eq!(agent["avatars"][0]["config"]["stt"]["noise_suppression"], "on");
+    assert_eq!(agent["avatars"][0]["config"]["stt"]["other_voices"], "hear");
     assert_eq!(agent["avatars"][0]["config"]["llm"]["preemptive_generation"], false);
     assert_eq!(agent["avatars"][0]["config"]["tts"]["voice_id"], "v1");
     assert_eq!(agent["config"], json!({ "maxCallDuration": 300.0, "conversationalContext": "VIP guest" }));

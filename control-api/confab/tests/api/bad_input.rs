@@ -77,6 +77,10 @@ async fn agent_bodies_are_validated_and_nothing_is_written(app: TestApp) {
             "avatars[0].config.stt.noise_suppression must be one of auto, on, off",
         ),
         (
+            json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "stt": { "other_voices": "mute" } } }] }),
+            "avatars[0].config.stt.other_voices must be one of ignore, hear",
+        ),
+        (
             json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "stt": { "model": "whisper-large" } } }] }),
             "avatars[0].config.stt.model must be one of moonshine-base, whisper-tiny.en; got \"whisper-large\"",
         ),

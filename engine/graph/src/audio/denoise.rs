@@ -176,11 +176,6 @@ impl NoiseSuppressor {
         NoiseSuppressor { mode, floor: NoiseFloor::default(), denoiser: None, failed: false }
     }
 
-    /// Whether frames are being denoised.
-    pub fn is_on(&self) -> bool {
-        self.denoiser.is_some()
-    }
-
     /// How much later the denoised audio is heard, once frames are being denoised.
     pub fn delay(&self) -> Option<MediaTime> {
         self.denoiser.as_ref().map(Denoiser::delay)

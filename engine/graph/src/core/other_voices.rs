@@ -15,6 +15,30 @@
 
 use std::collections::VecDeque;
 
+/// Whose voices a call hears (`stt.other_voices`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OtherVoices {
+    /// Once the user has been heard, voices well below their level are not the user's.
+    #[default]
+    Ignore,
+    /// Every voice heard is the user's (an external meeting, whose participants all are, is always heard
+    /// so).
+    Hear,
+}
+
+impl OtherVoices {
+    /// The names the API accepts, in `stt.other_voices`.
+    pub const NAMES: [&str; 2] = ["ignore", "hear"];
+
+    pub fn parse(name: &str) -> Option<OtherVoices> {
+        match name {
+            "ignore" => Some(OtherVoices::Ignore),
+            "hear" => Some(OtherVoices::Hear),
+            _ => None,
+        }
+    }
+}
+
 /// Windows in a recent peak: 320 ms of 32 ms windows.
 pub const PEAK_WINDOWS: usize = 10;
 /// A recent peak more than this far below the user's level is another voice.

@@ -14,6 +14,14 @@
 //! A shorter silence than the hangover is reported too, once per end of speech: `SpeechPaused` says the
 //! user may have finished (speech-to-text and the reply can start on it), not that they have (that is
 //! `SpeechEnded`, which the endpointing delay and the events follow).
+//!
+//! Windows of other voices (`core::other_voices`, `handle_window_of`) never start speech, but the user's
+//! speech is as soft as that now and then: the first or last word of a question is often well below the
+//! user's level. So speech the user starts reaches back over such windows just before it when they began
+//! at most `other_voice_grace` before (after silence: a soft first word, not the room talking on), and
+//! they carry the user's speech on for `other_voice_grace` after the user's last own confident window;
+//! once only other voices have been heard that long, the user's speech ended at their own last confident
+//! window: the room's talk neither keeps the turn open nor reaches its transcript.
 
 use std::collections::VecDeque;
 
@@ -35,6 +43,9 @@ pub struct VadGateConfig {
     pub hangover: MediaTime,
     /// Silence this long after the last speech window is reported as a pause (shorter than the hangover).
     pub pause: MediaTime,
+    /// Other voices carry the user's speech on this long after the user's own last confident window, and
+    /// the user's speech reaches back over them when they began at most this long before it.
+    pub other_voice_grace: MediaTime,
 }
 
 impl Default for VadGateConfig {
@@ -47,6 +58,7 @@ impl Default for VadGateConfig {
             min_speech: MediaTime::from_millis(64),
             hangover: MediaTime::from_millis(256),
             pause: MediaTime::from_millis(96),
+            other_voice_grace: MediaTime::from_millis(1_000),
         }
     }
 }
@@ -63,14 +75,16 @@ pub enum VadGateOutput {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum State {
-    /// `onset`: start of the current run of windows at or above the onset threshold.
-    Silent { onset: Option<MediaTime> },
+    /// `onset`: start of the current run of windows at or above the onset threshold; `other`: whether a
+    /// confident window of another voice is in that run.
+    Silent { onset: Option<MediaTime>, other: bool },
     /// Speech since `start` (reported from `onset`), not yet long enough to report.
     Candidate { start: MediaTime, onset: MediaTime },
     /// `last_speech`: end of the last window above deactivation (decides the stop);
     /// `last_confident`: end of the last window above activation (is reported); `paused`: a pause after
-    /// `last_confident` has been reported.
-    Speaking { last_speech: MediaTime, last_confident: MediaTime, paused: bool },
+    /// `last_confident` has been reported; `last_own`: end of the last window above activation that was
+    /// not another voice's.
+    Speaking { last_speech: MediaTime, last_confident: MediaTime, paused: bool, last_own: MediaTime },
 }
 
 #[derive(Debug)]
@@ -82,7 +96,7 @@ pub struct VadGate {
 
 impl VadGate {
     pub fn new(config: VadGateConfig) -> VadGate {
-        VadGate { config, state: State::Silent { onset: None }, outputs: VecDeque::with_capacity(4) }
+        VadGate { config, state: State::Silent { onset: None, other: false }, outputs: VecDeque::with_capacity(4) }
     }
 
     pub fn is_speaking(&self) -> bool {
@@ -108,41 +122,58 @@ impl VadGate {
         self.handle_window_of(start, end, probability, false);
     }
 
-    /// One VAD window, `other` when it is another voice's (`core::other_voices`): such a window neither
-    /// starts speech nor carries it on, but its probability still marks an onset that the user's speech
-    /// right after it reaches back over.
+    /// One VAD window, `other` when it is another voice's (`core::other_voices`): such a window never
+    /// starts speech (its probability still marks an onset that the user's speech right after it reaches
+    /// back over), and carries the user's speech on only within `other_voice_grace` of their own.
     pub fn handle_window_of(&mut self, start: MediaTime, end: MediaTime, probability: f32, other: bool) {
         let c = self.config;
-        let active = !other && probability >= c.activation_threshold;
-        let carried = !other && probability >= c.deactivation_threshold;
-        self.state = match (self.state, active) {
-            (State::Silent { onset }, false) => {
-                State::Silent { onset: (probability >= c.onset_threshold).then(|| onset.unwrap_or(start)) }
+        let confident = probability >= c.activation_threshold;
+        let carried = probability >= c.deactivation_threshold;
+        self.state = match self.state {
+            State::Silent { onset, other: other_in_onset } if !confident || other => {
+                let onset = (probability >= c.onset_threshold).then(|| onset.unwrap_or(start));
+                State::Silent { onset, other: onset.is_some() && (other_in_onset || other && confident) }
             }
-            (State::Candidate { .. }, false) => {
-                State::Silent { onset: (probability >= c.onset_threshold).then_some(start) }
+            State::Candidate { onset, .. } if other && confident => State::Silent { onset: Some(onset), other: true },
+            State::Candidate { .. } if !confident => {
+                State::Silent { onset: (probability >= c.onset_threshold).then_some(start), other: false }
             }
-            (State::Silent { onset }, true) => {
-                let onset = onset.map(|o| o.max(start - c.onset_lookback)).unwrap_or(start);
+            State::Silent { onset, other: other_in_onset } => {
+                let onset = match onset {
+                    Some(o) if other_in_onset && start - o <= c.other_voice_grace => o,
+                    Some(o) => o.max(start - c.onset_lookback),
+                    None => start,
+                };
                 self.confirm_if_long_enough(start, onset, end)
             }
-            (State::Candidate { start: first, onset }, true) => self.confirm_if_long_enough(first, onset, end),
-            (State::Speaking { last_confident, paused, .. }, _) if carried => match active {
-                true => State::Speaking { last_speech: end, last_confident: end, paused: false },
-                false => State::Speaking { last_speech: end, last_confident, paused },
-            },
-            (State::Speaking { last_speech, last_confident, paused }, _) => {
+            State::Candidate { start: first, onset } => self.confirm_if_long_enough(first, onset, end),
+            State::Speaking { paused, last_own, .. } if other && end - last_own >= c.other_voice_grace => {
+                if !paused {
+                    self.outputs.push_back(VadGateOutput::SpeechPaused { last_speech: last_own, observed_at: end });
+                }
+                self.outputs.push_back(VadGateOutput::SpeechEnded { last_speech: last_own, observed_at: end });
+                // The voices heard since the user's last own window go on: not a soft first word.
+                State::Silent { onset: Some(last_own), other: true }
+            }
+            State::Speaking { last_own, .. } if confident => {
+                let last_own = if other { last_own } else { end };
+                State::Speaking { last_speech: end, last_confident: end, paused: false, last_own }
+            }
+            State::Speaking { last_confident, paused, last_own, .. } if carried => {
+                State::Speaking { last_speech: end, last_confident, paused, last_own }
+            }
+            State::Speaking { last_speech, last_confident, paused, last_own } => {
                 let silence = end - last_speech;
                 if silence >= c.hangover {
                     self.outputs
                         .push_back(VadGateOutput::SpeechEnded { last_speech: last_confident, observed_at: end });
-                    State::Silent { onset: None }
+                    State::Silent { onset: None, other: false }
                 } else if !paused && silence >= c.pause {
                     self.outputs
                         .push_back(VadGateOutput::SpeechPaused { last_speech: last_confident, observed_at: end });
-                    State::Speaking { last_speech, last_confident, paused: true }
+                    State::Speaking { last_speech, last_confident, paused: true, last_own }
                 } else {
-                    State::Speaking { last_speech, last_confident, paused }
+                    State::Speaking { last_speech, last_confident, paused, last_own }
                 }
             }
         };
@@ -151,7 +182,7 @@ impl VadGate {
     fn confirm_if_long_enough(&mut self, first: MediaTime, onset: MediaTime, end: MediaTime) -> State {
         if end - first >= self.config.min_speech {
             self.outputs.push_back(VadGateOutput::SpeechStarted { start: onset, observed_at: end });
-            State::Speaking { last_speech: end, last_confident: end, paused: false }
+            State::Speaking { last_speech: end, last_confident: end, paused: false, last_own: end }
         } else {
             State::Candidate { start: first, onset }
         }
@@ -169,16 +200,27 @@ mod tests {
     const W: u64 = 512; // one 32 ms Silero window
 
     fn run(probabilities: &[f32]) -> Vec<VadGateOutput> {
+        let windows: Vec<(f32, bool)> = probabilities.iter().map(|&p| (p, false)).collect();
+        run_of(&windows)
+    }
+
+    /// Windows as (probability, another voice's).
+    fn run_of(windows: &[(f32, bool)]) -> Vec<VadGateOutput> {
         let mut gate = VadGate::new(VadGateConfig::default());
         let mut out = Vec::new();
-        for (i, p) in probabilities.iter().enumerate() {
+        for (i, &(p, other)) in windows.iter().enumerate() {
             let start = MediaTime(i as u64 * W);
-            gate.handle_window(start, MediaTime(start.0 + W), *p);
+            gate.handle_window_of(start, MediaTime(start.0 + W), p, other);
             while let Some(o) = gate.poll_output() {
                 out.push(o);
             }
         }
         out
+    }
+
+    /// `n` windows of probability `p`, another voice's or the user's.
+    fn windows(n: usize, p: f32, other: bool) -> Vec<(f32, bool)> {
+        vec![(p, other); n]
     }
 
     fn started(start: u64, observed: u64) -> VadGateOutput {
@@ -242,5 +284,63 @@ mod tests {
         p.push(0.4); // a tail between the thresholds: speech still open, no new confident end
         p.extend([0.01; 8]);
         assert_eq!(run(&p), vec![started(0, 2), paused(3, 6), ended(3, 15)]);
+    }
+
+    #[test]
+    fn other_voices_never_start_speech() {
+        let mut w = windows(40, 0.9, true);
+        w.extend(windows(10, 0.01, false));
+        assert_eq!(run_of(&w), vec![]);
+    }
+
+    #[test]
+    fn the_users_speech_over_other_voices_starts_and_reaches_back_only_the_lookback() {
+        let mut w = windows(40, 0.9, true);
+        w.extend(windows(5, 0.9, false));
+        w.extend(windows(10, 0.01, false));
+        // The user from window 40, reported from 38 (the 64 ms lookback over the other voices' onset: they
+        // have talked for longer than the grace).
+        assert_eq!(run_of(&w), vec![started(38, 42), paused(45, 48), ended(45, 53)]);
+    }
+
+    #[test]
+    fn a_soft_first_word_right_after_silence_is_the_users() {
+        // A soft first word (taken for another voice by its level) right after silence, then the user's
+        // speech: it starts at the soft word.
+        let mut w = windows(10, 0.01, false);
+        w.extend(windows(12, 0.9, true));
+        w.extend(windows(10, 0.9, false));
+        assert_eq!(run_of(&w)[0], started(10, 24));
+        // Other voices talking for longer than the grace before the user: only the lookback.
+        let mut w = windows(10, 0.01, false);
+        w.extend(windows(40, 0.9, true));
+        w.extend(windows(10, 0.9, false));
+        assert_eq!(run_of(&w)[0], started(48, 52));
+    }
+
+    #[test]
+    fn a_soft_last_word_within_the_grace_is_the_users() {
+        // The user's question, then a soft last word (taken for another voice by its level), then silence:
+        // all one speech, ending at the soft word's end.
+        let mut w = windows(20, 0.9, false);
+        w.extend(windows(3, 0.01, false));
+        w.extend(windows(8, 0.9, true));
+        w.extend(windows(10, 0.01, false));
+        assert_eq!(run_of(&w), vec![started(0, 2), paused(20, 23), paused(31, 34), ended(31, 39)]);
+    }
+
+    #[test]
+    fn other_voices_going_on_past_the_grace_end_the_users_speech_at_the_users_last_window() {
+        // The user speaks over the next table, stops; the table goes on: the user's speech ended at their
+        // own last window, observed once the table has been heard alone for the grace (1 s = 31.25 windows).
+        let mut w = windows(20, 0.9, false);
+        w.extend(windows(60, 0.9, true));
+        w.extend(windows(10, 0.01, false));
+        assert_eq!(run_of(&w), vec![started(0, 2), paused(20, 52), ended(20, 52)]);
+        // The user resumes over them: a new speech, from the lookback.
+        let mut w = windows(20, 0.9, false);
+        w.extend(windows(40, 0.9, true));
+        w.extend(windows(5, 0.9, false));
+        assert_eq!(run_of(&w)[3], started(58, 62));
     }
 }
