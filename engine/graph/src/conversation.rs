@@ -22,7 +22,7 @@ use crate::core::backchannel::{goes_on_from, only_backchannels};
 use crate::core::call_timer::{CallTimer, CallTimerOutput};
 use crate::core::endpoint::{EndpointConfig, EndpointInput, EndpointOutput, Endpointer};
 use crate::core::interruption::{InterruptionConfig, InterruptionDetector, InterruptionInput, InterruptionOutput};
-use crate::core::other_voices::{OtherVoices, VoiceLevels};
+use crate::core::other_voices::{OtherVoices, Voice, VoiceLevels};
 use crate::core::playout::{Playout, PlayoutOutput, PlayoutPiece};
 use crate::core::vad_gate::{VadGate, VadGateConfig, VadGateOutput};
 use crate::core::{Epoch, TurnId};
@@ -39,7 +39,7 @@ pub struct ConversationConfig {
     /// end applies it; the conversation sees the audio it hears).
     pub noise_suppression: NoiseSuppression,
     /// Whether, once the user has been heard, voices well below their level are not the user's
-    /// (`core::other_voices`; the default) or every voice is.
+    /// (`core::other_voices`) or every voice is (the default).
     pub other_voices: OtherVoices,
 }
 
@@ -225,10 +225,12 @@ impl Conversation {
             return;
         }
         let speech = probability >= self.speech_probability;
-        let other =
-            self.other_voices == OtherVoices::Ignore && level.is_some_and(|level| self.voices.is_other(level, speech));
+        let voice = match level {
+            Some(level) if self.other_voices == OtherVoices::Ignore => self.voices.voice_of(level, speech),
+            _ => Voice::User,
+        };
         self.handle_timeout(start);
-        self.vad.handle_window_of(start, end, probability, other);
+        self.vad.handle_window_of(start, end, probability, voice);
         self.drain_vad();
         if let Some(to) = self.vad.last_confident().filter(|_| self.interruption.is_judging()) {
             self.interruption.handle_input(InterruptionInput::UserSpeechUntil { to });

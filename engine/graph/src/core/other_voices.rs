@@ -15,14 +15,27 @@
 
 use std::collections::VecDeque;
 
+/// Whose voice one VAD window is, by its level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Voice {
+    /// The user's: a loud syllable of theirs (or anything, before the user has been heard).
+    User,
+    /// Near the user's level but not loud: the user's softer speech, or the room just after a loud
+    /// syllable of its own.
+    Unsure,
+    /// Another voice's: its recent peak is well below the user's level.
+    Other,
+}
+
 /// Whose voices a call hears (`stt.other_voices`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum OtherVoices {
-    /// Once the user has been heard, voices well below their level are not the user's.
-    #[default]
+    /// Once the user has been heard, voices well below their level are not the user's (off by default:
+    /// in quiet live calls it cut the soft last words of some questions, `docs/engine.md`).
     Ignore,
-    /// Every voice heard is the user's (an external meeting, whose participants all are, is always heard
-    /// so).
+    /// Every voice heard is the user's (the default; an external meeting, whose participants all are, is
+    /// always heard so).
+    #[default]
     Hear,
 }
 
@@ -43,6 +56,9 @@ impl OtherVoices {
 pub const PEAK_WINDOWS: usize = 10;
 /// A recent peak more than this far below the user's level is another voice.
 pub const MARGIN_DB: f32 = 7.0;
+/// A window itself this close to the user's level is a loud syllable of the user's: the room's voices,
+/// 10 dB below, do not reach it (their recent peaks stay 8 dB and more below).
+pub const LOUD_DB: f32 = 6.0;
 /// The user's level is the median of their last this many speech windows' recent peaks (~32 s of speech).
 pub const USER_WINDOWS: usize = 1_000;
 
@@ -78,20 +94,26 @@ impl Default for VoiceLevels {
 }
 
 impl VoiceLevels {
-    /// Takes one window's level (dBFS); whether it is another voice's. `speech` says whether the window is
-    /// speech of the turn being heard (its recent peak then counts towards the user's level if the turn
-    /// is committed).
-    pub fn is_other(&mut self, level: f32, speech: bool) -> bool {
+    /// Takes one window's level (dBFS); whose voice it is. `speech` says whether the window is speech of
+    /// the turn being heard (its recent peak then counts towards the user's level if the turn is
+    /// committed).
+    pub fn voice_of(&mut self, level: f32, speech: bool) -> Voice {
         self.recent[self.next] = level;
         self.next = (self.next + 1) % PEAK_WINDOWS;
         let peak = self.recent.iter().copied().fold(f32::MIN, f32::max);
-        if self.user_level.is_some_and(|user| peak < user - MARGIN_DB) {
-            return true;
+        let Some(user) = self.user_level else {
+            if speech {
+                self.turn.push(peak);
+            }
+            return Voice::User;
+        };
+        if peak < user - MARGIN_DB {
+            return Voice::Other;
         }
         if speech {
             self.turn.push(peak);
         }
-        false
+        if level >= user - LOUD_DB { Voice::User } else { Voice::Unsure }
     }
 
     /// The user's level (dBFS of their recent peaks), once a turn of theirs has been committed.
@@ -126,7 +148,7 @@ mod tests {
 
     /// Feeds `n` speech windows at `level`; which were taken for another voice.
     fn feed(levels: &mut VoiceLevels, n: usize, level: f32) -> Vec<bool> {
-        (0..n).map(|_| levels.is_other(level, true)).collect()
+        (0..n).map(|_| levels.voice_of(level, true) == Voice::Other).collect()
     }
 
     #[test]
@@ -147,9 +169,20 @@ mod tests {
         assert_eq!(seen.iter().position(|&other| other), Some(PEAK_WINDOWS - 1), "{seen:?}");
         assert!(seen[PEAK_WINDOWS - 1..].iter().all(|&other| other));
         // The user over them: heard at once.
-        assert!(!levels.is_other(-20.0, true));
+        assert_eq!(levels.voice_of(-20.0, true), Voice::User);
         // Less than the margin below the user: still the user.
         assert!(feed(&mut levels, 30, -20.0 - MARGIN_DB + 0.5).iter().all(|&other| !other));
+    }
+
+    #[test]
+    fn only_windows_near_the_users_level_are_loud_syllables_of_theirs() {
+        let mut levels = VoiceLevels::default();
+        feed(&mut levels, 50, -20.0);
+        levels.turn_committed();
+        assert_eq!(levels.voice_of(-20.0 - LOUD_DB + 0.5, true), Voice::User);
+        // Softer windows within the recent peak of a loud one: the user's softer speech or the room.
+        assert_eq!(levels.voice_of(-30.0, true), Voice::Unsure);
+        assert_eq!(levels.voice_of(-20.0 - LOUD_DB - 0.5, true), Voice::Unsure);
     }
 
     #[test]

@@ -19,12 +19,13 @@
 //! speech is as soft as that now and then: the first or last word of a question is often well below the
 //! user's level. So speech the user starts reaches back over such windows just before it when they began
 //! at most `other_voice_grace` before (after silence: a soft first word, not the room talking on), and
-//! they carry the user's speech on for `other_voice_grace` after the user's last own confident window;
-//! once only other voices have been heard that long, the user's speech ended at their own last confident
+//! they carry the user's speech on for `other_voice_grace` after the user's last loud window
+//! (`Voice::User`); once only other voices have been heard that long, the user's speech ended at that
 //! window: the room's talk neither keeps the turn open nor reaches its transcript.
 
 use std::collections::VecDeque;
 
+use crate::core::other_voices::Voice;
 use crate::time::MediaTime;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,7 +84,7 @@ enum State {
     /// `last_speech`: end of the last window above deactivation (decides the stop);
     /// `last_confident`: end of the last window above activation (is reported); `paused`: a pause after
     /// `last_confident` has been reported; `last_own`: end of the last window above activation that was
-    /// not another voice's.
+    /// a loud one of the user's (`Voice::User`), or the start of speech.
     Speaking { last_speech: MediaTime, last_confident: MediaTime, paused: bool, last_own: MediaTime },
 }
 
@@ -119,14 +120,15 @@ impl VadGate {
 
     /// One VAD window `[start, end)` with its speech probability.
     pub fn handle_window(&mut self, start: MediaTime, end: MediaTime, probability: f32) {
-        self.handle_window_of(start, end, probability, false);
+        self.handle_window_of(start, end, probability, Voice::User);
     }
 
-    /// One VAD window, `other` when it is another voice's (`core::other_voices`): such a window never
-    /// starts speech (its probability still marks an onset that the user's speech right after it reaches
-    /// back over), and carries the user's speech on only within `other_voice_grace` of their own.
-    pub fn handle_window_of(&mut self, start: MediaTime, end: MediaTime, probability: f32, other: bool) {
+    /// One VAD window and whose voice it is by its level (`core::other_voices`): another voice's never
+    /// starts speech (the user's speech right after it may reach back over it), and carries the user's
+    /// speech on only within `other_voice_grace` of the user's last loud window (`Voice::User`).
+    pub fn handle_window_of(&mut self, start: MediaTime, end: MediaTime, probability: f32, voice: Voice) {
         let c = self.config;
+        let other = voice == Voice::Other;
         let confident = probability >= c.activation_threshold;
         let carried = probability >= c.deactivation_threshold;
         self.state = match self.state {
@@ -156,7 +158,7 @@ impl VadGate {
                 State::Silent { onset: Some(last_own), other: true }
             }
             State::Speaking { last_own, .. } if confident => {
-                let last_own = if other { last_own } else { end };
+                let last_own = if voice == Voice::User { end } else { last_own };
                 State::Speaking { last_speech: end, last_confident: end, paused: false, last_own }
             }
             State::Speaking { last_confident, paused, last_own, .. } if carried => {
@@ -200,17 +202,17 @@ mod tests {
     const W: u64 = 512; // one 32 ms Silero window
 
     fn run(probabilities: &[f32]) -> Vec<VadGateOutput> {
-        let windows: Vec<(f32, bool)> = probabilities.iter().map(|&p| (p, false)).collect();
+        let windows: Vec<(f32, Voice)> = probabilities.iter().map(|&p| (p, Voice::User)).collect();
         run_of(&windows)
     }
 
-    /// Windows as (probability, another voice's).
-    fn run_of(windows: &[(f32, bool)]) -> Vec<VadGateOutput> {
+    /// Windows as (probability, whose voice).
+    fn run_of(windows: &[(f32, Voice)]) -> Vec<VadGateOutput> {
         let mut gate = VadGate::new(VadGateConfig::default());
         let mut out = Vec::new();
-        for (i, &(p, other)) in windows.iter().enumerate() {
+        for (i, &(p, voice)) in windows.iter().enumerate() {
             let start = MediaTime(i as u64 * W);
-            gate.handle_window_of(start, MediaTime(start.0 + W), p, other);
+            gate.handle_window_of(start, MediaTime(start.0 + W), p, voice);
             while let Some(o) = gate.poll_output() {
                 out.push(o);
             }
@@ -219,8 +221,8 @@ mod tests {
     }
 
     /// `n` windows of probability `p`, another voice's or the user's.
-    fn windows(n: usize, p: f32, other: bool) -> Vec<(f32, bool)> {
-        vec![(p, other); n]
+    fn windows(n: usize, p: f32, other: bool) -> Vec<(f32, Voice)> {
+        vec![(p, if other { Voice::Other } else { Voice::User }); n]
     }
 
     fn started(start: u64, observed: u64) -> VadGateOutput {
@@ -342,5 +344,18 @@ mod tests {
         w.extend(windows(40, 0.9, true));
         w.extend(windows(5, 0.9, false));
         assert_eq!(run_of(&w)[3], started(58, 62));
+    }
+
+    #[test]
+    fn only_the_users_loud_windows_renew_the_grace() {
+        // The room's louder moments (near the user's level, not loud: `Unsure`) between its other windows
+        // do not keep the user's speech open past the grace after the user's last loud window.
+        let mut w = windows(20, 0.9, false);
+        for _ in 0..10 {
+            w.extend(windows(4, 0.9, true));
+            w.push((0.9, Voice::Unsure));
+        }
+        w.extend(windows(10, 0.01, false));
+        assert_eq!(run_of(&w), vec![started(0, 2), paused(20, 52), ended(20, 52)]);
     }
 }
