@@ -56,6 +56,8 @@ pub(crate) enum Command {
         local_llm: Option<String>,
         #[command(flatten)]
         model_dirs: AllowModelDirs,
+        #[command(flatten)]
+        endpoints: EndpointArgs,
     },
     /// Manage the local model files.
     Models {
@@ -71,6 +73,36 @@ pub(crate) struct AllowModelDirs {
     /// directories are refused.
     #[arg(long = "allow-model-dir", env = "CONFAB_ALLOW_MODEL_DIRS", value_name = "PATH", value_delimiter = ':')]
     pub(crate) dirs: Vec<PathBuf>,
+}
+
+/// Provider endpoints the operator names, for agents to refer to by name (`"endpoint": "NAME"` in an
+/// avatar's `llm`, `stt` or `tts` config and their fallbacks). Each one's key, when it needs one, comes
+/// from `CONFAB_<STAGE>_ENDPOINT_<NAME>_API_KEY` (NAME upper-cased, other characters than letters and
+/// digits as `_`). A private or loopback address needs --allow-private-urls.
+#[derive(Args, Clone, Default)]
+pub(crate) struct EndpointArgs {
+    /// A language-model endpoint (OpenAI-compatible base URL, e.g. `backup=https://llm.example.com/v1`);
+    /// repeatable.
+    #[arg(long = "llm-endpoint", value_name = "NAME=URL", value_parser = parse_endpoint)]
+    pub(crate) llm: Vec<(String, String)>,
+    /// A speech-to-text endpoint (`NAME=URL`); repeatable.
+    #[arg(long = "stt-endpoint", value_name = "NAME=URL", value_parser = parse_endpoint)]
+    pub(crate) stt: Vec<(String, String)>,
+    /// A text-to-speech endpoint (`NAME=URL`); repeatable.
+    #[arg(long = "tts-endpoint", value_name = "NAME=URL", value_parser = parse_endpoint)]
+    pub(crate) tts: Vec<(String, String)>,
+}
+
+pub(crate) fn parse_endpoint(text: &str) -> Result<(String, String), String> {
+    let (name, url) = text.split_once('=').ok_or("use NAME=URL")?;
+    if !confab_store::agent_config::endpoint_name_ok(name) {
+        return Err("NAME must be 1 to 64 letters, digits, '-', '_' or '.'".into());
+    }
+    let parsed = url::Url::parse(url).map_err(|err| format!("{url} is not a URL: {err}"))?;
+    if !matches!(parsed.scheme(), "http" | "https" | "ws" | "wss") {
+        return Err(format!("{url}: use an http(s) or ws(s) URL"));
+    }
+    Ok((name.to_string(), url.trim_end_matches('/').to_string()))
 }
 
 #[derive(Subcommand)]
@@ -224,6 +256,8 @@ pub(crate) struct MediaArgs {
     pub(crate) local_llm: Option<String>,
     #[command(flatten)]
     pub(crate) model_dirs: AllowModelDirs,
+    #[command(flatten)]
+    pub(crate) endpoints: EndpointArgs,
     /// Calls this process's media worker holds at once (more are refused at once: 503); by default two for
     /// each core it may run on (docs/scaling.md).
     #[arg(long, env = "CONFAB_MAX_CALLS", default_value_t = confab_worker::media::default_max_calls())]

@@ -50,6 +50,7 @@ async fn run() -> anyhow::Result<()> {
             realtime,
             models_dir,
             local_llm,
+            endpoints,
             model_dirs,
         } => {
             let models_dir = models_dir.unwrap_or_else(confab_models::default_models_dir);
@@ -61,7 +62,7 @@ async fn run() -> anyhow::Result<()> {
                 realtime,
                 models_dir,
                 allow_private_urls,
-                providers: media::provider_env(),
+                providers: media::provider_env(&endpoints, allow_private_urls)?,
                 custom_face: None,
             };
             if let Some(agent_id) = agent_id {

@@ -7,8 +7,28 @@ use crate::cli::MediaArgs;
 
 /// The providers' endpoints and keys from this process's environment (docs/engine.md): read here, once
 /// per command, and handed to the engine, which reads no environment variable itself.
-pub(crate) fn provider_env() -> confab_engine::providers::env::ProviderEnv {
-    confab_engine::providers::env::ProviderEnv::from_lookup(|name| std::env::var(name).ok())
+/// The operator's named endpoints join them (`--llm-endpoint NAME=URL` …), each checked by the address
+/// guard (a private or loopback address needs `allow_private_urls`).
+pub(crate) fn provider_env(
+    endpoints: &crate::cli::EndpointArgs,
+    allow_private_urls: bool,
+) -> anyhow::Result<confab_engine::providers::env::ProviderEnv> {
+    use confab_engine::providers::env::{NamedEndpoint, ProviderEnv, endpoint_key_variable};
+    let mut env = ProviderEnv::from_lookup(|name| std::env::var(name).ok());
+    for (stage, list) in [("llm", &endpoints.llm), ("stt", &endpoints.stt), ("tts", &endpoints.tts)] {
+        for (name, url) in list {
+            let parsed = url::Url::parse(url)?;
+            let mut checked = parsed.clone();
+            if matches!(parsed.scheme(), "ws" | "wss") {
+                let _ = checked.set_scheme(if parsed.scheme() == "ws" { "http" } else { "https" });
+            }
+            confab_engine::outbound::guard::check_url(&checked, allow_private_urls)
+                .map_err(|why| anyhow::anyhow!("--{stage}-endpoint {name}: {why} (--allow-private-urls allows it)"))?;
+            let api_key = std::env::var(endpoint_key_variable(stage, name)).ok().filter(|key| !key.is_empty());
+            env = env.with_endpoint(stage, name, NamedEndpoint { url: url.clone(), api_key });
+        }
+    }
+    Ok(env)
 }
 
 /// A short random id (12 hex digits).
@@ -59,6 +79,7 @@ pub(crate) async fn start_media(
     public_url: String,
     recordings_dir: PathBuf,
     allow_private_urls: bool,
+    providers: confab_engine::providers::env::ProviderEnv,
 ) -> Option<std::sync::Arc<confab_worker::media_worker::MediaWorker>> {
     let models_dir = args.models_dir.clone().unwrap_or_else(confab_models::default_models_dir);
     if args.fetch_models {
@@ -106,7 +127,7 @@ pub(crate) async fn start_media(
         no_media_timeout: std::time::Duration::from_secs_f64(args.no_media_timeout.max(1.0)),
         recordings_dir,
         allow_private_urls,
-        providers: provider_env(),
+        providers,
     };
     tracing::info!(max_calls = config.max_calls, rtc_ip = %config.rtc_ip, "media worker ready");
     // The default local models load in the background: the first call must not wait ~3 s for them.

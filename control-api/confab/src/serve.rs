@@ -76,7 +76,9 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let wants_media = !args.fleet.no_media && (nats.is_none() || args.fleet.embedded_worker);
     let records: std::sync::Arc<dyn confab_calls::CallRecords> = StoreRecords::new(db.clone(), Some(waker.clone()));
     let media = if wants_media {
-        start_media(&args.media, records.clone(), args.addr.ip(), public_url, recordings_dir, allow_private).await
+        let providers = crate::media::provider_env(&args.media.endpoints, allow_private)?;
+        start_media(&args.media, records.clone(), args.addr.ip(), public_url, recordings_dir, allow_private, providers)
+            .await
     } else {
         tracing::info!("no embedded media worker");
         None

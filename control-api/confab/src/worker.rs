@@ -26,9 +26,18 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     let default_ip = std::net::IpAddr::from([127, 0, 0, 1]);
     let allow_private = allow_private_urls(args.allow_private_urls);
     let records: std::sync::Arc<dyn confab_calls::CallRecords> = StoreRecords::new(db, Some(waker));
-    let media = start_media(&args.media, records.clone(), default_ip, args.public_url, recordings_dir, allow_private)
-        .await
-        .context("the media engine cannot start (run `confab models fetch`)")?;
+    let providers = crate::media::provider_env(&args.media.endpoints, allow_private)?;
+    let media = start_media(
+        &args.media,
+        records.clone(),
+        default_ip,
+        args.public_url,
+        recordings_dir,
+        allow_private,
+        providers,
+    )
+    .await
+    .context("the media engine cannot start (run `confab models fetch`)")?;
     let worker = FleetWorker::join_fleet(client, records, std::sync::Arc::new(media), id.clone(), &args.queue)
         .await
         .map_err(|err| anyhow::anyhow!("cannot join the fleet at {}: {err}", args.nats))?;

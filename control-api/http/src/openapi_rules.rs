@@ -11,8 +11,8 @@
 use serde_json::{Value, json};
 
 use confab_store::agent_config::{
-    BACKCHANNELS, INTERRUPTABILITY, LLM_PROVIDERS, MAX_ENDPOINTING_DELAY_SECONDS, NOISE_SUPPRESSION, OTHER_VOICES,
-    STT_PROVIDERS, TTS_PROVIDERS, TURN_HANDLING,
+    BACKCHANNELS, INTERRUPTABILITY, LLM_PROVIDERS, MAX_ENDPOINTING_DELAY_SECONDS, MAX_FALLBACKS, MAX_STAGE_SECONDS,
+    NOISE_SUPPRESSION, OTHER_VOICES, STT_PROVIDERS, TTS_PROVIDERS, TURN_HANDLING,
 };
 use confab_store::agents::record::{MAX_AVATARS, MAX_CALL_DURATION_LIMIT_SECONDS};
 use confab_store::records::knowledge_bases::MAX_DOCUMENT_CHARS;
@@ -117,6 +117,13 @@ fn rules() -> Vec<(&'static str, &'static str, Value)> {
         ("SttConfig", "min_endpointing_delay", json!({ "minimum": 0, "maximum": MAX_ENDPOINTING_DELAY_SECONDS })),
         ("SttConfig", "max_endpointing_delay", json!({ "minimum": 0, "maximum": MAX_ENDPOINTING_DELAY_SECONDS })),
     ];
+    let stage_seconds = json!({ "exclusiveMinimum": 0, "maximum": MAX_STAGE_SECONDS });
+    for component in ["LlmConfig", "SttConfig", "TtsConfig"] {
+        rules.push((component, "first_response_timeout", stage_seconds.clone()));
+        rules.push((component, "hedge_after", stage_seconds.clone()));
+        rules.push((component, "fallbacks", json!({ "maxItems": MAX_FALLBACKS })));
+        rules.push((component, "endpoint", json!({ "pattern": "^[A-Za-z0-9._-]{1,64}$" })));
+    }
     let name = json!({ "maxLength": MAX_NAME_CHARS });
     let text = json!({ "maxLength": MAX_TEXT_CHARS });
     for (component, property, limit) in [
@@ -176,6 +183,43 @@ pub fn declare(document: &mut Value) {
     }
     date_parameters(document);
     exactly_one_of(document, "CreateSessionToken", ["agent_id", "conversation_id"]);
+    fallback_entries(document);
+}
+
+/// A stage's `fallbacks` are configurations of its shape less what belongs to the primary only (they do
+/// not nest; turn-taking rides on the primary `stt`): each gets its own component (`LlmFallback`, …).
+fn fallback_entries(document: &mut Value) {
+    const PRIMARY_ONLY: [(&str, &str, &[&str]); 3] = [
+        ("LlmConfig", "LlmFallback", &["fallbacks", "hedge_after", "preemptive_generation"]),
+        (
+            "SttConfig",
+            "SttFallback",
+            &[
+                "fallbacks",
+                "hedge_after",
+                "min_endpointing_delay",
+                "max_endpointing_delay",
+                "turn_handling",
+                "interruptability",
+                "backchannels",
+                "noise_suppression",
+                "other_voices",
+            ],
+        ),
+        ("TtsConfig", "TtsFallback", &["fallbacks", "hedge_after"]),
+    ];
+    let Some(schemas) = document.pointer_mut("/components/schemas").and_then(Value::as_object_mut) else { return };
+    for (component, entry, primary_only) in PRIMARY_ONLY {
+        let mut entry_schema = schemas[component].clone();
+        if let Some(properties) = entry_schema.get_mut("properties").and_then(Value::as_object_mut) {
+            primary_only.iter().for_each(|name| {
+                properties.remove(*name);
+            });
+        }
+        schemas.insert(entry.to_string(), entry_schema);
+        let fallbacks = &mut schemas[component]["properties"]["fallbacks"];
+        fallbacks["items"] = json!({ "$ref": format!("#/components/schemas/{entry}") });
+    }
 }
 
 /// Exactly one of two nullable properties must be given (not null).

@@ -14,6 +14,9 @@ use crate::collection::{GUARDRAILS, KNOWLEDGE_BASES, MCP_SERVERS, TOOLS};
 use crate::error::{ApiError, ApiResult};
 use crate::validate;
 
+mod provider_chain;
+pub use provider_chain::{MAX_FALLBACKS, MAX_STAGE_SECONDS, endpoint_name_ok};
+
 pub const LLM_PROVIDERS: &[&str] = &["local", "openai", "groq", "openrouter", "custom"];
 pub const STT_PROVIDERS: &[&str] = &["local", "deepgram", "openai", "custom"];
 pub const TTS_PROVIDERS: &[&str] = &["local", "elevenlabs", "cartesia", "openai", "custom"];
@@ -74,40 +77,17 @@ pub trait PipelineRules {
 
 impl PipelineRules for PipelineConfig {
     fn normalize(&mut self, prefix: &str) -> ApiResult<()> {
-        provider(&format!("{prefix}llm.provider"), &mut self.llm.provider, LLM_PROVIDERS)?;
-        // Left out, the local model is the server's default: the embedded default by its name, or, where the
-        // operator named a file (`--local-llm`), nothing at all: that path is the operator's, and an agent
-        // stored without one runs whatever default the server has when a call starts.
-        if !confab_engine::providers::local_llm::default_is_operator_file() {
-            default_model(
-                &mut self.llm.model,
-                &self.llm.provider,
-                confab_engine::providers::local_llm::default_model(),
-            );
+        normalize_llm(&format!("{prefix}llm."), &mut self.llm)?;
+        normalize_stt(&format!("{prefix}stt."), &mut self.stt)?;
+        normalize_tts(&format!("{prefix}tts."), &mut self.tts)?;
+        for (index, entry) in self.llm.fallbacks.iter_mut().enumerate() {
+            normalize_llm(&format!("{prefix}llm.fallbacks[{index}]."), entry)?;
         }
-        if self.llm.provider == "local" {
-            // An embedded model's name in its own spelling; a file's path as given.
-            let model = self.llm.model.trim();
-            self.llm.model = match LOCAL_LLM_MODELS.iter().find(|name| name.eq_ignore_ascii_case(model)) {
-                Some(name) => name.to_string(),
-                None => model.to_string(),
-            };
+        for (index, entry) in self.stt.fallbacks.iter_mut().enumerate() {
+            normalize_stt(&format!("{prefix}stt.fallbacks[{index}]."), entry)?;
         }
-        provider(&format!("{prefix}stt.provider"), &mut self.stt.provider, STT_PROVIDERS)?;
-        default_model(&mut self.stt.model, &self.stt.provider, DEFAULT_STT_MODEL);
-        if self.stt.provider == "local" {
-            self.stt.model = self.stt.model.trim().to_string();
-            validate::one_of(&format!("{prefix}stt.model"), &self.stt.model, LOCAL_STT_MODELS)?;
-        }
-        provider(&format!("{prefix}tts.provider"), &mut self.tts.provider, TTS_PROVIDERS)?;
-        default_model(&mut self.tts.model_id, &self.tts.provider, DEFAULT_TTS_MODEL);
-        for (field, value) in [
-            ("llm.model", &self.llm.model),
-            ("stt.model", &self.stt.model),
-            ("tts.model_id", &self.tts.model_id),
-            ("tts.voice_id", &self.tts.voice_id),
-        ] {
-            validate::max_chars(&format!("{prefix}{field}"), value, validate::MAX_NAME_CHARS)?;
+        for (index, entry) in self.tts.fallbacks.iter_mut().enumerate() {
+            normalize_tts(&format!("{prefix}tts.fallbacks[{index}]."), entry)?;
         }
         delay(&format!("{prefix}stt.min_endpointing_delay"), self.stt.min_endpointing_delay)?;
         delay(&format!("{prefix}stt.max_endpointing_delay"), self.stt.max_endpointing_delay)?;
@@ -133,16 +113,62 @@ impl PipelineRules for PipelineConfig {
         if let Some(rule) = &self.stt.other_voices {
             validate::one_of(&format!("{prefix}stt.other_voices"), rule, OTHER_VOICES)?;
         }
-        Ok(())
+        provider_chain::check(prefix, self)
     }
 
     fn check_local_model(&self, prefix: &str, models_dir: &std::path::Path) -> ApiResult<()> {
-        if self.llm.provider != "local" {
-            return Ok(());
+        let entries = std::iter::once((format!("{prefix}llm.model"), &self.llm)).chain(
+            self.llm
+                .fallbacks
+                .iter()
+                .enumerate()
+                .map(|(i, entry)| (format!("{prefix}llm.fallbacks[{i}].model"), entry)),
+        );
+        for (field, llm) in entries.filter(|(_, llm)| llm.provider == "local") {
+            confab_engine::providers::local_llm::check(models_dir, &llm.model)
+                .map_err(|why| ApiError::bad_request(format!("Invalid request body: {field}: {why}")))?;
         }
-        confab_engine::providers::local_llm::check(models_dir, &self.llm.model)
-            .map_err(|why| ApiError::bad_request(format!("Invalid request body: {prefix}llm.model: {why}")))
+        Ok(())
     }
+}
+
+/// One language-model configuration (the primary or a fallback): its provider and model, defaults filled.
+fn normalize_llm(prefix: &str, llm: &mut LlmConfig) -> ApiResult<()> {
+    provider(&format!("{prefix}provider"), &mut llm.provider, LLM_PROVIDERS)?;
+    // Left out, the local model is the server's default: the embedded default by its name, or, where the
+    // operator named a file (`--local-llm`), nothing at all: that path is the operator's, and an agent
+    // stored without one runs whatever default the server has when a call starts.
+    if !confab_engine::providers::local_llm::default_is_operator_file() {
+        default_model(&mut llm.model, &llm.provider, confab_engine::providers::local_llm::default_model());
+    }
+    if llm.provider == "local" {
+        // An embedded model's name in its own spelling; a file's path as given.
+        let model = llm.model.trim();
+        llm.model = match LOCAL_LLM_MODELS.iter().find(|name| name.eq_ignore_ascii_case(model)) {
+            Some(name) => name.to_string(),
+            None => model.to_string(),
+        };
+    }
+    validate::max_chars(&format!("{prefix}model"), &llm.model, validate::MAX_NAME_CHARS)
+}
+
+/// One speech-to-text configuration: its provider and model, defaults filled.
+fn normalize_stt(prefix: &str, stt: &mut SttConfig) -> ApiResult<()> {
+    provider(&format!("{prefix}provider"), &mut stt.provider, STT_PROVIDERS)?;
+    default_model(&mut stt.model, &stt.provider, DEFAULT_STT_MODEL);
+    if stt.provider == "local" {
+        stt.model = stt.model.trim().to_string();
+        validate::one_of(&format!("{prefix}model"), &stt.model, LOCAL_STT_MODELS)?;
+    }
+    validate::max_chars(&format!("{prefix}model"), &stt.model, validate::MAX_NAME_CHARS)
+}
+
+/// One text-to-speech configuration: its provider, model and voice, defaults filled.
+fn normalize_tts(prefix: &str, tts: &mut TtsConfig) -> ApiResult<()> {
+    provider(&format!("{prefix}provider"), &mut tts.provider, TTS_PROVIDERS)?;
+    default_model(&mut tts.model_id, &tts.provider, DEFAULT_TTS_MODEL);
+    validate::max_chars(&format!("{prefix}model_id"), &tts.model_id, validate::MAX_NAME_CHARS)?;
+    validate::max_chars(&format!("{prefix}voice_id"), &tts.voice_id, validate::MAX_NAME_CHARS)
 }
 
 /// Ids of the knowledge bases, tools, guardrails and MCP configurations attached to an agent or template.

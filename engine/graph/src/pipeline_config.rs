@@ -5,7 +5,21 @@
 //! embedded offline models. With the `openapi` feature (the HTTP side's) the types describe themselves
 //! in the OpenAPI document.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Deserializer, Serialize};
+
+/// Default `first_response_timeout` of a language model: seconds to its first token.
+pub const LLM_FIRST_RESPONSE_TIMEOUT: f64 = 2.0;
+/// Default `first_response_timeout` of speech-to-text: seconds from the end of speech to the transcript.
+pub const STT_FIRST_RESPONSE_TIMEOUT: f64 = 1.5;
+/// Default `first_response_timeout` of text-to-speech: seconds to the first audio.
+pub const TTS_FIRST_RESPONSE_TIMEOUT: f64 = 1.5;
+
+/// A stage's deadline: `seconds` when given (and positive, finite), else `default`.
+pub fn first_response(seconds: Option<f64>, default: f64) -> Duration {
+    Duration::from_secs_f64(seconds.filter(|s| s.is_finite() && *s > 0.0 && *s <= 3600.0).unwrap_or(default))
+}
 
 /// Deserializes `null` as the type's default, so clients may send `null` for any optional field.
 pub fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
@@ -30,7 +44,7 @@ pub struct PipelineConfig {
     pub tts: TtsConfig,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LlmConfig {
     /// `local` (default), `openai`, `groq`, `openrouter` or `custom`.
@@ -44,10 +58,27 @@ pub struct LlmConfig {
     /// drop it if the user goes on (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemptive_generation: Option<bool>,
+    /// An endpoint the operator named at start (`--llm-endpoint NAME=URL`), for this provider's URL and key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Seconds to the first token before this provider counts as failed for the request (the next in
+    /// `fallbacks` is tried; no retry on this one past it); also the longest silence between two pieces
+    /// of its stream. Default 2.0 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_response_timeout: Option<f64>,
+    /// Seconds after which, when this provider has not answered yet, the first fallback is asked too; the
+    /// first to answer is used and the other cancelled (the primary only; needs a fallback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge_after: Option<f64>,
+    /// Configurations of the same shape tried in order when the one before fails for a request (they do
+    /// not nest).
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(no_recursion))]
+    pub fallbacks: Vec<LlmConfig>,
 }
 
 /// `config.stt`, with the turn-taking settings that ride in it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SttConfig {
     /// `local` (default), `deepgram`, `openai` or `custom`.
@@ -82,9 +113,26 @@ pub struct SttConfig {
     /// voice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_voices: Option<String>,
+    /// An endpoint the operator named at start (`--stt-endpoint NAME=URL`), for this provider's URL and key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Seconds to the first final transcript after the end of speech before this provider counts as failed for the request (the next in
+    /// `fallbacks` is tried; no retry on this one past it); also the longest silence between two pieces
+    /// of its stream. Default 1.5 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_response_timeout: Option<f64>,
+    /// Seconds after which, when this provider has not answered yet, the first fallback is asked too; the
+    /// first to answer is used and the other cancelled (the primary only; needs a fallback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge_after: Option<f64>,
+    /// Configurations of the same shape tried in order when the one before fails for a request (they do
+    /// not nest; turn-taking fields belong to the primary only).
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(no_recursion))]
+    pub fallbacks: Vec<SttConfig>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TtsConfig {
     /// `local` (default), `elevenlabs`, `cartesia`, `openai` or `custom`.
@@ -97,4 +145,21 @@ pub struct TtsConfig {
     #[serde(default, deserialize_with = "nullable")]
     #[cfg_attr(feature = "openapi", schema(nullable))]
     pub voice_id: String,
+    /// An endpoint the operator named at start (`--tts-endpoint NAME=URL`), for this provider's URL and key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Seconds to the first audio before this provider counts as failed for the request (the next in
+    /// `fallbacks` is tried; no retry on this one past it); also the longest silence between two pieces
+    /// of its stream. Default 1.5 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_response_timeout: Option<f64>,
+    /// Seconds after which, when this provider has not answered yet, the first fallback is asked too; the
+    /// first to answer is used and the other cancelled (the primary only; needs a fallback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge_after: Option<f64>,
+    /// Configurations of the same shape tried in order when the one before fails for a request (they do
+    /// not nest).
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(no_recursion))]
+    pub fallbacks: Vec<TtsConfig>,
 }

@@ -316,7 +316,7 @@ impl Responder {
 
     /// The provider stages the last `respond` reached, from its language-model request.
     pub fn last_reply(&self) -> ReplyTimings {
-        self.last_reply
+        ReplyTimings { llm_served: self.llm.0.served(), ..self.last_reply.clone() }
     }
 
     /// Records what the user heard of the agent's last reply.

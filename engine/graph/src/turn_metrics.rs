@@ -13,7 +13,7 @@ use crate::core::TurnId;
 use crate::time::MediaTime;
 
 /// Wall-clock durations of one reply's provider stages, from the language-model request.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReplyTimings {
     /// The first text from the language model.
     pub llm_first_token: Option<Duration>,
@@ -30,6 +30,8 @@ pub struct ReplyTimings {
     pub speech_started_early: bool,
     /// Early replies asked for during this turn and dropped because the user went on speaking.
     pub early_dropped: u32,
+    /// The language model that served the reply, and those that failed it before (`llm_chain`).
+    pub llm_served: Option<crate::providers::llm_chain::ServedBy>,
 }
 
 /// Wall-clock duration of a turn's speech-to-text, and whether it ran ahead of the commit.
@@ -140,6 +142,12 @@ impl TurnMetrics {
             "llm_started_early": self.reply.llm_started_early,
             "speech_started_early": self.reply.speech_started_early,
             "early_replies_dropped": self.reply.early_dropped,
+            "providers": self.reply.llm_served.as_ref().filter(|s| !s.provider.is_empty()).map(|s| json!({ "llm": s.provider })),
+            "fallbacks": self.reply.llm_served.iter().flat_map(|s| &s.fell_back).map(|(provider, reason)| json!({
+                "stage": "llm",
+                "provider": provider,
+                "reason": reason,
+            })).collect::<Vec<_>>(),
             "overlaps": self.overlaps.iter().map(|o| json!({
                 "started": o.since.as_secs_f64(),
                 "decided": o.at.as_secs_f64(),
@@ -268,6 +276,10 @@ mod tests {
             llm_started_early: true,
             speech_started_early: true,
             early_dropped: 1,
+            llm_served: Some(crate::providers::llm_chain::ServedBy {
+                provider: "local:qwen2.5-coder-0.5b-instruct".into(),
+                fell_back: vec![("openai:gpt-4o-mini".into(), "deadline")],
+            }),
         };
         log.reply(turn, reply);
         log.started_speaking(ms(2_540));
@@ -275,6 +287,11 @@ mod tests {
         assert!(log.stopped_speaking().is_none() && log.finish_all().is_empty(), "reported once");
         let line = metrics.to_json();
         assert_eq!(line["type"], "turn_metrics");
+        assert_eq!(line["providers"], json!({ "llm": "local:qwen2.5-coder-0.5b-instruct" }));
+        assert_eq!(
+            line["fallbacks"],
+            json!([{ "stage": "llm", "provider": "openai:gpt-4o-mini", "reason": "deadline" }])
+        );
         assert_eq!(line["turn"], 1);
         let stages = &line["media_time"];
         let times: Vec<f64> = STAGES[..8].iter().map(|name| stages[name].as_f64().unwrap()).collect();

@@ -22,7 +22,8 @@ fn full_agent(name: &str) -> serde_json::Value {
             "avatar_key_id": "stock-amara",
             "persona_name": "Amara",
             "config": {
-                "llm": { "provider": "openai", "model": "gpt-4o-mini", "preemptive_generation": false },
+                "llm": { "provider": "openai", "model": "gpt-4o-mini", "preemptive_generation": false, "first_response_timeout": 1.5, "hedge_after": 0.8,
+                         "fallbacks": [{ "provider": "custom", "model": "qwen2.5-7b", "endpoint": "backup" }, { "provider": "local" }] },
                 "stt": { "provider": "deepgram", "model": "nova-3", "min_endpointing_delay": 0.4, "max_endpointing_delay": 2.5, "backchannels": "interrupt", "noise_suppression": "on", "other_voices": "hear" },
                 "tts": { "provider": "elevenlabs", "model_id": "eleven_flash_v2_5", "voice_id": "v1" }
             }
@@ -50,6 +51,13 @@ async fn create_read_list_delete(app: TestApp) {
     assert_eq!(agent["avatars"][0]["config"]["stt"]["backchannels"], "interrupt");
     assert_eq!(agent["avatars"][0]["config"]["stt"]["noise_suppression"], "on");
     assert_eq!(agent["avatars"][0]["config"]["stt"]["other_voices"], "hear");
+    // The language model's chain, normalized like the primary (a local fallback gets its default model).
+    let llm = &agent["avatars"][0]["config"]["llm"];
+    assert_eq!((llm["first_response_timeout"].clone(), llm["hedge_after"].clone()), (json!(1.5), json!(0.8)));
+    assert_eq!(llm["fallbacks"][0], json!({ "provider": "custom", "model": "qwen2.5-7b", "endpoint": "backup" }));
+    assert_eq!(llm["fallbacks"][1]["provider"], "local");
+    assert!(!llm["fallbacks"][1]["model"].as_str().unwrap().is_empty());
+    assert!(agent["avatars"][0]["config"]["tts"].get("fallbacks").is_none(), "an empty chain is not shown");
     assert_eq!(agent["avatars"][0]["config"]["llm"]["preemptive_generation"], false);
     assert_eq!(agent["avatars"][0]["config"]["tts"]["voice_id"], "v1");
     assert_eq!(agent["config"], json!({ "maxCallDuration": 300.0, "conversationalContext": "VIP guest" }));

@@ -81,6 +81,38 @@ async fn agent_bodies_are_validated_and_nothing_is_written(app: TestApp) {
             "avatars[0].config.stt.other_voices must be one of ignore, hear",
         ),
         (
+            json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "llm": { "provider": "openai", "model": "gpt-4o-mini", "fallbacks": [{ "provider": "openai", "model": "gpt-4o-mini" }] } } }] }),
+            "avatars[0].config.llm.fallbacks[0] is the same as the primary",
+        ),
+        (
+            json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "llm": { "provider": "openai", "fallbacks": [{ "provider": "groq" }, { "provider": "groq" }] } } }] }),
+            "avatars[0].config.llm.fallbacks[1] is the same as fallbacks[0]",
+        ),
+        (
+            json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "llm": { "provider": "openai", "fallbacks": [{ "provider": "groq", "fallbacks": [{ "provider": "local" }] }] } } }] }),
+            "avatars[0].config.llm.fallbacks[0].fallbacks belongs to the primary configuration only",
+        ),
+        (
+            json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "stt": { "provider": "deepgram", "fallbacks": [{ "provider": "local", "min_endpointing_delay": 0.3 }] } } }] }),
+            "avatars[0].config.stt.fallbacks[0].min_endpointing_delay belongs to the primary configuration only",
+        ),
+        (
+            json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "tts": { "provider": "elevenlabs", "first_response_timeout": 0 } } }] }),
+            "avatars[0].config.tts.first_response_timeout must be more than 0 and at most 60 seconds",
+        ),
+        (
+            json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "llm": { "provider": "openai", "hedge_after": 0.5 } } }] }),
+            "avatars[0].config.llm.hedge_after needs a fallback to ask",
+        ),
+        (
+            json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "llm": { "provider": "custom", "endpoint": "a b" } } }] }),
+            "avatars[0].config.llm.endpoint must be 1 to 64 letters",
+        ),
+        (
+            json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "llm": { "provider": "openai", "fallbacks": [{ "provider": "nope" }] } } }] }),
+            "avatars[0].config.llm.fallbacks[0].provider must be one of",
+        ),
+        (
             json!({ "agent_name": "A", "avatars": [{ "avatar_key_id": "stock-amara", "config": { "stt": { "model": "whisper-large" } } }] }),
             "avatars[0].config.stt.model must be one of moonshine-base, whisper-tiny.en; got \"whisper-large\"",
         ),

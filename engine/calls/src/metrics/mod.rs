@@ -5,6 +5,7 @@
 //! read when the page is scraped. Every series is listed in docs/api.md ("Metrics").
 
 mod mirrors;
+mod provider_health;
 mod providers;
 mod registry;
 mod turn_wait;

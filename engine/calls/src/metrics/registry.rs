@@ -13,6 +13,7 @@ use prometheus::{
 };
 
 use super::mirrors::{ENGINE_COUNTERS, LLM_QUEUE_COUNTERS, Mirrors, mirror, register, register_mirrors};
+use super::provider_health::ProviderSeries;
 use super::providers::Providers;
 use super::turn_wait;
 use crate::placer::LocalCalls;
@@ -35,6 +36,7 @@ pub struct Metrics {
     llm_waiting: IntGauge,
     llm_threads: IntGauge,
     faults: FaultSeries,
+    providers: ProviderSeries,
 }
 
 /// What the operator sees of faults (docs/api.md, "Faults").
@@ -169,6 +171,7 @@ impl Metrics {
         faults.database_up.set(1);
         Metrics {
             faults,
+            providers: ProviderSeries::new(&registry),
             registry,
             http_requests,
             http_duration,
@@ -232,7 +235,14 @@ impl Metrics {
             }
         };
         observe("stt", &providers.stt, metrics.transcript.map(|t| t.duration));
-        observe("llm_first_token", &providers.llm, metrics.reply.llm_first_token);
+        // The language model that served the reply (a fallback, when the first failed), by its provider name.
+        let llm = match &metrics.reply.llm_served {
+            Some(served) if !served.provider.is_empty() => {
+                served.provider.split([':', '@']).next().unwrap_or_default().to_string()
+            }
+            _ => providers.llm.clone(),
+        };
+        observe("llm_first_token", &llm, metrics.reply.llm_first_token);
         let synthesis = metrics
             .reply
             .tts_first_audio
@@ -260,6 +270,7 @@ impl Metrics {
                 None
             }
         };
+        self.providers.mirror(&confab_engine::providers::health::process_health());
         let queues = queue_counters();
         mirror(&self.llm_queue, queues);
         self.llm_waiting.set(queues.waiting.load(Ordering::Relaxed) as i64);

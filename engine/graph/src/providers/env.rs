@@ -24,10 +24,28 @@ pub const VARIABLES: &[&str] = &[
     "CONFAB_CARTESIA_URL",
 ];
 
-/// The providers' settings: for each of `VARIABLES`, its value when set and not empty.
+/// An endpoint the operator named at start (`--llm-endpoint NAME=URL`, and STT's, TTS's): its URL and
+/// key (from `CONFAB_<STAGE>_ENDPOINT_<NAME>_API_KEY`, `endpoint_key_variable`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedEndpoint {
+    pub url: String,
+    pub api_key: Option<String>,
+}
+
+/// The variable holding the key of the endpoint `name` of `stage` (`llm`, `stt`, `tts`): upper case,
+/// other characters than letters and digits as `_`.
+pub fn endpoint_key_variable(stage: &str, name: &str) -> String {
+    let name: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    format!("CONFAB_{}_ENDPOINT_{name}_API_KEY", stage.to_ascii_uppercase())
+}
+
+/// The providers' settings: for each of `VARIABLES`, its value when set and not empty; the named
+/// endpoints, by stage and name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderEnv {
     values: BTreeMap<&'static str, String>,
+    endpoints: BTreeMap<(String, String), NamedEndpoint>,
 }
 
 impl ProviderEnv {
@@ -37,7 +55,7 @@ impl ProviderEnv {
             .iter()
             .filter_map(|&name| lookup(name).filter(|value| !value.is_empty()).map(|value| (name, value)))
             .collect();
-        ProviderEnv { values }
+        ProviderEnv { values, endpoints: BTreeMap::new() }
     }
 
     /// The same settings with `name` set to `value` (tests, benchmarks). `name` must be one of `VARIABLES`.
@@ -46,6 +64,22 @@ impl ProviderEnv {
         let name = known.unwrap_or_else(|| panic!("{name} is not a provider setting (providers::env::VARIABLES)"));
         self.values.insert(name, value.into());
         self
+    }
+
+    /// The same settings with the endpoint `name` of `stage` (`llm`, `stt`, `tts`).
+    pub fn with_endpoint(mut self, stage: &str, name: &str, endpoint: NamedEndpoint) -> ProviderEnv {
+        self.endpoints.insert((stage.to_string(), name.to_string()), endpoint);
+        self
+    }
+
+    /// The endpoint `name` of `stage`, when the operator named it.
+    pub fn endpoint(&self, stage: &str, name: &str) -> Option<&NamedEndpoint> {
+        self.endpoints.get(&(stage.to_string(), name.to_string()))
+    }
+
+    /// The names of `stage`'s endpoints.
+    pub fn endpoint_names(&self, stage: &str) -> Vec<&str> {
+        self.endpoints.keys().filter(|(s, _)| s == stage).map(|(_, name)| name.as_str()).collect()
     }
 
     /// The value of `name`, when set.

@@ -105,4 +105,10 @@ pub trait LanguageModel: Send + Sync {
     fn free_for_early_request(&self) -> bool {
         true
     }
+
+    /// Which provider served the last finished request, and the ones that failed it before
+    /// (`llm_chain::LlmChain`); None for a single model.
+    fn served(&self) -> Option<super::llm_chain::ServedBy> {
+        None
+    }
 }

@@ -6,9 +6,12 @@
 //! dropping the receiving end of a stream: the adapter's task sees it at once and closes the
 //! connection rather than draining it.
 
+pub mod continuation;
 pub mod deepgram;
 pub mod env;
+pub mod health;
 pub mod llm;
+pub mod llm_chain;
 pub mod local_llm;
 pub mod local_stt;
 pub mod local_tool_format;
@@ -20,7 +23,9 @@ pub mod select;
 pub mod sentences;
 pub mod shared_model;
 pub mod sse;
+pub mod stt_chain;
 pub mod tts;
+pub mod tts_chain;
 pub mod websocket;
 pub mod ws_tts;
 
@@ -65,6 +70,28 @@ pub struct CallPolicy {
     /// Attempts after the first, only for retryable errors before any output.
     pub retries: u32,
     pub backoff: Duration,
+    /// No attempt starts later than this after the request (its stage's `first_response_timeout`: a
+    /// retry past the deadline is the next provider's job).
+    pub retry_window: Option<Duration>,
+    /// Whether a 429 is retried on the same provider (not when a fallback follows: it falls over at once).
+    pub retry_rate_limited: bool,
+}
+
+impl CallPolicy {
+    /// The policy of a provider in a stage's chain: retries only within `deadline`, and a 429 retried
+    /// only when no fallback follows (`has_next`).
+    pub fn in_chain(deadline: Duration, has_next: bool) -> CallPolicy {
+        CallPolicy { retry_window: Some(deadline), retry_rate_limited: !has_next, ..CallPolicy::default() }
+    }
+
+    /// Whether to try again after `error` on attempt `attempts` (1 for the first), `elapsed` after the
+    /// request, before waiting `backoff`.
+    pub fn retry_after(&self, error: &ProviderError, attempts: u32, elapsed: Duration, backoff: Duration) -> bool {
+        error.retryable
+            && attempts <= self.retries
+            && (self.retry_rate_limited || error.status != Some(429))
+            && self.retry_window.is_none_or(|window| elapsed + backoff < window)
+    }
 }
 
 impl Default for CallPolicy {
@@ -75,6 +102,8 @@ impl Default for CallPolicy {
             idle_timeout: Duration::from_secs(20),
             retries: 2,
             backoff: Duration::from_millis(250),
+            retry_window: None,
+            retry_rate_limited: true,
         }
     }
 }

@@ -54,6 +54,7 @@ impl OpenAiAudio {
     /// Transcribes 16 kHz mono audio; answers the text.
     pub async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
         let wav = encode_wav(audio);
+        let started = std::time::Instant::now();
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -86,10 +87,11 @@ impl OpenAiAudio {
                     ProviderError::from_status("openai-stt", status, &response.text().await.unwrap_or_default())
                 }
             };
-            if !error.retryable || attempts > self.policy.retries {
+            let backoff = self.policy.backoff * 2u32.pow(attempts - 1);
+            if !self.policy.retry_after(&error, attempts, started.elapsed(), backoff) {
                 return Err(error);
             }
-            tokio::time::sleep(self.policy.backoff * 2u32.pow(attempts - 1)).await;
+            tokio::time::sleep(backoff).await;
         }
     }
 
@@ -101,22 +103,24 @@ impl OpenAiAudio {
         let started = Instant::now();
         let body =
             serde_json::json!({ "model": self.model, "input": text, "voice": self.voice, "response_format": "pcm" });
-        let response =
-            match tokio::time::timeout(self.policy.first_byte_timeout, self.post("/audio/speech").json(&body).send())
-                .await
-            {
-                Err(_) => return Err(ProviderError::network("openai-tts", "timed out")),
-                Ok(Err(err)) => return Err(ProviderError::network("openai-tts", err.to_string())),
-                Ok(Ok(response)) if response.status().is_success() => response,
-                Ok(Ok(response)) => {
-                    let status = response.status().as_u16();
-                    return Err(ProviderError::from_status(
-                        "openai-tts",
-                        status,
-                        &response.text().await.unwrap_or_default(),
-                    ));
-                }
-            };
+        let sent = tokio::select! {
+            // Let go of (close) a request whose audio is no longer wanted, even before its headers.
+            _ = tx.closed() => return Ok(()),
+            sent = tokio::time::timeout(self.policy.first_byte_timeout, self.post("/audio/speech").json(&body).send()) => sent,
+        };
+        let response = match sent {
+            Err(_) => return Err(ProviderError::network("openai-tts", "timed out")),
+            Ok(Err(err)) => return Err(ProviderError::network("openai-tts", err.to_string())),
+            Ok(Ok(response)) if response.status().is_success() => response,
+            Ok(Ok(response)) => {
+                let status = response.status().as_u16();
+                return Err(ProviderError::from_status(
+                    "openai-tts",
+                    status,
+                    &response.text().await.unwrap_or_default(),
+                ));
+            }
+        };
         let mut ingress =
             PcmIngress::new(OPENAI_PCM_RATE, 1).map_err(|e| ProviderError::protocol("openai-tts", e.to_string()))?;
         let mut stream = response.bytes_stream();

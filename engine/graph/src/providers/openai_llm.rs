@@ -148,7 +148,12 @@ impl OpenAiCompatible {
             if let Some(key) = &self.api_key {
                 request = request.bearer_auth(key);
             }
-            let error = match tokio::time::timeout(self.policy.first_byte_timeout, request.send()).await {
+            let sent = tokio::select! {
+                // Let go of (close) a request whose reply is no longer wanted, even before its headers.
+                _ = tx.closed() => return Ok(()),
+                sent = tokio::time::timeout(self.policy.first_byte_timeout, request.send()) => sent,
+            };
+            let error = match sent {
                 Err(_) => ProviderError::network(self.provider, "timed out waiting for the response"),
                 Ok(Err(err)) => ProviderError::network(self.provider, err.to_string()),
                 Ok(Ok(response)) if response.status().is_success() => break response,
@@ -158,10 +163,10 @@ impl OpenAiCompatible {
                     ProviderError::from_status(self.provider, status, &text)
                 }
             };
-            if !error.retryable || attempts > self.policy.retries {
+            let backoff = self.policy.backoff * 2u32.pow(attempts - 1);
+            if !self.policy.retry_after(&error, attempts, started.elapsed(), backoff) {
                 return Err(error);
             }
-            let backoff = self.policy.backoff * 2u32.pow(attempts - 1);
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
                 _ = tx.closed() => return Ok(()),

@@ -16,18 +16,27 @@
 //! | TTS | `local` with `model_id: "espeak-ng"` | espeak-ng (`voice_id` an espeak-ng voice, default `en-us`) |
 
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::agent_spec::{LlmConfig, SttConfig, TtsConfig};
+use crate::pipeline_config::{
+    LLM_FIRST_RESPONSE_TIMEOUT, STT_FIRST_RESPONSE_TIMEOUT, TTS_FIRST_RESPONSE_TIMEOUT, first_response,
+};
 
 use super::deepgram::DeepgramStt;
-use super::env::ProviderEnv;
+use super::env::{NamedEndpoint, ProviderEnv};
+use super::health::{ProviderKey, process_health};
 use super::llm::LanguageModel;
+use super::llm_chain::{LlmChain, LlmLink};
 use super::local_llm::LocalLlm;
 use super::local_stt::LocalStt;
 use super::openai_audio::OpenAiAudio;
 use super::openai_llm::OpenAiCompatible;
 use super::piper_tts::PiperTts;
+use super::stt_chain::{SttChain, SttLink};
 use super::tts::{EspeakVoice, SpeechSynthesizer};
+use super::tts_chain::{TtsChain, TtsLink};
 use super::ws_tts::{WsTts, WsVoice};
 use super::{CallPolicy, ProviderError};
 
@@ -57,11 +66,34 @@ pub fn preload_local_models(models_dir: &Path) -> Vec<(&'static str, ProviderErr
     failed
 }
 
-/// The language model and its model name.
+/// The language model and its model name: the primary (`llm`) and its fallbacks as one chain
+/// (`llm_chain`), each with its deadline, sharing the process's provider health.
 pub fn language_model(
     llm: &LlmConfig,
     models_dir: &Path,
     env: &ProviderEnv,
+) -> Result<(Box<dyn LanguageModel>, String), ProviderError> {
+    let configs: Vec<&LlmConfig> = std::iter::once(llm).chain(&llm.fallbacks).collect();
+    let mut links = Vec::with_capacity(configs.len());
+    for (position, config) in configs.iter().enumerate() {
+        let deadline = first_response(config.first_response_timeout, LLM_FIRST_RESPONSE_TIMEOUT);
+        let policy = CallPolicy::in_chain(deadline, position + 1 < configs.len());
+        let (model, model_name) = one_language_model(config, models_dir, env, policy)?;
+        let provider = provider_label(&config.provider, config.endpoint.as_deref());
+        let key = ProviderKey { stage: "llm", provider: format!("{provider}:{model_name}") };
+        links.push(LlmLink { model: Arc::from(model), model_name, key, first_response: deadline });
+    }
+    let name = links[0].model_name.clone();
+    let hedge_after = llm.hedge_after.filter(|s| s.is_finite() && *s > 0.0).map(Duration::from_secs_f64);
+    Ok((Box::new(LlmChain::new(links, process_health(), hedge_after)), name))
+}
+
+/// One language model of a chain, and its model name.
+fn one_language_model(
+    llm: &LlmConfig,
+    models_dir: &Path,
+    env: &ProviderEnv,
+    policy: CallPolicy,
 ) -> Result<(Box<dyn LanguageModel>, String), ProviderError> {
     let provider = llm.provider.trim().to_ascii_lowercase();
     if provider.is_empty() || provider == "local" {
@@ -69,7 +101,13 @@ pub fn language_model(
         let name = model.name().to_string();
         return Ok((Box::new(model), name));
     }
-    let adapter = OpenAiCompatible::from_settings(&provider, env)?;
+    let mut adapter = OpenAiCompatible::from_settings(&provider, env)?;
+    if let Some(name) = &llm.endpoint {
+        let endpoint = named_endpoint(env, "llm", name)?;
+        adapter = OpenAiCompatible::new(adapter.provider, endpoint.url.clone(), endpoint.api_key.clone(), policy);
+    } else {
+        adapter = OpenAiCompatible::new(adapter.provider, adapter.base_url, adapter.api_key, policy);
+    }
     Ok((Box::new(adapter), llm.model.trim().to_string()))
 }
 
@@ -91,6 +129,8 @@ pub enum Recognizer {
     Local(LocalStt),
     OpenAi(OpenAiAudio),
     Deepgram(DeepgramStt),
+    /// A primary and its fallbacks (`stt_chain`).
+    Chain(Arc<SttChain>),
 }
 
 impl Recognizer {
@@ -99,6 +139,7 @@ impl Recognizer {
             Recognizer::Local(stt) => stt.transcribe(audio).await,
             Recognizer::OpenAi(stt) => stt.transcribe(audio).await,
             Recognizer::Deepgram(stt) => stt.transcribe(audio).await,
+            Recognizer::Chain(chain) => chain.transcribe(audio).await,
         }
     }
 }
@@ -125,63 +166,155 @@ fn openai_audio_endpoint(
     Ok((base, key))
 }
 
-/// The speech recognizer, or None when none is configured.
+/// The speech recognizer: the primary (`stt`) alone, or with its fallbacks as a chain (`stt_chain`),
+/// each with its deadline, sharing the process's provider health.
 pub fn recognizer(stt: &SttConfig, models_dir: &Path, env: &ProviderEnv) -> Result<Option<Recognizer>, ProviderError> {
+    let configs: Vec<&SttConfig> = std::iter::once(stt).chain(&stt.fallbacks).collect();
+    let mut links = Vec::with_capacity(configs.len());
+    for (position, config) in configs.iter().enumerate() {
+        let deadline = first_response(config.first_response_timeout, STT_FIRST_RESPONSE_TIMEOUT);
+        let policy = CallPolicy::in_chain(deadline, position + 1 < configs.len());
+        let recognizer = one_recognizer(config, models_dir, env, policy)?;
+        let provider = provider_label(&config.provider, config.endpoint.as_deref());
+        let model = match (config.model.trim(), &recognizer) {
+            ("", Recognizer::Local(_)) => "default".to_string(),
+            (model, _) => model.to_string(),
+        };
+        let key = ProviderKey { stage: "stt", provider: format!("{provider}:{model}") };
+        links.push(SttLink { recognizer, key, first_response: deadline });
+    }
+    Ok(Some(Recognizer::Chain(Arc::new(SttChain { links, health: process_health() }))))
+}
+
+/// One recognizer of a chain.
+fn one_recognizer(
+    stt: &SttConfig,
+    models_dir: &Path,
+    env: &ProviderEnv,
+    policy: CallPolicy,
+) -> Result<Recognizer, ProviderError> {
     let provider = stt.provider.trim().to_ascii_lowercase();
     let model = stt.model.trim();
+    let endpoint = stt.endpoint.as_deref().map(|name| named_endpoint(env, "stt", name)).transpose()?;
     match provider.as_str() {
-        "" | "local" => Ok(Some(Recognizer::Local(LocalStt::load(model, models_dir)?))),
+        "" | "local" => Ok(Recognizer::Local(LocalStt::load(model, models_dir)?)),
         "deepgram" => {
             let model = or_default(model, "nova-3").to_string();
-            let mut deepgram = DeepgramStt::new(required_key(env, "deepgram", "DEEPGRAM_API_KEY")?, model);
-            if let Some(url) = env.get("CONFAB_DEEPGRAM_URL") {
+            let key = match endpoint.and_then(|e| e.api_key.clone()) {
+                Some(key) => key,
+                None => required_key(env, "deepgram", "DEEPGRAM_API_KEY")?,
+            };
+            let mut deepgram = DeepgramStt::new(key, model);
+            deepgram.policy = policy;
+            if let Some(url) = endpoint.map(|e| e.url.as_str()).or(env.get("CONFAB_DEEPGRAM_URL")) {
                 deepgram.url = url.to_string();
             }
-            Ok(Some(Recognizer::Deepgram(deepgram)))
+            Ok(Recognizer::Deepgram(deepgram))
         }
         other => {
-            let (base, key) = openai_audio_endpoint("stt", other, env)?;
+            let (base, key) = match endpoint {
+                Some(endpoint) => (endpoint.url.clone(), endpoint.api_key.clone()),
+                None => openai_audio_endpoint("stt", other, env)?,
+            };
             let model = or_default(model, "whisper-1");
-            Ok(Some(Recognizer::OpenAi(OpenAiAudio::new(base, key, model, "", CallPolicy::default()))))
+            Ok(Recognizer::OpenAi(OpenAiAudio::new(base, key, model, "", policy)))
         }
     }
 }
 
-/// The speech synthesizer.
+/// The speech synthesizer: the primary (`tts`) and its fallbacks as one chain (`tts_chain`), each with
+/// its deadline, sharing the process's provider health.
 pub fn synthesizer(
     tts: &TtsConfig,
     models_dir: &Path,
     env: &ProviderEnv,
 ) -> Result<Box<dyn SpeechSynthesizer>, ProviderError> {
+    let configs: Vec<&TtsConfig> = std::iter::once(tts).chain(&tts.fallbacks).collect();
+    let mut links = Vec::with_capacity(configs.len());
+    for (position, config) in configs.iter().enumerate() {
+        let deadline = first_response(config.first_response_timeout, TTS_FIRST_RESPONSE_TIMEOUT);
+        let policy = CallPolicy::in_chain(deadline, position + 1 < configs.len());
+        let voice = one_synthesizer(config, models_dir, env, policy)?;
+        let provider = provider_label(&config.provider, config.endpoint.as_deref());
+        let model = match (config.model_id.trim(), config.voice_id.trim()) {
+            ("", voice) => voice.to_string(),
+            (model, "") => model.to_string(),
+            (model, voice) => format!("{model}/{voice}"),
+        };
+        let key = ProviderKey { stage: "tts", provider: format!("{provider}:{model}") };
+        links.push(TtsLink { voice: Arc::from(voice), key, first_response: deadline });
+    }
+    Ok(Box::new(TtsChain::new(links, process_health())))
+}
+
+/// How `/metrics` names a provider: its name (`local` when empty), and the endpoint it was sent to.
+fn provider_label(provider: &str, endpoint: Option<&str>) -> String {
+    let provider = match provider.trim() {
+        "" => "local".to_string(),
+        other => other.to_ascii_lowercase(),
+    };
+    match endpoint {
+        Some(endpoint) => format!("{provider}@{endpoint}"),
+        None => provider,
+    }
+}
+
+/// The endpoint `name` of `stage`, which the operator must have named.
+fn named_endpoint<'a>(
+    env: &'a ProviderEnv,
+    stage: &'static str,
+    name: &str,
+) -> Result<&'a NamedEndpoint, ProviderError> {
+    env.endpoint(stage, name).ok_or_else(|| {
+        ProviderError::protocol(
+            stage,
+            format!("no {stage} endpoint \"{name}\" (start the server with --{stage}-endpoint {name}=URL)"),
+        )
+    })
+}
+
+/// One voice of a chain.
+fn one_synthesizer(
+    tts: &TtsConfig,
+    models_dir: &Path,
+    env: &ProviderEnv,
+    policy: CallPolicy,
+) -> Result<Box<dyn SpeechSynthesizer>, ProviderError> {
     let provider = tts.provider.trim().to_ascii_lowercase();
     let voice = tts.voice_id.trim();
     let model = tts.model_id.trim();
+    let endpoint = tts.endpoint.as_deref().map(|name| named_endpoint(env, "tts", name)).transpose()?;
     match provider.as_str() {
         "" | "local" if model == "espeak-ng" => {
             Ok(Box::new(EspeakVoice { voice: or_default(voice, "en-us").to_string(), ..EspeakVoice::default() }))
         }
         "" | "local" => Ok(Box::new(PiperTts::load(models_dir)?)),
-        "elevenlabs" => {
-            let key = required_key(env, "elevenlabs", "ELEVENLABS_API_KEY")?;
-            let mut tts = WsTts::elevenlabs(key, voice.to_string(), or_default(model, "eleven_flash_v2_5").to_string());
-            override_url(&mut tts, env.get("CONFAB_ELEVENLABS_URL"));
-            Ok(Box::new(tts))
-        }
-        "cartesia" => {
-            let key = required_key(env, "cartesia", "CARTESIA_API_KEY")?;
-            let mut tts = WsTts::cartesia(key, voice.to_string(), or_default(model, "sonic-2").to_string());
-            override_url(&mut tts, env.get("CONFAB_CARTESIA_URL"));
+        "elevenlabs" | "cartesia" => {
+            let (key_variable, url_variable) = match provider.as_str() {
+                "elevenlabs" => ("ELEVENLABS_API_KEY", "CONFAB_ELEVENLABS_URL"),
+                _ => ("CARTESIA_API_KEY", "CONFAB_CARTESIA_URL"),
+            };
+            let key = match endpoint.and_then(|e| e.api_key.clone()) {
+                Some(key) => key,
+                None => {
+                    required_key(env, if provider == "elevenlabs" { "elevenlabs" } else { "cartesia" }, key_variable)?
+                }
+            };
+            let mut tts = if provider == "elevenlabs" {
+                WsTts::elevenlabs(key, voice.to_string(), or_default(model, "eleven_flash_v2_5").to_string())
+            } else {
+                WsTts::cartesia(key, voice.to_string(), or_default(model, "sonic-2").to_string())
+            };
+            tts.policy = policy;
+            override_url(&mut tts, endpoint.map(|e| e.url.as_str()).or(env.get(url_variable)));
             Ok(Box::new(tts))
         }
         other => {
-            let (base, key) = openai_audio_endpoint("tts", other, env)?;
-            let audio = OpenAiAudio::new(
-                base,
-                key,
-                or_default(model, "tts-1"),
-                or_default(voice, "alloy"),
-                CallPolicy::default(),
-            );
+            let (base, key) = match endpoint {
+                Some(endpoint) => (endpoint.url.clone(), endpoint.api_key.clone()),
+                None => openai_audio_endpoint("tts", other, env)?,
+            };
+            let audio = OpenAiAudio::new(base, key, or_default(model, "tts-1"), or_default(voice, "alloy"), policy);
             Ok(Box::new(audio))
         }
     }
