@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use confab_benches::api_post;
+use confab_benches::percentile;
 use confab_calls::fleet_protocol::DEFAULT_QUEUE;
 use confab_calls::{IceServers, JoinError};
 use confab_http::replica::dispatch::Dispatcher;
@@ -140,10 +141,6 @@ async fn start_workers(
         tokio::spawn(worker.run(async move { stopped.notified().await }, Duration::ZERO));
     }
     stop
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 /// Joins each conversation with `parallel` callers at once (caller `i` through `dispatchers[i % len]`);

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use confab_benches::percentile;
 use confab_benches::rss_bytes;
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
 use confab_worker::media::MediaConfig;
@@ -171,10 +172,6 @@ fn latencies(call: &mut Call, probes: usize, client: &Runtime) -> Vec<Duration> 
         .collect();
     samples.sort();
     samples
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 fn describe(label: &str, sorted: &[Duration]) {

@@ -11,6 +11,7 @@ use confab_engine::runtime::SessionHandle;
 pub use confab_engine::word_error::word_errors;
 
 pub mod answering;
+pub mod fake_providers;
 pub mod stall_watch;
 
 /// `text` spoken by espeak-ng (`en-us`, `words_per_minute`), as 16 kHz mono.
@@ -156,4 +157,9 @@ pub async fn api_post(router: &axum::Router, key: &str, path: &str, body: serde_
     let response = router.clone().oneshot(request).await.expect("the router answers");
     let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("a whole body");
     serde_json::from_slice(&bytes).expect("a JSON answer")
+}
+
+/// The `p` quantile (0–1) of `sorted` durations, nearest rank.
+pub fn percentile(sorted: &[std::time::Duration], p: f64) -> std::time::Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }

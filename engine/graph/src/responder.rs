@@ -30,6 +30,7 @@ use crate::core::{Epoch, TurnId};
 use crate::events::EventKind;
 use crate::knowledge::{Retrieval, Snippet, SnippetsUsed, knowledge_message};
 use crate::providers::ProviderError;
+use crate::providers::chain::ServedBy;
 use crate::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolCall, ToolSpec};
 use crate::providers::select::{self, Recognizer};
 use crate::providers::sentences::{Piece, SentenceSplitter};
@@ -66,7 +67,7 @@ pub struct Responder {
     /// Early replies dropped since the last commit (the user went on speaking).
     early_dropped: u32,
     /// A transcript made ahead of the commit, the audio range it covers, and how long it took.
-    prepared: Option<((MediaTime, MediaTime), String, std::time::Duration)>,
+    prepared: Option<((MediaTime, MediaTime), String, TranscriptTiming)>,
     /// How long the last committed turn's transcript took (`turn_metrics`).
     last_transcript: Option<TranscriptTiming>,
     /// The last reply's provider stages (`turn_metrics`); filled in as they happen, so a cancelled reply
@@ -199,9 +200,14 @@ impl Responder {
 
     /// The user's words in 16 kHz audio; empty when no recognizer is configured.
     pub async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
+        self.transcribe_served(audio).await.0
+    }
+
+    /// The user's words, and which recognizer gave them (`turn_metrics`).
+    async fn transcribe_served(&self, audio: &[f32]) -> (Result<String, ProviderError>, Option<ServedBy>) {
         match &self.stt {
-            Some(stt) if !audio.is_empty() => stt.transcribe(audio).await,
-            _ => Ok(String::new()),
+            Some(stt) if !audio.is_empty() => stt.transcribe_served(audio).await,
+            _ => (Ok(String::new()), None),
         }
     }
 
@@ -210,12 +216,13 @@ impl Responder {
     pub async fn prepare_transcript(&mut self, from: MediaTime, to: MediaTime, audio: &[f32]) {
         self.drop_early_reply(); // the user went on: an earlier early reply answers too little
         let started = Instant::now();
-        match self.transcribe(audio).await {
+        let (result, served) = self.transcribe_served(audio).await;
+        match result {
             Ok(text) => {
-                let took = started.elapsed();
-                tracing::debug!(%text, took_ms = took.as_millis() as u64, "transcribed ahead");
+                let timing = TranscriptTiming { duration: started.elapsed(), prepared_ahead: true, served };
+                tracing::debug!(%text, took_ms = timing.duration.as_millis() as u64, "transcribed ahead");
                 let snippets = self.retrieve(&text).await;
-                self.prepared_text((from, to), text, took, snippets)
+                self.prepared_text((from, to), text, timing, snippets)
             }
             Err(err) => tracing::debug!(error = %err, "early speech-to-text failed; it runs again at the commit"),
         }
@@ -227,7 +234,7 @@ impl Responder {
         &mut self,
         range: (MediaTime, MediaTime),
         text: String,
-        took: std::time::Duration,
+        timing: TranscriptTiming,
         snippets: Vec<Snippet>,
     ) {
         let early = self.preemptive_generation
@@ -241,7 +248,7 @@ impl Responder {
             history_len: self.history.len(),
             snippets,
         });
-        self.prepared = Some((range, text, took));
+        self.prepared = Some((range, text, timing));
     }
 
     /// Whether the language model can take a reply asked ahead of the commit now: a model shared with
@@ -296,13 +303,11 @@ impl Responder {
     ) -> Result<String, ProviderError> {
         let started = Instant::now();
         let (text, timing) = match self.prepared.take() {
-            Some((range, text, duration)) if range == (from, to) => {
-                (text, TranscriptTiming { duration, prepared_ahead: true })
-            }
+            Some((range, text, timing)) if range == (from, to) => (text, timing),
             _ => {
                 self.drop_early_reply(); // it answers other audio
-                let text = self.transcribe(audio).await?;
-                (text, TranscriptTiming { duration: started.elapsed(), prepared_ahead: false })
+                let (result, served) = self.transcribe_served(audio).await;
+                (result?, TranscriptTiming { duration: started.elapsed(), prepared_ahead: false, served })
             }
         };
         self.last_transcript = Some(timing);
@@ -311,12 +316,13 @@ impl Responder {
 
     /// How long the last `transcript_for` took, and whether it was prepared ahead.
     pub fn last_transcript(&self) -> Option<TranscriptTiming> {
-        self.last_transcript
+        self.last_transcript.clone()
     }
 
-    /// The provider stages the last `respond` reached, from its language-model request.
+    /// The provider stages the last `respond` reached, from its language-model request, and the
+    /// providers that served it (the voice's since the last call: a reply's sentences).
     pub fn last_reply(&self) -> ReplyTimings {
-        ReplyTimings { llm_served: self.llm.0.served(), ..self.last_reply.clone() }
+        ReplyTimings { llm_served: self.llm.0.served(), tts_served: self.tts.take_served(), ..self.last_reply.clone() }
     }
 
     /// Records what the user heard of the agent's last reply.
@@ -523,7 +529,8 @@ mod tests {
 
     fn prepare(responder: &mut Responder, from: u64, to: u64, text: &str) {
         let range = (MediaTime::from_samples(from), MediaTime::from_samples(to));
-        responder.prepared_text(range, text.into(), std::time::Duration::ZERO, Vec::new());
+        let timing = TranscriptTiming { prepared_ahead: true, ..TranscriptTiming::default() };
+        responder.prepared_text(range, text.into(), timing, Vec::new());
     }
 
     async fn commit(responder: &mut Responder, from: u64, to: u64, text: &str) -> ReplyTimings {

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::conversation::OverlapDecision;
 use crate::core::TurnId;
+use crate::providers::chain::ServedBy;
 use crate::time::MediaTime;
 
 /// Wall-clock durations of one reply's provider stages, from the language-model request.
@@ -31,15 +32,19 @@ pub struct ReplyTimings {
     /// Early replies asked for during this turn and dropped because the user went on speaking.
     pub early_dropped: u32,
     /// The language model that served the reply, and those that failed it before (`llm_chain`).
-    pub llm_served: Option<crate::providers::llm_chain::ServedBy>,
+    pub llm_served: Option<ServedBy>,
+    /// The voice that said the reply's sentences, and those that failed them (`tts_chain`).
+    pub tts_served: Option<ServedBy>,
 }
 
 /// Wall-clock duration of a turn's speech-to-text, and whether it ran ahead of the commit.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TranscriptTiming {
     pub duration: Duration,
     /// Transcribed during the endpointing delay (the commit found it ready).
     pub prepared_ahead: bool,
+    /// The recognizer that gave the transcript, and those that failed it before (`stt_chain`).
+    pub served: Option<ServedBy>,
 }
 
 /// The stages' names in `media_time`, in the order a turn that is answered goes through them
@@ -117,11 +122,42 @@ impl TurnMetrics {
     }
 
     /// The `turn_metrics` line (without `conversation_id`).
+    /// Each stage's record of who served it.
+    fn served(&self) -> [(&'static str, Option<&ServedBy>); 3] {
+        [
+            ("stt", self.transcript.as_ref().and_then(|t| t.served.as_ref())),
+            ("llm", self.reply.llm_served.as_ref()),
+            ("tts", self.reply.tts_served.as_ref()),
+        ]
+    }
+
+    /// The provider that served each stage (`null` when no chain reported one).
+    fn providers(&self) -> Value {
+        let providers: serde_json::Map<String, Value> = self
+            .served()
+            .into_iter()
+            .filter_map(|(stage, served)| served.filter(|s| !s.provider.is_empty()).map(|s| (stage, s)))
+            .map(|(stage, served)| (stage.to_string(), Value::from(served.provider.clone())))
+            .collect();
+        if providers.is_empty() { Value::Null } else { Value::Object(providers) }
+    }
+
+    /// Every provider that failed a stage of the turn before another served it, in stage order.
+    fn fallbacks(&self) -> Vec<Value> {
+        self.served()
+            .into_iter()
+            .flat_map(|(stage, served)| {
+                served.into_iter().flat_map(move |s| s.fell_back.iter().map(move |f| (stage, f)))
+            })
+            .map(|(stage, (provider, reason))| json!({ "stage": stage, "provider": provider, "reason": reason }))
+            .collect()
+    }
+
     pub fn to_json(&self) -> Value {
         let stages: BTreeMap<&str, f64> =
             self.stages().into_iter().filter_map(|(name, time)| time.map(|t| (name, t.as_secs_f64()))).collect();
         let mut latency: BTreeMap<&str, f64> = [
-            ("stt", self.transcript.map(|t| t.duration)),
+            ("stt", self.transcript.as_ref().map(|t| t.duration)),
             ("llm_first_token", self.reply.llm_first_token),
             ("first_clause", self.reply.first_clause),
             ("tts_first_audio", self.reply.tts_first_audio),
@@ -138,16 +174,12 @@ impl TurnMetrics {
             "turn": self.turn.0,
             "media_time": stages,
             "latency_ms": latency,
-            "stt_prepared_ahead": self.transcript.map(|t| t.prepared_ahead),
+            "stt_prepared_ahead": self.transcript.as_ref().map(|t| t.prepared_ahead),
             "llm_started_early": self.reply.llm_started_early,
             "speech_started_early": self.reply.speech_started_early,
             "early_replies_dropped": self.reply.early_dropped,
-            "providers": self.reply.llm_served.as_ref().filter(|s| !s.provider.is_empty()).map(|s| json!({ "llm": s.provider })),
-            "fallbacks": self.reply.llm_served.iter().flat_map(|s| &s.fell_back).map(|(provider, reason)| json!({
-                "stage": "llm",
-                "provider": provider,
-                "reason": reason,
-            })).collect::<Vec<_>>(),
+            "providers": self.providers(),
+            "fallbacks": self.fallbacks(),
             "overlaps": self.overlaps.iter().map(|o| json!({
                 "started": o.since.as_secs_f64(),
                 "decided": o.at.as_secs_f64(),
@@ -265,7 +297,14 @@ mod tests {
         let turn = TurnId(1);
         log.speech_ended(turn, ms(1_700));
         assert!(log.committed(turn, ms(2_200)).is_empty());
-        let stt = TranscriptTiming { duration: Duration::from_millis(150), prepared_ahead: true };
+        let stt = TranscriptTiming {
+            duration: Duration::from_millis(150),
+            prepared_ahead: true,
+            served: Some(ServedBy {
+                provider: "local:default".into(),
+                fell_back: vec![("deepgram:nova-3".into(), "server_error")],
+            }),
+        };
         log.transcript(turn, ms(2_220), Some(stt));
         log.llm_request(turn, ms(2_220));
         let reply = ReplyTimings {
@@ -276,10 +315,11 @@ mod tests {
             llm_started_early: true,
             speech_started_early: true,
             early_dropped: 1,
-            llm_served: Some(crate::providers::llm_chain::ServedBy {
+            llm_served: Some(ServedBy {
                 provider: "local:qwen2.5-coder-0.5b-instruct".into(),
                 fell_back: vec![("openai:gpt-4o-mini".into(), "deadline")],
             }),
+            tts_served: Some(ServedBy { provider: "openai:tts-1/alloy".into(), fell_back: vec![] }),
         };
         log.reply(turn, reply);
         log.started_speaking(ms(2_540));
@@ -287,10 +327,16 @@ mod tests {
         assert!(log.stopped_speaking().is_none() && log.finish_all().is_empty(), "reported once");
         let line = metrics.to_json();
         assert_eq!(line["type"], "turn_metrics");
-        assert_eq!(line["providers"], json!({ "llm": "local:qwen2.5-coder-0.5b-instruct" }));
+        assert_eq!(
+            line["providers"],
+            json!({ "stt": "local:default", "llm": "local:qwen2.5-coder-0.5b-instruct", "tts": "openai:tts-1/alloy" })
+        );
         assert_eq!(
             line["fallbacks"],
-            json!([{ "stage": "llm", "provider": "openai:gpt-4o-mini", "reason": "deadline" }])
+            json!([
+                { "stage": "stt", "provider": "deepgram:nova-3", "reason": "server_error" },
+                { "stage": "llm", "provider": "openai:gpt-4o-mini", "reason": "deadline" },
+            ])
         );
         assert_eq!(line["turn"], 1);
         let stages = &line["media_time"];

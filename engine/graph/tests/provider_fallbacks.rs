@@ -2,7 +2,8 @@
 //! protocol (OpenAI-compatible chat completions as SSE, `/audio/speech` as raw PCM,
 //! `/audio/transcriptions` as JSON), made to fail on purpose: 500, 429 with Retry-After, a request
 //! accepted and never answered, a stream cut mid-reply, a slow first token; a chain ending in the local
-//! model; the health window and its recovery; a hedge that picks the faster and closes the other.
+//! model; the health window and its recovery; a hedge that picks the faster and closes the other; a
+//! call's three stages built from an agent's config failing over together, and what `turn_metrics` says.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,15 +14,24 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use confab_engine::agent_spec::PipelineConfig;
+use confab_engine::core::playout::PlayoutPiece;
+use confab_engine::core::{Epoch, TurnId};
 use confab_engine::providers::CallPolicy;
 use confab_engine::providers::continuation::CONTINUE_INSTRUCTION;
+use confab_engine::providers::env::{NamedEndpoint, ProviderEnv};
 use confab_engine::providers::health::{ProviderHealth, ProviderKey};
 use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent};
 use confab_engine::providers::llm_chain::{LlmChain, LlmLink, ServedBy};
 use confab_engine::providers::openai_audio::OpenAiAudio;
 use confab_engine::providers::openai_llm::OpenAiCompatible;
+use confab_engine::providers::select::Recognizer;
+use confab_engine::providers::stt_chain::{SttChain, SttLink};
 use confab_engine::providers::tts::{SpeechSynthesizer, TtsEvent};
 use confab_engine::providers::tts_chain::{TtsChain, TtsLink, words_after};
+use confab_engine::responder::{ReplyOutput, Responder};
+use confab_engine::time::MediaTime;
+use confab_engine::turn_metrics::TurnMetricsLog;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -105,6 +115,11 @@ async fn speech(State(fake): State<Arc<Fake>>, body: String) -> Response {
     };
     match body["model"].as_str().unwrap() {
         "fail500" => (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "voice down").into_response(),
+        "slow" => {
+            let _held = FlagOnDrop(fake.clone());
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Response::builder().header("content-type", "audio/pcm").body(Body::from(pcm(0.5))).unwrap()
+        }
         "cut" => {
             // 1.3 s of audio, then the connection breaks (an error, not a clean end).
             let audio = pcm(1.3);
@@ -120,11 +135,37 @@ async fn speech(State(fake): State<Arc<Fake>>, body: String) -> Response {
     }
 }
 
+/// `/audio/transcriptions`: the multipart form's `model` says the scenario.
+async fn transcriptions(State(fake): State<Arc<Fake>>, mut form: axum::extract::Multipart) -> Response {
+    fake.requests.fetch_add(1, Ordering::SeqCst);
+    let mut model = String::new();
+    while let Some(field) = form.next_field().await.unwrap() {
+        if field.name() == Some("model") {
+            model = field.text().await.unwrap();
+        }
+    }
+    match model.as_str() {
+        "fail500" => (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "recognizer down").into_response(),
+        "stall" => {
+            let _held = FlagOnDrop(fake.clone());
+            std::future::pending::<()>().await;
+            unreachable!()
+        }
+        "slow" => {
+            let _held = FlagOnDrop(fake.clone());
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            axum::Json(json!({ "text": "Too late." })).into_response()
+        }
+        _ => axum::Json(json!({ "text": "What is the capital of France?" })).into_response(),
+    }
+}
+
 async fn start() -> (Arc<Fake>, String) {
     let fake = Arc::new(Fake::default());
     let app = Router::new()
         .route("/v1/chat/completions", post(completions))
         .route("/v1/audio/speech", post(speech))
+        .route("/v1/audio/transcriptions", post(transcriptions))
         .with_state(fake.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
@@ -317,18 +358,159 @@ async fn a_voice_that_fails_is_replaced_and_one_cut_mid_sentence_resumes_with_th
     let ((_a, a_base), (b, b_base)) = (start().await, start().await);
     let health = Arc::new(ProviderHealth::new(Duration::from_secs(5)));
     let text = "The museum opens at ten on Sunday mornings.";
-    let chain =
-        TtsChain::new(vec![voice(&a_base, "a", "fail500", true), voice(&b_base, "b", "good", false)], health.clone());
+    let chain = TtsChain::new(
+        vec![voice(&a_base, "a", "fail500", true), voice(&b_base, "b", "good", false)],
+        health.clone(),
+        None,
+    );
     let (seconds, done) = spoken(&chain, text).await;
     assert!(done && seconds > 0.4, "{seconds}");
     assert_eq!(b.bodies.lock().unwrap()[0]["input"], text);
+    assert_eq!(chain.take_served(), served("b", &[("a", "server_error")]));
 
     let ((_c, c_base), (d, d_base)) = (start().await, start().await);
-    let chain = TtsChain::new(vec![voice(&c_base, "c", "cut", true), voice(&d_base, "d", "good", false)], health);
+    let chain = TtsChain::new(vec![voice(&c_base, "c", "cut", true), voice(&d_base, "d", "good", false)], health, None);
     let (seconds, done) = spoken(&chain, text).await;
     assert!(done && seconds > 1.5, "the cut voice's 1.3 s and the rest: {seconds}");
     // 1.2–1.3 s said at 2.5 words a second: three words said, the rest resumed.
     let resumed = d.bodies.lock().unwrap()[0]["input"].as_str().unwrap().to_string();
     assert_eq!(resumed, words_after(text, Duration::from_millis(1_250)));
     assert_eq!(resumed, "at ten on Sunday mornings.");
+    assert_eq!(chain.take_served(), served("d", &[("c", "broken")]));
+}
+
+fn recognizer(base: &str, name: &str, model: &str, has_next: bool) -> SttLink {
+    let policy = CallPolicy::in_chain(DEADLINE, has_next);
+    SttLink {
+        recognizer: Recognizer::OpenAi(OpenAiAudio::new(base, Some("k".into()), model, "", policy)),
+        key: ProviderKey { stage: "stt", provider: name.into() },
+        first_response: DEADLINE,
+    }
+}
+
+#[tokio::test]
+async fn a_recognizer_that_errs_or_stalls_is_replaced_for_the_same_audio() {
+    let ((a, a_base), (b, b_base)) = (start().await, start().await);
+    let health = Arc::new(ProviderHealth::new(Duration::from_secs(5)));
+    let audio = vec![0.01f32; 16_000];
+    for (scenario, reason) in [("fail500", "server_error"), ("stall", "deadline")] {
+        let chain = SttChain {
+            links: vec![recognizer(&a_base, scenario, scenario, true), recognizer(&b_base, "b", "good", false)],
+            health: health.clone(),
+            hedge_after: None,
+        };
+        let (text, served) = chain.transcribe(&audio).await;
+        assert_eq!(text.unwrap(), "What is the capital of France?");
+        assert_eq!(Some(served), self::served("b", &[(scenario, reason)]));
+    }
+    assert_eq!(b.requests.load(Ordering::SeqCst), 2);
+    for _ in 0..100 {
+        if a.disconnected.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(a.disconnected.load(Ordering::SeqCst), "the stalled upload's connection was closed");
+}
+
+/// Whether `fake` saw a request it held open let go of (within a second).
+async fn let_go(fake: &Fake) -> bool {
+    for _ in 0..100 {
+        if fake.disconnected.load(Ordering::SeqCst) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn a_hedged_recognizer_and_a_hedged_voice_take_the_faster_and_close_the_slower() {
+    let ((a, a_base), (_b, b_base)) = (start().await, start().await);
+    let health = Arc::new(ProviderHealth::new(Duration::from_secs(5)));
+    let patient = |link: SttLink| SttLink { first_response: Duration::from_secs(5), ..link };
+    let chain = SttChain {
+        links: vec![patient(recognizer(&a_base, "a", "slow", true)), recognizer(&b_base, "b", "good", false)],
+        health: health.clone(),
+        hedge_after: Some(Duration::from_millis(200)),
+    };
+    let (text, served) = chain.transcribe(&vec![0.01f32; 16_000]).await;
+    assert_eq!(text.unwrap(), "What is the capital of France?");
+    assert_eq!(Some(served), self::served("b", &[]), "a hedge that wins is no fallback");
+    assert!(let_go(&a).await, "the slower upload's connection was closed");
+
+    let ((c, c_base), (_d, d_base)) = (start().await, start().await);
+    let links = vec![
+        TtsLink { first_response: Duration::from_secs(5), ..voice(&c_base, "c", "slow", true) },
+        voice(&d_base, "d", "good", false),
+    ];
+    let chain = TtsChain::new(links, health, Some(Duration::from_millis(200)));
+    let (seconds, done) = spoken(&chain, "The museum opens at ten.").await;
+    assert!(done && seconds > 0.4, "{seconds}");
+    assert_eq!(chain.take_served(), self::served("d", &[]));
+    assert!(let_go(&c).await, "the slower voice's connection was closed");
+}
+
+/// An agent's `config` whose three remote stages fail on endpoint `a` (speech-to-text answers 500, the
+/// language model accepts and never answers, the voice answers 500), each with a fallback on endpoint
+/// `b`: the call's turn is heard, answered and spoken all the same, and `turn_metrics` names who served
+/// each stage and who failed it.
+#[tokio::test]
+async fn a_call_whose_remote_stages_fail_is_heard_answered_and_spoken_by_their_fallbacks() {
+    let ((_a, a_base), (_b, b_base)) = (start().await, start().await);
+    let mut env = ProviderEnv::default();
+    for stage in ["stt", "llm", "tts"] {
+        for (name, url) in [("a", &a_base), ("b", &b_base)] {
+            env = env.with_endpoint(stage, name, NamedEndpoint { url: url.clone(), api_key: Some("k".into()) });
+        }
+    }
+    let config: PipelineConfig = serde_json::from_value(json!({
+        "stt": {
+            "provider": "custom", "model": "fail500", "endpoint": "a", "first_response_timeout": 0.6,
+            "fallbacks": [{ "provider": "custom", "model": "good", "endpoint": "b" }],
+        },
+        "llm": {
+            "provider": "custom", "model": "stall", "endpoint": "a", "first_response_timeout": 0.6,
+            "preemptive_generation": false,
+            "fallbacks": [{ "provider": "custom", "model": "backup", "endpoint": "b" }],
+        },
+        "tts": {
+            "provider": "custom", "model_id": "fail500", "endpoint": "a", "first_response_timeout": 0.6,
+            "fallbacks": [{ "provider": "custom", "model_id": "good", "endpoint": "b" }],
+        },
+    }))
+    .unwrap();
+    let models = confab_models::default_models_dir();
+    let mut responder = Responder::from_config(&config, "Be brief.".into(), &models, &env).unwrap();
+    let (from, to) = (MediaTime::ZERO, MediaTime::from_millis(1_000));
+    let text = responder.transcript_for(from, to, &vec![0.01f32; 16_000]).await.unwrap();
+    assert_eq!(text, "What is the capital of France?");
+    let mut audio_seconds = 0.0;
+    let mut out = |output: ReplyOutput| {
+        let samples = match output {
+            ReplyOutput::Audio(PlayoutPiece::Segment(segment)) => segment.audio.len(),
+            ReplyOutput::Audio(PlayoutPiece::More { audio, .. }) => audio.len(),
+            ReplyOutput::Event { .. } => 0,
+        };
+        audio_seconds += samples as f64 / 16_000.0;
+    };
+    responder.respond(TurnId(1), Epoch(1), &text, &mut out).await.unwrap();
+    assert!(audio_seconds >= 0.5, "the fallback voice said the answer: {audio_seconds} s");
+
+    let mut log = TurnMetricsLog::new(true);
+    log.committed(TurnId(1), to);
+    log.transcript(TurnId(1), to, responder.last_transcript());
+    log.llm_request(TurnId(1), to);
+    log.reply(TurnId(1), responder.last_reply());
+    log.started_speaking(MediaTime::from_millis(2_000));
+    let line = log.stopped_speaking().expect("the turn").to_json();
+    assert_eq!(line["providers"], json!({ "stt": "custom@b:good", "llm": "custom@b:backup", "tts": "custom@b:good" }));
+    assert_eq!(
+        line["fallbacks"],
+        json!([
+            { "stage": "stt", "provider": "custom@a:fail500", "reason": "server_error" },
+            { "stage": "llm", "provider": "custom@a:stall", "reason": "deadline" },
+            { "stage": "tts", "provider": "custom@a:fail500", "reason": "server_error" },
+        ])
+    );
 }

@@ -4,6 +4,7 @@
 use std::sync::LazyLock;
 use std::sync::atomic::Ordering;
 
+use confab_engine::providers::chain::ServedBy;
 use confab_engine::providers::local_llm::queue_counters;
 use confab_engine::providers::model_queue::QueueCounters;
 use confab_engine::runtime::RuntimeCounters;
@@ -234,21 +235,24 @@ impl Metrics {
                 self.turn_stage.with_label_values(&[stage, provider]).observe(duration.as_secs_f64());
             }
         };
-        observe("stt", &providers.stt, metrics.transcript.map(|t| t.duration));
-        // The language model that served the reply (a fallback, when the first failed), by its provider name.
-        let llm = match &metrics.reply.llm_served {
+        // Each stage by the provider name of the one that served it (a fallback, when the first failed).
+        let served = |served: Option<&ServedBy>, configured: &String| match served {
             Some(served) if !served.provider.is_empty() => {
                 served.provider.split([':', '@']).next().unwrap_or_default().to_string()
             }
-            _ => providers.llm.clone(),
+            _ => configured.clone(),
         };
+        let transcript = metrics.transcript.as_ref();
+        let stt = served(transcript.and_then(|t| t.served.as_ref()), &providers.stt);
+        observe("stt", &stt, transcript.map(|t| t.duration));
+        let llm = served(metrics.reply.llm_served.as_ref(), &providers.llm);
         observe("llm_first_token", &llm, metrics.reply.llm_first_token);
         let synthesis = metrics
             .reply
             .tts_first_audio
             .zip(metrics.reply.first_clause)
             .map(|(audio, clause)| audio.saturating_sub(clause));
-        observe("tts_first_audio", &providers.tts, synthesis);
+        observe("tts_first_audio", &served(metrics.reply.tts_served.as_ref(), &providers.tts), synthesis);
         let answered =
             metrics.committed.zip(metrics.first_audio_played).map(|(c, p)| p.saturating_sub(c).as_duration());
         observe("commit_to_first_audio", "pipeline", answered);

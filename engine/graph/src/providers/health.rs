@@ -142,6 +142,20 @@ impl ProviderHealth {
         admission
     }
 
+    /// The providers (`keys`, in a chain's order) to ask for one request, by index, with their
+    /// admission: those admitted now, or every one (as healthy) when none is, so that a request is never
+    /// refused for health alone.
+    pub fn order<'a>(&self, keys: impl IntoIterator<Item = &'a ProviderKey>, now: Instant) -> Vec<(usize, Admission)> {
+        let keys: Vec<&ProviderKey> = keys.into_iter().collect();
+        let admitted: Vec<(usize, Admission)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| (i, self.admit(key, now)))
+            .filter(|(_, admission)| *admission != Admission::Skip)
+            .collect();
+        if admitted.is_empty() { (0..keys.len()).map(|i| (i, Admission::Healthy)).collect() } else { admitted }
+    }
+
     /// A request went to `key` (`after_fallback`: another provider before it failed this request).
     pub fn requested(&self, key: &ProviderKey, after_fallback: bool) {
         let mut table = self.lock();

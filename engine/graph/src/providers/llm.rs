@@ -108,7 +108,7 @@ pub trait LanguageModel: Send + Sync {
 
     /// Which provider served the last finished request, and the ones that failed it before
     /// (`llm_chain::LlmChain`); None for a single model.
-    fn served(&self) -> Option<super::llm_chain::ServedBy> {
+    fn served(&self) -> Option<super::chain::ServedBy> {
         None
     }
 }

@@ -10,14 +10,15 @@
 //! With `hedge_after`, when the first link asked has not answered by then, the next one is asked too;
 //! the first to answer is used and the other cancelled (its connection closed).
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
 use super::ProviderError;
+pub use super::chain::ServedBy;
+use super::chain::{ServedLog, recv_within, sleep_until};
 use super::continuation::{OverlapFilter, continuation_request};
 use super::health::{Admission, FailureReason, ProviderHealth, ProviderKey};
 use super::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolSpec};
@@ -34,18 +35,11 @@ pub struct LlmLink {
     pub first_response: Duration,
 }
 
-/// Which link served a request, and the links that failed it before, with why.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServedBy {
-    pub provider: String,
-    pub fell_back: Vec<(String, &'static str)>,
-}
-
 struct Inner {
     links: Vec<LlmLink>,
     health: Arc<ProviderHealth>,
     hedge_after: Option<Duration>,
-    last_served: Mutex<Option<ServedBy>>,
+    last_served: ServedLog,
 }
 
 /// The chain: a `LanguageModel` like any other.
@@ -85,18 +79,12 @@ impl LlmChain {
     /// `links` in order (at least one); `health` the table to consult and keep.
     pub fn new(links: Vec<LlmLink>, health: Arc<ProviderHealth>, hedge_after: Option<Duration>) -> LlmChain {
         assert!(!links.is_empty(), "a chain has a primary");
-        LlmChain { inner: Arc::new(Inner { links, health, hedge_after, last_served: Mutex::new(None) }) }
+        LlmChain { inner: Arc::new(Inner { links, health, hedge_after, last_served: ServedLog::default() }) }
     }
 
-    /// The links to ask for one request, in order, with their admission: those the health table admits,
-    /// or every link when it admits none.
+    /// The links to ask for one request, in order, with their admission (`ProviderHealth::order`).
     fn admitted(&self, now: Instant) -> Vec<(usize, Admission)> {
-        let inner = &self.inner;
-        let admitted: Vec<(usize, Admission)> = (0..inner.links.len())
-            .map(|i| (i, inner.health.admit(&inner.links[i].key, now)))
-            .filter(|(_, admission)| *admission != Admission::Skip)
-            .collect();
-        if admitted.is_empty() { (0..inner.links.len()).map(|i| (i, Admission::Healthy)).collect() } else { admitted }
+        self.inner.health.order(self.inner.links.iter().map(|link| &link.key), now)
     }
 }
 
@@ -119,7 +107,7 @@ impl LanguageModel for LlmChain {
     }
 
     fn served(&self) -> Option<ServedBy> {
-        self.inner.last_served.lock().ok()?.clone()
+        self.inner.last_served.last()
     }
 }
 
@@ -156,9 +144,7 @@ impl LlmChain {
             match self.relay(link, first, last, &mut said, &tx).await {
                 Relayed::Done => {
                     served.provider = inner.links[index].key.provider.clone();
-                    if let Ok(mut last_served) = inner.last_served.lock() {
-                        *last_served = Some(served);
-                    }
+                    inner.last_served.replace(served);
                     return;
                 }
                 Relayed::Broken(error) => {
@@ -168,16 +154,12 @@ impl LlmChain {
                 }
             }
         }
-        if let Ok(mut last_served) = inner.last_served.lock() {
-            *last_served = Some(served);
-        }
+        inner.last_served.replace(served);
         let _ = tx.send(Err(last_error)).await;
     }
 
     fn note_failure(&self, served: &mut ServedBy, index: usize, reason: FailureReason, what: &str) {
-        let provider = self.inner.links[index].key.provider.clone();
-        tracing::warn!(%provider, reason = reason.as_str(), "language model {what}");
-        served.fell_back.push((provider, reason.as_str()));
+        served.failed("llm", &self.inner.links[index].key.provider, reason, what);
     }
 
     /// Asks link `index` for the reply (continued after `said` when something was).
@@ -349,25 +331,6 @@ impl LlmChain {
 async fn recv_hedge(hedged: &mut Option<LinkStream>) -> Option<Result<LlmEvent, ProviderError>> {
     match hedged {
         Some(link) => link.stream.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The next event within `idle` (None when it passed).
-async fn recv_within(
-    stream: &mut LlmStream,
-    idle: Option<Duration>,
-) -> Option<Option<Result<LlmEvent, ProviderError>>> {
-    match idle {
-        Some(idle) => tokio::time::timeout(idle, stream.recv()).await.ok(),
-        None => Some(stream.recv().await),
-    }
-}
-
-/// Sleeps until `at`; forever when there is no such time.
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,
     }
 }

@@ -6,6 +6,7 @@
 //! dropping the receiving end of a stream: the adapter's task sees it at once and closes the
 //! connection rather than draining it.
 
+pub mod chain;
 pub mod continuation;
 pub mod deepgram;
 pub mod env;
@@ -78,10 +79,17 @@ pub struct CallPolicy {
 }
 
 impl CallPolicy {
-    /// The policy of a provider in a stage's chain: retries only within `deadline`, and a 429 retried
-    /// only when no fallback follows (`has_next`).
+    /// The policy of a provider in a stage's chain: when a fallback follows (`has_next`), no retry at
+    /// all (an error falls over to it at once, and the health table spares the next requests the failed
+    /// provider); else retries only within `deadline`.
     pub fn in_chain(deadline: Duration, has_next: bool) -> CallPolicy {
-        CallPolicy { retry_window: Some(deadline), retry_rate_limited: !has_next, ..CallPolicy::default() }
+        let defaults = CallPolicy::default();
+        CallPolicy {
+            retries: if has_next { 0 } else { defaults.retries },
+            retry_window: Some(deadline),
+            retry_rate_limited: !has_next,
+            ..defaults
+        }
     }
 
     /// Whether to try again after `error` on attempt `attempts` (1 for the first), `elapsed` after the
@@ -115,4 +123,24 @@ pub struct CallMetrics {
     pub time_to_first: Option<Duration>,
     pub duration: Duration,
     pub attempts: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_with_a_fallback_never_retries_and_the_last_retries_only_within_its_deadline() {
+        let (server, limited) = (ProviderError::from_status("x", 503, ""), ProviderError::from_status("x", 429, ""));
+        let backoff = Duration::from_millis(250);
+        let with_next = CallPolicy::in_chain(Duration::from_secs(2), true);
+        assert!(!with_next.retry_after(&server, 1, Duration::ZERO, backoff));
+        assert!(!with_next.retry_after(&limited, 1, Duration::ZERO, backoff));
+        let last = CallPolicy::in_chain(Duration::from_secs(2), false);
+        assert!(last.retry_after(&server, 1, Duration::ZERO, backoff));
+        assert!(last.retry_after(&limited, 2, Duration::from_millis(500), backoff));
+        assert!(!last.retry_after(&server, 1, Duration::from_millis(1_800), backoff), "past the deadline");
+        assert!(!last.retry_after(&server, 3, Duration::ZERO, backoff), "two retries at most");
+        assert!(!last.retry_after(&ProviderError::from_status("x", 400, ""), 1, Duration::ZERO, backoff));
+    }
 }

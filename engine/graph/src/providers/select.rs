@@ -24,6 +24,7 @@ use crate::pipeline_config::{
     LLM_FIRST_RESPONSE_TIMEOUT, STT_FIRST_RESPONSE_TIMEOUT, TTS_FIRST_RESPONSE_TIMEOUT, first_response,
 };
 
+use super::chain::ServedBy;
 use super::deepgram::DeepgramStt;
 use super::env::{NamedEndpoint, ProviderEnv};
 use super::health::{ProviderKey, process_health};
@@ -32,7 +33,7 @@ use super::llm_chain::{LlmChain, LlmLink};
 use super::local_llm::LocalLlm;
 use super::local_stt::LocalStt;
 use super::openai_audio::OpenAiAudio;
-use super::openai_llm::OpenAiCompatible;
+use super::openai_llm::{OpenAiCompatible, provider_defaults};
 use super::piper_tts::PiperTts;
 use super::stt_chain::{SttChain, SttLink};
 use super::tts::{EspeakVoice, SpeechSynthesizer};
@@ -76,15 +77,14 @@ pub fn language_model(
     let configs: Vec<&LlmConfig> = std::iter::once(llm).chain(&llm.fallbacks).collect();
     let mut links = Vec::with_capacity(configs.len());
     for (position, config) in configs.iter().enumerate() {
-        let deadline = first_response(config.first_response_timeout, LLM_FIRST_RESPONSE_TIMEOUT);
-        let policy = CallPolicy::in_chain(deadline, position + 1 < configs.len());
+        let (deadline, policy) =
+            link_policy(config.first_response_timeout, LLM_FIRST_RESPONSE_TIMEOUT, position, &configs);
         let (model, model_name) = one_language_model(config, models_dir, env, policy)?;
-        let provider = provider_label(&config.provider, config.endpoint.as_deref());
-        let key = ProviderKey { stage: "llm", provider: format!("{provider}:{model_name}") };
+        let key = provider_key("llm", &config.provider, config.endpoint.as_deref(), &model_name);
         links.push(LlmLink { model: Arc::from(model), model_name, key, first_response: deadline });
     }
     let name = links[0].model_name.clone();
-    let hedge_after = llm.hedge_after.filter(|s| s.is_finite() && *s > 0.0).map(Duration::from_secs_f64);
+    let hedge_after = hedge(llm.hedge_after);
     Ok((Box::new(LlmChain::new(links, process_health(), hedge_after)), name))
 }
 
@@ -101,13 +101,19 @@ fn one_language_model(
         let name = model.name().to_string();
         return Ok((Box::new(model), name));
     }
-    let mut adapter = OpenAiCompatible::from_settings(&provider, env)?;
-    if let Some(name) = &llm.endpoint {
-        let endpoint = named_endpoint(env, "llm", name)?;
-        adapter = OpenAiCompatible::new(adapter.provider, endpoint.url.clone(), endpoint.api_key.clone(), policy);
-    } else {
-        adapter = OpenAiCompatible::new(adapter.provider, adapter.base_url, adapter.api_key, policy);
-    }
+    let adapter = match &llm.endpoint {
+        // A named endpoint has its own URL and key: the provider's settings are not needed.
+        Some(name) => {
+            let (provider, _, _) = provider_defaults(&provider)
+                .ok_or_else(|| ProviderError::protocol("llm", format!("unknown LLM provider \"{provider}\"")))?;
+            let endpoint = named_endpoint(env, "llm", name)?;
+            OpenAiCompatible::new(provider, endpoint.url.clone(), endpoint.api_key.clone(), policy)
+        }
+        None => {
+            let adapter = OpenAiCompatible::from_settings(&provider, env)?;
+            OpenAiCompatible::new(adapter.provider, adapter.base_url, adapter.api_key, policy)
+        }
+    };
     Ok((Box::new(adapter), llm.model.trim().to_string()))
 }
 
@@ -139,7 +145,18 @@ impl Recognizer {
             Recognizer::Local(stt) => stt.transcribe(audio).await,
             Recognizer::OpenAi(stt) => stt.transcribe(audio).await,
             Recognizer::Deepgram(stt) => stt.transcribe(audio).await,
-            Recognizer::Chain(chain) => chain.transcribe(audio).await,
+            Recognizer::Chain(chain) => chain.transcribe(audio).await.0,
+        }
+    }
+
+    /// The transcript, and which recognizer of a chain gave it after which failed (None for one alone).
+    pub async fn transcribe_served(&self, audio: &[f32]) -> (Result<String, ProviderError>, Option<ServedBy>) {
+        match self {
+            Recognizer::Chain(chain) => {
+                let (result, served) = chain.transcribe(audio).await;
+                (result, Some(served))
+            }
+            other => (Box::pin(other.transcribe(audio)).await, None),
         }
     }
 }
@@ -172,18 +189,18 @@ pub fn recognizer(stt: &SttConfig, models_dir: &Path, env: &ProviderEnv) -> Resu
     let configs: Vec<&SttConfig> = std::iter::once(stt).chain(&stt.fallbacks).collect();
     let mut links = Vec::with_capacity(configs.len());
     for (position, config) in configs.iter().enumerate() {
-        let deadline = first_response(config.first_response_timeout, STT_FIRST_RESPONSE_TIMEOUT);
-        let policy = CallPolicy::in_chain(deadline, position + 1 < configs.len());
+        let (deadline, policy) =
+            link_policy(config.first_response_timeout, STT_FIRST_RESPONSE_TIMEOUT, position, &configs);
         let recognizer = one_recognizer(config, models_dir, env, policy)?;
-        let provider = provider_label(&config.provider, config.endpoint.as_deref());
         let model = match (config.model.trim(), &recognizer) {
-            ("", Recognizer::Local(_)) => "default".to_string(),
-            (model, _) => model.to_string(),
+            ("", Recognizer::Local(_)) => "default",
+            (model, _) => model,
         };
-        let key = ProviderKey { stage: "stt", provider: format!("{provider}:{model}") };
+        let key = provider_key("stt", &config.provider, config.endpoint.as_deref(), model);
         links.push(SttLink { recognizer, key, first_response: deadline });
     }
-    Ok(Some(Recognizer::Chain(Arc::new(SttChain { links, health: process_health() }))))
+    let hedge_after = hedge(stt.hedge_after);
+    Ok(Some(Recognizer::Chain(Arc::new(SttChain { links, health: process_health(), hedge_after }))))
 }
 
 /// One recognizer of a chain.
@@ -232,31 +249,46 @@ pub fn synthesizer(
     let configs: Vec<&TtsConfig> = std::iter::once(tts).chain(&tts.fallbacks).collect();
     let mut links = Vec::with_capacity(configs.len());
     for (position, config) in configs.iter().enumerate() {
-        let deadline = first_response(config.first_response_timeout, TTS_FIRST_RESPONSE_TIMEOUT);
-        let policy = CallPolicy::in_chain(deadline, position + 1 < configs.len());
+        let (deadline, policy) =
+            link_policy(config.first_response_timeout, TTS_FIRST_RESPONSE_TIMEOUT, position, &configs);
         let voice = one_synthesizer(config, models_dir, env, policy)?;
-        let provider = provider_label(&config.provider, config.endpoint.as_deref());
         let model = match (config.model_id.trim(), config.voice_id.trim()) {
+            ("", "") => "default".to_string(),
             ("", voice) => voice.to_string(),
             (model, "") => model.to_string(),
             (model, voice) => format!("{model}/{voice}"),
         };
-        let key = ProviderKey { stage: "tts", provider: format!("{provider}:{model}") };
+        let key = provider_key("tts", &config.provider, config.endpoint.as_deref(), &model);
         links.push(TtsLink { voice: Arc::from(voice), key, first_response: deadline });
     }
-    Ok(Box::new(TtsChain::new(links, process_health())))
+    Ok(Box::new(TtsChain::new(links, process_health(), hedge(tts.hedge_after))))
 }
 
-/// How `/metrics` names a provider: its name (`local` when empty), and the endpoint it was sent to.
-fn provider_label(provider: &str, endpoint: Option<&str>) -> String {
+/// The deadline of the link at `position` of a chain of `links` (its `first_response_timeout`, else the
+/// stage's `default`), and its adapter's policy: retries within the deadline, a 429 passed on when a
+/// link follows.
+fn link_policy<T>(configured: Option<f64>, default: f64, position: usize, links: &[T]) -> (Duration, CallPolicy) {
+    let deadline = first_response(configured, default);
+    (deadline, CallPolicy::in_chain(deadline, position + 1 < links.len()))
+}
+
+/// A stage's `hedge_after`, when it is a duration.
+fn hedge(seconds: Option<f64>) -> Option<Duration> {
+    seconds.filter(|s| s.is_finite() && *s > 0.0 && *s <= 3600.0).map(Duration::from_secs_f64)
+}
+
+/// How `/metrics` and the health table name a provider of `stage`: its name (`local` when empty), the
+/// endpoint it is sent to, and its model (`custom@backup:gpt-4o-mini`, `local:default`).
+fn provider_key(stage: &'static str, provider: &str, endpoint: Option<&str>, model: &str) -> ProviderKey {
     let provider = match provider.trim() {
         "" => "local".to_string(),
         other => other.to_ascii_lowercase(),
     };
-    match endpoint {
-        Some(endpoint) => format!("{provider}@{endpoint}"),
-        None => provider,
-    }
+    let provider = match endpoint {
+        Some(endpoint) => format!("{provider}@{endpoint}:{model}"),
+        None => format!("{provider}:{model}"),
+    };
+    ProviderKey { stage, provider }
 }
 
 /// The endpoint `name` of `stage`, which the operator must have named.

@@ -23,6 +23,12 @@ pub type TtsStream = mpsc::Receiver<Result<TtsEvent, ProviderError>>;
 
 pub trait SpeechSynthesizer: Send + Sync {
     fn synthesize(&self, text: &str) -> TtsStream;
+
+    /// Which voice said the sentences since the last call, and the voices that failed them before
+    /// (`tts_chain::TtsChain`); None for a single voice.
+    fn take_served(&self) -> Option<super::chain::ServedBy> {
+        None
+    }
 }
 
 /// The espeak-ng program as a voice (`model_id: "espeak-ng"`); `voice` is an espeak-ng voice name.

@@ -4,7 +4,11 @@
 //! without `Done`, or, unless it is the last voice asked, silence past the deadline) after some audio
 //! resumes on the next voice with the words not yet said — estimated from the audio already passed on at
 //! a conversational pace, rounded down, so that a word may be said twice but none is lost. Voices that
-//! failed recently are skipped (`health`) unless every voice is.
+//! failed recently are skipped (`health`) unless every voice is. Which voice said the sentences, and
+//! which failed them, is kept until `take_served` (one reply's sentences, for `turn_metrics`).
+//!
+//! With `hedge_after`, when the first voice asked has sent no audio by then, the next voice is asked
+//! for the same sentence too; the first to send audio says it and the other is dropped.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -13,6 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::ProviderError;
+use super::chain::{ProbeGuard, ServedBy, ServedLog, hedged, recv_within};
 use super::health::{Admission, FailureReason, ProviderHealth, ProviderKey};
 use super::tts::{SpeechSynthesizer, TTS_STREAM_CAPACITY, TtsEvent, TtsStream};
 
@@ -32,6 +37,8 @@ pub struct TtsLink {
 pub struct TtsChain {
     links: Arc<Vec<TtsLink>>,
     health: Arc<ProviderHealth>,
+    hedge_after: Option<Duration>,
+    served: Arc<ServedLog>,
 }
 
 type Sender = mpsc::Sender<Result<TtsEvent, ProviderError>>;
@@ -42,110 +49,169 @@ pub fn words_after(text: &str, said: Duration) -> String {
     text.split_whitespace().skip(skip).collect::<Vec<_>>().join(" ")
 }
 
-enum Outcome {
+/// A voice that has begun a sentence: its stream and first event.
+struct Opened {
+    index: usize,
+    stream: TtsStream,
+    first: TtsEvent,
+}
+
+/// What asking one voice for its first audio came to.
+type Opening = Result<Opened, (FailureReason, ProviderError)>;
+
+/// How a voice's speech ended once it had begun.
+enum Relayed {
+    /// The sentence was said (or the receiver let go).
     Done,
-    /// It failed before its first audio, or broke after `audio` seconds of it.
-    Failed {
-        reason: FailureReason,
-        error: ProviderError,
-    },
+    Broken(ProviderError),
 }
 
 impl TtsChain {
-    pub fn new(links: Vec<TtsLink>, health: Arc<ProviderHealth>) -> TtsChain {
+    /// `links` in order (at least one); `health` the table to consult and keep.
+    pub fn new(links: Vec<TtsLink>, health: Arc<ProviderHealth>, hedge_after: Option<Duration>) -> TtsChain {
         assert!(!links.is_empty(), "a chain has a primary");
-        TtsChain { links: Arc::new(links), health }
+        TtsChain { links: Arc::new(links), health, hedge_after, served: Arc::default() }
     }
 
     async fn run(self, text: String, tx: Sender) {
-        let now = Instant::now();
-        let mut order: VecDeque<(usize, Admission)> = (0..self.links.len())
-            .map(|i| (i, self.health.admit(&self.links[i].key, now)))
-            .filter(|(_, admission)| *admission != Admission::Skip)
-            .collect();
-        if order.is_empty() {
-            order = (0..self.links.len()).map(|i| (i, Admission::Healthy)).collect();
-        }
+        let mut order: VecDeque<(usize, Admission)> =
+            self.health.order(self.links.iter().map(|link| &link.key), Instant::now()).into();
         let mut remaining = text;
-        let mut fell_back = false;
+        let mut served = ServedBy::default();
         let mut last_error = ProviderError::protocol("tts", "no voice to ask");
+        let mut first_asked = true;
         while let Some((index, admission)) = order.pop_front() {
             let last = order.is_empty();
-            let link = &self.links[index];
-            self.health.requested(&link.key, fell_back);
+            let after_fallback = !served.fell_back.is_empty();
+            let first = self.open(index, admission, &remaining, last, after_fallback);
+            let hedge = self.hedge_after.filter(|_| std::mem::take(&mut first_asked) && !last);
+            let opening = async {
+                match hedge {
+                    None => vec![(index, first.await)],
+                    Some(after) => {
+                        let (next, next_admission) = order[0];
+                        let next_last = order.len() == 1;
+                        let second = || self.open(next, next_admission, &remaining, next_last, false);
+                        hedged(index, first, after, next, second).await
+                    }
+                }
+            };
+            let outcomes = tokio::select! {
+                _ = tx.closed() => return,
+                outcomes = opening => outcomes,
+            };
+            let mut opened = None;
+            for (index, outcome) in outcomes {
+                match outcome {
+                    Ok(voice) => opened = Some(voice),
+                    Err((reason, error)) => {
+                        served.failed("tts", &self.links[index].key.provider, reason, "failed a sentence");
+                        last_error = error;
+                    }
+                }
+                // The voice a hedge raced against is used up: failed, or the one that won.
+                if hedge.is_some() && order.front().is_some_and(|&(next, _)| next == index) {
+                    order.pop_front();
+                }
+            }
+            let Some(opened) = opened else { continue };
+            let (index, last) = (opened.index, order.is_empty());
             let mut said = Duration::ZERO;
-            match self.say(index, admission, &remaining, last, &mut said, &tx).await {
-                Outcome::Done => return,
-                Outcome::Failed { reason, error } => {
-                    tracing::warn!(provider = %link.key.provider, reason = reason.as_str(), "voice failed; asking the next");
-                    self.health.failed(&link.key, reason, Instant::now());
+            match self.relay(opened, last, &mut said, &tx).await {
+                Relayed::Done => {
+                    served.provider = self.links[index].key.provider.clone();
+                    remaining.clear();
+                    break;
+                }
+                Relayed::Broken(error) => {
+                    let key = &self.links[index].key;
+                    served.failed("tts", &key.provider, FailureReason::Broken, "broke mid-sentence");
+                    self.health.failed(key, FailureReason::Broken, Instant::now());
                     remaining = words_after(&remaining, said);
-                    fell_back = true;
                     last_error = error;
                     if remaining.is_empty() {
                         let _ = tx.send(Ok(TtsEvent::Done(Default::default()))).await;
-                        return;
+                        break;
                     }
                 }
             }
         }
-        let _ = tx.send(Err(last_error)).await;
+        let failed = !remaining.is_empty();
+        self.served.merge(served);
+        if failed {
+            let _ = tx.send(Err(last_error)).await;
+        }
     }
 
-    /// One voice says `text`, its audio passed on; `said` grows with it.
-    async fn say(
-        &self,
-        index: usize,
-        admission: Admission,
-        text: &str,
-        last: bool,
-        said: &mut Duration,
-        tx: &Sender,
-    ) -> Outcome {
+    /// Asks voice `index` to say `text` and waits for its first event, within its deadline unless it is
+    /// the `last`, keeping the health table.
+    async fn open(&self, index: usize, admission: Admission, text: &str, last: bool, after_fallback: bool) -> Opening {
         let link = &self.links[index];
+        self.health.requested(&link.key, after_fallback);
+        let mut guard = ProbeGuard::new(&self.health, &link.key, admission == Admission::Probe);
         let started = Instant::now();
-        let mut stream: TtsStream = link.voice.synthesize(text);
+        let mut stream = link.voice.synthesize(text);
         let deadline = (!last).then_some(link.first_response);
-        let mut answered = false;
+        let outcome = match recv_within(&mut stream, deadline).await {
+            Some(Some(Ok(first))) => Ok(Opened { index, stream, first }),
+            Some(Some(Err(error))) => Err((FailureReason::of(&error), error)),
+            Some(None) => Err((
+                FailureReason::Connection,
+                ProviderError::network("tts", "the voice's stream closed before any audio"),
+            )),
+            None => Err((
+                FailureReason::Deadline,
+                ProviderError::network("tts", format!("{}: no audio in time", link.key.provider)),
+            )),
+        };
+        guard.disarm();
+        match &outcome {
+            Ok(_) => self.health.succeeded(&link.key, started.elapsed()),
+            Err((reason, _)) => self.health.failed(&link.key, *reason, Instant::now()),
+        }
+        outcome
+    }
+
+    /// Passes on a voice's speech from its first event until `Done`; `said` grows with its audio. A
+    /// stream that errs, ends without `Done` or (unless it is the `last`) stays silent past the voice's
+    /// deadline is broken.
+    async fn relay(&self, opened: Opened, last: bool, said: &mut Duration, tx: &Sender) -> Relayed {
+        let Opened { index, mut stream, first } = opened;
+        let idle = (!last).then_some(self.links[index].first_response);
+        let mut event = Some(first);
         loop {
-            let received = tokio::select! {
-                _ = tx.closed() => {
-                    if admission == Admission::Probe && !answered {
-                        self.health.abandoned(&link.key);
-                    }
-                    return Outcome::Done;
-                }
-                received = recv_within(&mut stream, deadline) => received,
-            };
-            let failure = match received {
-                Some(Some(Ok(event))) => {
-                    if !answered {
-                        answered = true;
-                        self.health.succeeded(&link.key, started.elapsed());
-                    }
-                    if let TtsEvent::Audio(audio) = &event {
-                        *said += Duration::from_secs_f64(audio.len() as f64 / SAMPLE_RATE);
-                    }
-                    let done = matches!(event, TtsEvent::Done(_));
-                    if tx.send(Ok(event)).await.is_err() || done {
-                        return Outcome::Done;
-                    }
-                    continue;
-                }
-                Some(Some(Err(error))) => {
-                    let reason = if answered { FailureReason::Broken } else { FailureReason::of(&error) };
-                    (reason, error)
-                }
-                Some(None) => {
-                    let reason = if answered { FailureReason::Broken } else { FailureReason::Connection };
-                    (reason, ProviderError::network("tts", "the voice's stream closed before it was done"))
-                }
+            let next = match event.take() {
+                Some(event) => event,
                 None => {
-                    let reason = if answered { FailureReason::Broken } else { FailureReason::Deadline };
-                    (reason, ProviderError::network("tts", format!("{}: no audio in time", link.key.provider)))
+                    let received = tokio::select! {
+                        _ = tx.closed() => return Relayed::Done,
+                        received = recv_within(&mut stream, idle) => received,
+                    };
+                    match received {
+                        Some(Some(Ok(event))) => event,
+                        Some(Some(Err(error))) => return Relayed::Broken(error),
+                        Some(None) => {
+                            return Relayed::Broken(ProviderError::network(
+                                "tts",
+                                "the voice's stream ended mid-sentence",
+                            ));
+                        }
+                        None => {
+                            return Relayed::Broken(ProviderError::network(
+                                "tts",
+                                "the voice went silent mid-sentence",
+                            ));
+                        }
+                    }
                 }
             };
-            return Outcome::Failed { reason: failure.0, error: failure.1 };
+            if let TtsEvent::Audio(audio) = &next {
+                *said += Duration::from_secs_f64(audio.len() as f64 / SAMPLE_RATE);
+            }
+            let done = matches!(next, TtsEvent::Done(_));
+            if tx.send(Ok(next)).await.is_err() || done {
+                return Relayed::Done;
+            }
         }
     }
 }
@@ -156,16 +222,9 @@ impl SpeechSynthesizer for TtsChain {
         tokio::spawn(self.clone().run(text.to_string(), tx));
         rx
     }
-}
 
-/// The next event within `idle` (None when it passed).
-async fn recv_within(
-    stream: &mut TtsStream,
-    idle: Option<Duration>,
-) -> Option<Option<Result<TtsEvent, ProviderError>>> {
-    match idle {
-        Some(idle) => tokio::time::timeout(idle, stream.recv()).await.ok(),
-        None => Some(stream.recv().await),
+    fn take_served(&self) -> Option<ServedBy> {
+        self.served.take()
     }
 }
 

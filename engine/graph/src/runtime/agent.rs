@@ -205,7 +205,7 @@ async fn run_job(responder: &mut Responder, job: AgentJob, results: &Sender<Agen
             });
             let timing = responder.last_transcript();
             tracing::debug!(?turn, from = ?from, to = ?to, samples = audio.len(), peak = peak(&audio),
-                prepared = timing.is_some_and(|t| t.prepared_ahead), %text, "committed turn transcribed");
+                prepared = timing.as_ref().is_some_and(|t| t.prepared_ahead), %text, "committed turn transcribed");
             return deliver(results, AgentResult::Transcript { turn, text, timing }).await;
         }
         AgentJob::Heard(text) => responder.heard(&text),
