@@ -1,6 +1,8 @@
 //! A whole conversation through `confab simulate`: the real VAD and turn model, speech-to-text and the
 //! language model from a local OpenAI-compatible server (the real wire protocol: multipart upload, SSE
 //! stream), and the local espeak-ng voice. The agent answers; the events, transcript and agent.wav show it.
+//! And the same with a language model that accepts the request and never answers, behind a named endpoint,
+//! with a fallback on another: the agent answers through the fallback and `turn_metrics` says so.
 
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -10,13 +12,18 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use confab_tests::{agent_audio, rms_between, simulate};
+use confab_tests::{agent_audio, rms_between, simulate, simulate_with};
 use serde_json::{Value, json};
 
 const REPLY: &str = "The library opens at nine in the morning. See you there!";
 
 async fn chat(State(seen): State<Arc<Mutex<Vec<Value>>>>, body: String) -> Response {
-    seen.lock().unwrap().push(serde_json::from_str(&body).unwrap());
+    let body: Value = serde_json::from_str(&body).unwrap();
+    seen.lock().unwrap().push(body.clone());
+    if body["model"] == "stalled" {
+        // Accepted, never answered (not even the headers).
+        std::future::pending::<()>().await;
+    }
     let mut parts: Vec<String> = REPLY
         .split_inclusive(' ')
         .map(|word| {
@@ -35,9 +42,9 @@ async fn transcribe() -> Response {
     axum::Json(json!({ "text": "When does the library open?" })).into_response()
 }
 
-#[test]
-fn the_agent_answers_a_spoken_question() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
+/// Serves the fake chat completions and transcriptions on a loopback port: its base URL, and the chat
+/// requests it saw.
+fn serve(runtime: &tokio::runtime::Runtime) -> (String, Arc<Mutex<Vec<Value>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let base = runtime.block_on(async {
         let app = Router::new()
@@ -49,20 +56,32 @@ fn the_agent_answers_a_spoken_question() {
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         base
     });
+    (base, seen)
+}
 
-    let dir = std::env::temp_dir().join(format!("confab-sim-providers-{}", std::process::id()));
+/// A fresh directory for one test, with the spoken question in it (`question.wav`).
+fn workdir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("confab-sim-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let input = dir.join("question.wav");
     assert!(
         Command::new("espeak-ng")
             .args(["-v", "en-us", "-s", "160", "-w"])
-            .arg(&input)
+            .arg(dir.join("question.wav"))
             .arg("When does the library open?")
             .status()
             .unwrap()
             .success()
     );
+    dir
+}
+
+#[test]
+fn the_agent_answers_a_spoken_question() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (base, seen) = serve(&runtime);
+    let dir = workdir("providers");
+    let input = dir.join("question.wav");
     let agent = dir.join("agent.json");
     std::fs::write(
         &agent,
@@ -112,5 +131,60 @@ fn the_agent_answers_a_spoken_question() {
     let roles: Vec<&str> = transcript.as_array().unwrap().iter().map(|e| e["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant"]);
     assert_eq!(transcript[1]["content"], REPLY);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_language_model_that_never_answers_is_replaced_by_its_fallback_and_turn_metrics_say_so() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (base, seen) = serve(&runtime);
+    let dir = workdir("fallbacks");
+    let agent = dir.join("agent.json");
+    std::fs::write(
+        &agent,
+        json!({
+            "agent_name": "Librarian",
+            "agent_system_prompt": "You are the library's receptionist.",
+            "avatars": [{ "avatar_key_id": "stock-amara", "config": {
+                "llm": {
+                    "provider": "custom", "model": "stalled", "endpoint": "primary", "first_response_timeout": 0.5,
+                    "preemptive_generation": false,
+                    "fallbacks": [{ "provider": "custom", "model": "test-model", "endpoint": "backup" }]
+                },
+                "stt": { "provider": "custom", "model": "whisper-1", "max_endpointing_delay": 1.0 },
+                "tts": { "provider": "local", "model_id": "espeak-ng" }
+            } }]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (primary, backup) = (format!("primary={base}"), format!("backup={base}"));
+    let flags = [
+        "--agent",
+        agent.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--llm-endpoint",
+        &primary,
+        "--llm-endpoint",
+        &backup,
+        "--allow-private-urls",
+    ];
+    let args: Vec<&std::ffi::OsStr> = flags.iter().map(std::ffi::OsStr::new).collect();
+    let (lines, stderr) = simulate_with(&args, &dir.join("question.wav"), &[("CONFAB_STT_BASE_URL", &base)]);
+    let spoken = lines.iter().find(|l| l["event"]["name"] == "agent.started_speaking");
+    assert_eq!(spoken.map(|l| &l["event"]["payload"]["text"]), Some(&json!(REPLY)), "{stderr}");
+    let models: Vec<Value> = seen.lock().unwrap().iter().map(|request| request["model"].clone()).collect();
+    assert_eq!(models, ["stalled", "test-model"], "asked once each: no retry of the stalled one");
+    let metrics = lines.iter().find(|l| l["type"] == "turn_metrics").expect("a turn_metrics line");
+    assert_eq!(
+        metrics["providers"],
+        json!({ "stt": "custom:whisper-1", "llm": "custom@backup:test-model", "tts": "local:espeak-ng" })
+    );
+    assert_eq!(
+        metrics["fallbacks"],
+        json!([{ "stage": "llm", "provider": "custom@primary:stalled", "reason": "deadline" }])
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
