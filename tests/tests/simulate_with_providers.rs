@@ -76,28 +76,31 @@ fn workdir(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// The librarian agent in `dir` (`agent.json`) with `llm` as its language model, speech-to-text from the
+/// fake, and the espeak-ng voice.
+fn write_agent(dir: &std::path::Path, llm: Value) -> std::path::PathBuf {
+    let agent = dir.join("agent.json");
+    let spec = json!({
+        "agent_name": "Librarian",
+        "agent_system_prompt": "You are the library's receptionist.",
+        "avatars": [{ "avatar_key_id": "stock-amara", "config": {
+            "llm": llm,
+            "stt": { "provider": "custom", "model": "whisper-1", "max_endpointing_delay": 1.0 },
+            "tts": { "provider": "local", "model_id": "espeak-ng" }
+        } }],
+        "config": { "maxCallDuration": 300, "conversationalContext": "Opening hours: 9 to 17." }
+    });
+    std::fs::write(&agent, spec.to_string()).unwrap();
+    agent
+}
+
 #[test]
 fn the_agent_answers_a_spoken_question() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (base, seen) = serve(&runtime);
     let dir = workdir("providers");
     let input = dir.join("question.wav");
-    let agent = dir.join("agent.json");
-    std::fs::write(
-        &agent,
-        json!({
-            "agent_name": "Librarian",
-            "agent_system_prompt": "You are the library's receptionist.",
-            "avatars": [{ "avatar_key_id": "stock-amara", "config": {
-                "llm": { "provider": "custom", "model": "test-model" },
-                "stt": { "provider": "custom", "model": "whisper-1", "max_endpointing_delay": 1.0 },
-                "tts": { "provider": "local", "model_id": "espeak-ng" }
-            } }],
-            "config": { "maxCallDuration": 300, "conversationalContext": "Opening hours: 9 to 17." }
-        })
-        .to_string(),
-    )
-    .unwrap();
+    let agent = write_agent(&dir, json!({ "provider": "custom", "model": "test-model" }));
     let out = dir.join("out");
     let events = simulate(&agent, &input, &out, &[("CONFAB_LLM_BASE_URL", &base), ("CONFAB_STT_BASE_URL", &base)]);
     let find = |name: &str| {
@@ -139,25 +142,12 @@ fn a_language_model_that_never_answers_is_replaced_by_its_fallback_and_turn_metr
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (base, seen) = serve(&runtime);
     let dir = workdir("fallbacks");
-    let agent = dir.join("agent.json");
-    std::fs::write(
-        &agent,
-        json!({
-            "agent_name": "Librarian",
-            "agent_system_prompt": "You are the library's receptionist.",
-            "avatars": [{ "avatar_key_id": "stock-amara", "config": {
-                "llm": {
-                    "provider": "custom", "model": "stalled", "endpoint": "primary", "first_response_timeout": 0.5,
-                    "preemptive_generation": false,
-                    "fallbacks": [{ "provider": "custom", "model": "test-model", "endpoint": "backup" }]
-                },
-                "stt": { "provider": "custom", "model": "whisper-1", "max_endpointing_delay": 1.0 },
-                "tts": { "provider": "local", "model_id": "espeak-ng" }
-            } }]
-        })
-        .to_string(),
-    )
-    .unwrap();
+    let llm = json!({
+        "provider": "custom", "model": "stalled", "endpoint": "primary", "first_response_timeout": 0.5,
+        "preemptive_generation": false,
+        "fallbacks": [{ "provider": "custom", "model": "test-model", "endpoint": "backup" }]
+    });
+    let agent = write_agent(&dir, llm);
     let out = dir.join("out");
     let (primary, backup) = (format!("primary={base}"), format!("backup={base}"));
     let flags = [
