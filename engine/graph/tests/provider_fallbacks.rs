@@ -14,7 +14,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use confab_engine::agent_spec::PipelineConfig;
+use confab_engine::agent_spec::{LlmConfig, PipelineConfig, SttConfig};
 use confab_engine::core::playout::PlayoutPiece;
 use confab_engine::core::{Epoch, TurnId};
 use confab_engine::providers::CallPolicy;
@@ -25,7 +25,7 @@ use confab_engine::providers::llm::{ChatMessage, ChatRequest, LanguageModel, Llm
 use confab_engine::providers::llm_chain::{LlmChain, LlmLink, ServedBy};
 use confab_engine::providers::openai_audio::OpenAiAudio;
 use confab_engine::providers::openai_llm::OpenAiCompatible;
-use confab_engine::providers::select::Recognizer;
+use confab_engine::providers::select::{self, Recognizer};
 use confab_engine::providers::stt_chain::{SttChain, SttLink};
 use confab_engine::providers::tts::{SpeechSynthesizer, TtsEvent};
 use confab_engine::providers::tts_chain::{TtsChain, TtsLink, words_after};
@@ -513,4 +513,27 @@ async fn a_call_whose_remote_stages_fail_is_heard_answered_and_spoken_by_their_f
             { "stage": "tts", "provider": "custom@a:fail500", "reason": "server_error" },
         ])
     );
+}
+
+/// A provider the process cannot use (its key not set, its endpoint not named at start) is left out of
+/// the chain when another can be used; alone, it fails the call's start with the reason.
+#[tokio::test]
+async fn a_provider_that_cannot_be_used_is_left_out_when_another_can_be() {
+    let (_b, b_base) = start().await;
+    let env = ProviderEnv::default().with_endpoint("stt", "b", NamedEndpoint { url: b_base, api_key: None });
+    let models = confab_models::default_models_dir();
+    let stt: SttConfig = serde_json::from_value(json!({
+        "provider": "deepgram",
+        "fallbacks": [{ "provider": "custom", "model": "good", "endpoint": "b" }],
+    }))
+    .unwrap();
+    let recognizer = select::recognizer(&stt, &models, &env).unwrap().expect("a recognizer");
+    let (text, served) = recognizer.transcribe_served(&vec![0.01f32; 16_000]).await;
+    assert_eq!(text.unwrap(), "What is the capital of France?");
+    assert_eq!(served, self::served("custom@b:good", &[]));
+
+    let llm: LlmConfig =
+        serde_json::from_value(json!({ "provider": "custom", "model": "m", "endpoint": "nowhere" })).unwrap();
+    let error = select::language_model(&llm, &models, &env).err().expect("no language model to use");
+    assert_eq!(error.message, "no llm endpoint \"nowhere\" (start the server with --llm-endpoint nowhere=URL)");
 }

@@ -27,7 +27,7 @@ use crate::pipeline_config::{
 use super::chain::ServedBy;
 use super::deepgram::DeepgramStt;
 use super::env::{NamedEndpoint, ProviderEnv};
-use super::health::{ProviderKey, process_health};
+use super::health::{FailureReason, ProviderKey, process_health};
 use super::llm::LanguageModel;
 use super::llm_chain::{LlmChain, LlmLink};
 use super::local_llm::LocalLlm;
@@ -75,14 +75,15 @@ pub fn language_model(
     env: &ProviderEnv,
 ) -> Result<(Box<dyn LanguageModel>, String), ProviderError> {
     let configs: Vec<&LlmConfig> = std::iter::once(llm).chain(&llm.fallbacks).collect();
-    let mut links = Vec::with_capacity(configs.len());
-    for (position, config) in configs.iter().enumerate() {
+    let unbuilt =
+        |config: &LlmConfig| provider_key("llm", &config.provider, config.endpoint.as_deref(), config.model.trim());
+    let links = build_links(&configs, unbuilt, |position, config| {
         let (deadline, policy) =
             link_policy(config.first_response_timeout, LLM_FIRST_RESPONSE_TIMEOUT, position, &configs);
         let (model, model_name) = one_language_model(config, models_dir, env, policy)?;
         let key = provider_key("llm", &config.provider, config.endpoint.as_deref(), &model_name);
-        links.push(LlmLink { model: Arc::from(model), model_name, key, first_response: deadline });
-    }
+        Ok(LlmLink { model: Arc::from(model), model_name, key, first_response: deadline })
+    })?;
     let name = links[0].model_name.clone();
     let hedge_after = hedge(llm.hedge_after);
     Ok((Box::new(LlmChain::new(links, process_health(), hedge_after)), name))
@@ -187,8 +188,9 @@ fn openai_audio_endpoint(
 /// each with its deadline, sharing the process's provider health.
 pub fn recognizer(stt: &SttConfig, models_dir: &Path, env: &ProviderEnv) -> Result<Option<Recognizer>, ProviderError> {
     let configs: Vec<&SttConfig> = std::iter::once(stt).chain(&stt.fallbacks).collect();
-    let mut links = Vec::with_capacity(configs.len());
-    for (position, config) in configs.iter().enumerate() {
+    let unbuilt =
+        |config: &SttConfig| provider_key("stt", &config.provider, config.endpoint.as_deref(), config.model.trim());
+    let links = build_links(&configs, unbuilt, |position, config| {
         let (deadline, policy) =
             link_policy(config.first_response_timeout, STT_FIRST_RESPONSE_TIMEOUT, position, &configs);
         let recognizer = one_recognizer(config, models_dir, env, policy)?;
@@ -197,8 +199,8 @@ pub fn recognizer(stt: &SttConfig, models_dir: &Path, env: &ProviderEnv) -> Resu
             (model, _) => model,
         };
         let key = provider_key("stt", &config.provider, config.endpoint.as_deref(), model);
-        links.push(SttLink { recognizer, key, first_response: deadline });
-    }
+        Ok(SttLink { recognizer, key, first_response: deadline })
+    })?;
     let hedge_after = hedge(stt.hedge_after);
     Ok(Some(Recognizer::Chain(Arc::new(SttChain { links, health: process_health(), hedge_after }))))
 }
@@ -247,21 +249,49 @@ pub fn synthesizer(
     env: &ProviderEnv,
 ) -> Result<Box<dyn SpeechSynthesizer>, ProviderError> {
     let configs: Vec<&TtsConfig> = std::iter::once(tts).chain(&tts.fallbacks).collect();
-    let mut links = Vec::with_capacity(configs.len());
-    for (position, config) in configs.iter().enumerate() {
-        let (deadline, policy) =
-            link_policy(config.first_response_timeout, TTS_FIRST_RESPONSE_TIMEOUT, position, &configs);
-        let voice = one_synthesizer(config, models_dir, env, policy)?;
+    let key = |config: &TtsConfig| {
         let model = match (config.model_id.trim(), config.voice_id.trim()) {
             ("", "") => "default".to_string(),
             ("", voice) => voice.to_string(),
             (model, "") => model.to_string(),
             (model, voice) => format!("{model}/{voice}"),
         };
-        let key = provider_key("tts", &config.provider, config.endpoint.as_deref(), &model);
-        links.push(TtsLink { voice: Arc::from(voice), key, first_response: deadline });
-    }
+        provider_key("tts", &config.provider, config.endpoint.as_deref(), &model)
+    };
+    let links = build_links(&configs, key, |position, config| {
+        let (deadline, policy) =
+            link_policy(config.first_response_timeout, TTS_FIRST_RESPONSE_TIMEOUT, position, &configs);
+        let voice = one_synthesizer(config, models_dir, env, policy)?;
+        Ok(TtsLink { voice: Arc::from(voice), key: key(config), first_response: deadline })
+    })?;
     Ok(Box::new(TtsChain::new(links, process_health(), hedge(tts.hedge_after))))
+}
+
+/// Builds each link of a chain (`build(position, config)`), in order. A link that cannot be built — a key
+/// not set, an endpoint the process was not started with, a local model that does not load — is left
+/// out when another can be built: the call goes on with the others, the log says why, and `/metrics`
+/// counts it as a failure of that provider (named by `key`). When none can be built, the primary's error.
+fn build_links<C, L>(
+    configs: &[&C],
+    key: impl Fn(&C) -> ProviderKey,
+    mut build: impl FnMut(usize, &C) -> Result<L, ProviderError>,
+) -> Result<Vec<L>, ProviderError> {
+    let mut links = Vec::with_capacity(configs.len());
+    let mut errors = Vec::new();
+    for (position, config) in configs.iter().enumerate() {
+        match build(position, config) {
+            Ok(link) => links.push(link),
+            Err(error) => errors.push((key(config), error)),
+        }
+    }
+    if links.is_empty() {
+        return Err(errors.into_iter().next().map(|(_, error)| error).expect("a chain has a primary"));
+    }
+    for (key, error) in errors {
+        tracing::warn!(stage = key.stage, provider = %key.provider, %error, "provider left out of the chain: it cannot be used");
+        process_health().failed(&key, FailureReason::Protocol, std::time::Instant::now());
+    }
+    Ok(links)
 }
 
 /// The deadline of the link at `position` of a chain of `links` (its `first_response_timeout`, else the
