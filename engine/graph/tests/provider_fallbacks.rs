@@ -248,13 +248,7 @@ async fn a_request_accepted_and_never_answered_falls_over_at_its_deadline_and_is
     let (a, _b, chain) = two_servers("stall").await;
     assert_eq!(reply(&chain).await.0, "Backup answer.");
     assert_eq!(chain.served(), served("b", &[("a", "deadline")]));
-    for _ in 0..100 {
-        if a.disconnected.load(Ordering::SeqCst) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(a.disconnected.load(Ordering::SeqCst), "the stalled request's connection was closed");
+    assert!(let_go(&a).await, "the stalled request's connection was closed");
 }
 
 #[tokio::test]
@@ -296,13 +290,7 @@ async fn a_hedge_takes_the_faster_and_closes_the_slower() {
     let chain = LlmChain::new(links, health, Some(Duration::from_millis(200)));
     assert_eq!(reply(&chain).await.0, "Backup answer.");
     assert_eq!(chain.served(), served("b", &[]));
-    for _ in 0..100 {
-        if a.disconnected.load(Ordering::SeqCst) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(a.disconnected.load(Ordering::SeqCst), "the slower request's connection was closed");
+    assert!(let_go(&a).await, "the slower request's connection was closed");
 }
 
 #[tokio::test]
@@ -404,13 +392,7 @@ async fn a_recognizer_that_errs_or_stalls_is_replaced_for_the_same_audio() {
         assert_eq!(Some(served), self::served("b", &[(scenario, reason)]));
     }
     assert_eq!(b.requests.load(Ordering::SeqCst), 2);
-    for _ in 0..100 {
-        if a.disconnected.load(Ordering::SeqCst) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(a.disconnected.load(Ordering::SeqCst), "the stalled upload's connection was closed");
+    assert!(let_go(&a).await, "the stalled upload's connection was closed");
 }
 
 /// Whether `fake` saw a request it held open let go of (within a second).

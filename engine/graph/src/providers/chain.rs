@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, mpsc};
 
+use super::ProviderError;
 use super::health::{FailureReason, ProviderHealth, ProviderKey};
 
 /// Which provider served a request, and the providers that failed it before, with why (`provider` as
@@ -138,6 +139,34 @@ where
         }
     }
     outcomes
+}
+
+/// How a stream being passed on ended, once it had begun answering.
+pub enum Relayed {
+    /// It was done (or the receiver let go).
+    Done,
+    Broken(ProviderError),
+}
+
+/// The next piece of a `stage`'s stream that has begun answering; `Err` ends the relay: `Relayed::Done`
+/// when the receiver (`tx`'s other end) let go, `Relayed::Broken` when the stream errs, closes before it
+/// is done or (with `idle`) stays silent that long.
+pub async fn next_piece<T, U>(
+    stream: &mut mpsc::Receiver<Result<T, ProviderError>>,
+    idle: Option<Duration>,
+    tx: &mpsc::Sender<U>,
+    stage: &'static str,
+) -> Result<T, Relayed> {
+    let received = tokio::select! {
+        _ = tx.closed() => return Err(Relayed::Done),
+        received = recv_within(stream, idle) => received,
+    };
+    match received {
+        Some(Some(Ok(piece))) => Ok(piece),
+        Some(Some(Err(error))) => Err(Relayed::Broken(error)),
+        Some(None) => Err(Relayed::Broken(ProviderError::network(stage, "the stream closed before it was done"))),
+        None => Err(Relayed::Broken(ProviderError::network(stage, "the stream went silent mid-answer"))),
+    }
 }
 
 /// The next item of `stream` within `idle` (None when it passed; no limit without one).

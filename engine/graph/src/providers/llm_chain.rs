@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use super::ProviderError;
 pub use super::chain::ServedBy;
-use super::chain::{ServedLog, recv_within, sleep_until};
+use super::chain::{Relayed, ServedLog, next_piece, sleep_until};
 use super::continuation::{OverlapFilter, continuation_request};
 use super::health::{Admission, FailureReason, ProviderHealth, ProviderKey};
 use super::llm::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, LlmStream, ToolSpec};
@@ -49,13 +49,6 @@ pub struct LlmChain {
 }
 
 type Sender = mpsc::Sender<Result<LlmEvent, ProviderError>>;
-
-/// How one link's stream ended once it had answered.
-enum Relayed {
-    /// The reply was finished (or the receiver let go).
-    Done,
-    Broken(ProviderError),
-}
 
 /// How the wait for a first answer ended.
 enum FirstAnswer {
@@ -279,22 +272,10 @@ impl LlmChain {
         loop {
             let next = match event.take() {
                 Some(event) => event,
-                None => {
-                    let received = tokio::select! {
-                        _ = tx.closed() => return Relayed::Done,
-                        received = recv_within(&mut link.stream, idle) => received,
-                    };
-                    match received {
-                        Some(Some(Ok(event))) => event,
-                        Some(Some(Err(error))) => return Relayed::Broken(error),
-                        Some(None) => {
-                            return Relayed::Broken(ProviderError::network("llm", "the stream closed mid-reply"));
-                        }
-                        None => {
-                            return Relayed::Broken(ProviderError::network("llm", "the stream went silent mid-reply"));
-                        }
-                    }
-                }
+                None => match next_piece(&mut link.stream, idle, tx, "llm").await {
+                    Ok(event) => event,
+                    Err(end) => return end,
+                },
             };
             let out = match next {
                 LlmEvent::Text(text) => {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::ProviderError;
-use super::chain::{ProbeGuard, ServedBy, ServedLog, hedged, recv_within};
+use super::chain::{ProbeGuard, Relayed, ServedBy, ServedLog, hedged, next_piece, recv_within};
 use super::health::{Admission, FailureReason, ProviderHealth, ProviderKey};
 use super::tts::{SpeechSynthesizer, TTS_STREAM_CAPACITY, TtsEvent, TtsStream};
 
@@ -58,13 +58,6 @@ struct Opened {
 
 /// What asking one voice for its first audio came to.
 type Opening = Result<Opened, (FailureReason, ProviderError)>;
-
-/// How a voice's speech ended once it had begun.
-enum Relayed {
-    /// The sentence was said (or the receiver let go).
-    Done,
-    Broken(ProviderError),
-}
 
 impl TtsChain {
     /// `links` in order (at least one); `health` the table to consult and keep.
@@ -182,28 +175,10 @@ impl TtsChain {
         loop {
             let next = match event.take() {
                 Some(event) => event,
-                None => {
-                    let received = tokio::select! {
-                        _ = tx.closed() => return Relayed::Done,
-                        received = recv_within(&mut stream, idle) => received,
-                    };
-                    match received {
-                        Some(Some(Ok(event))) => event,
-                        Some(Some(Err(error))) => return Relayed::Broken(error),
-                        Some(None) => {
-                            return Relayed::Broken(ProviderError::network(
-                                "tts",
-                                "the voice's stream ended mid-sentence",
-                            ));
-                        }
-                        None => {
-                            return Relayed::Broken(ProviderError::network(
-                                "tts",
-                                "the voice went silent mid-sentence",
-                            ));
-                        }
-                    }
-                }
+                None => match next_piece(&mut stream, idle, tx, "tts").await {
+                    Ok(event) => event,
+                    Err(end) => return end,
+                },
             };
             if let TtsEvent::Audio(audio) = &next {
                 *said += Duration::from_secs_f64(audio.len() as f64 / SAMPLE_RATE);
