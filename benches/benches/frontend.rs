@@ -12,6 +12,7 @@ use confab_models::mel::{FRAMES, LogMel, N_MELS, SAMPLES};
 use confab_models::paths::SMART_TURN;
 use confab_models::silero::{SileroState, SileroVad, WINDOW};
 use confab_models::smart_turn::SmartTurn;
+use confab_models::voice_encoder::{PARTIAL_SAMPLES, VoiceEncoder};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
 fn speechlike(n: usize, seed: f32) -> Vec<f32> {
@@ -115,5 +116,12 @@ fn turn_taking(c: &mut Criterion) {
     c.bench_function("smart_turn_original_predict_8s", |b| b.iter(|| black_box(original.predict(&audio).unwrap())));
 }
 
-criterion_group!(benches, codec_and_resampling, vad, turn_taking);
+/// A voice check (`stt.other_voices: ignore`): 1.6 s voiceprinted, every 640 ms of sound per call.
+fn voice_check(c: &mut Criterion) {
+    let mut encoder = VoiceEncoder::load(&confab_models::default_models_dir()).expect("models are fetched");
+    let audio = speechlike(PARTIAL_SAMPLES, 0.5);
+    c.bench_function("voice_check_voiceprint_1_6s", |b| b.iter(|| black_box(encoder.embed_partial(black_box(&audio)))));
+}
+
+criterion_group!(benches, codec_and_resampling, vad, turn_taking, voice_check);
 criterion_main!(benches);

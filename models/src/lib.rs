@@ -17,6 +17,7 @@ pub mod python_tools;
 pub mod registry;
 pub mod silero;
 pub mod smart_turn;
+pub mod voice_encoder;
 pub mod whisper;
 
 use std::path::{Path, PathBuf};

@@ -15,7 +15,8 @@ pub const SAMPLES: usize = 16_000 * 8;
 pub const FRAMES: usize = SAMPLES / HOP;
 /// Whisper's window: 30 s.
 pub const WHISPER_SAMPLES: usize = 16_000 * 30;
-const BINS: usize = N_FFT / 2 + 1;
+/// Bins of one frame's power spectrum.
+pub(crate) const BINS: usize = N_FFT / 2 + 1;
 
 fn hz_to_mel(hz: f64) -> f64 {
     if hz >= 1000.0 { 15.0 + (hz / 1000.0).ln() * (27.0 / 6.4f64.ln()) } else { 3.0 * hz / 200.0 }
@@ -27,15 +28,23 @@ fn mel_to_hz(mel: f64) -> f64 {
 
 /// One triangular filter: its first non-zero FFT bin and its weights from there (the filter is zero
 /// outside them).
-struct MelFilter {
+pub(crate) struct MelFilter {
     first_bin: usize,
     weights: Vec<f64>,
 }
 
-/// The filters without their zeros: each mel bin is a dot product over the few FFT bins its triangle
-/// covers, not over all 201.
-fn sparse_mel_filters() -> Vec<MelFilter> {
-    mel_filters()
+impl MelFilter {
+    /// The filter's energy in one frame's power spectrum (`BINS` values).
+    pub(crate) fn energy(&self, power: &[f64]) -> f64 {
+        let power = &power[self.first_bin..self.first_bin + self.weights.len()];
+        self.weights.iter().zip(power).map(|(w, p)| w * p).sum()
+    }
+}
+
+/// `n_mels` Slaney filters over 0–8 kHz without their zeros: each mel bin is a dot product over the few
+/// FFT bins its triangle covers, not over all 201.
+pub(crate) fn sparse_mel_filters(n_mels: usize) -> Vec<MelFilter> {
+    mel_filters(n_mels)
         .iter()
         .map(|row| {
             let first = row.iter().position(|&w| w != 0.0).unwrap_or(0);
@@ -45,13 +54,13 @@ fn sparse_mel_filters() -> Vec<MelFilter> {
         .collect()
 }
 
-/// Slaney-normalised triangular filters, `[N_MELS][BINS]`.
-fn mel_filters() -> Vec<[f64; BINS]> {
+/// Slaney-normalised triangular filters, `[n_mels][BINS]`.
+fn mel_filters(n_mels: usize) -> Vec<[f64; BINS]> {
     let (mel_min, mel_max) = (hz_to_mel(0.0), hz_to_mel(8000.0));
     let filter_hz: Vec<f64> =
-        (0..N_MELS + 2).map(|i| mel_to_hz(mel_min + (mel_max - mel_min) * i as f64 / (N_MELS + 1) as f64)).collect();
+        (0..n_mels + 2).map(|i| mel_to_hz(mel_min + (mel_max - mel_min) * i as f64 / (n_mels + 1) as f64)).collect();
     let fft_hz: Vec<f64> = (0..BINS).map(|i| 8000.0 * i as f64 / (BINS - 1) as f64).collect();
-    (0..N_MELS)
+    (0..n_mels)
         .map(|m| {
             let mut row = [0.0; BINS];
             let enorm = 2.0 / (filter_hz[m + 2] - filter_hz[m]);
@@ -105,7 +114,7 @@ impl LogMel {
         let fft = RealFftPlanner::<f64>::new().plan_fft_forward(N_FFT);
         let frames = samples / HOP;
         LogMel {
-            filters: sparse_mel_filters(),
+            filters: sparse_mel_filters(N_MELS),
             window,
             spectrum: fft.make_output_vec(),
             fft,
@@ -160,9 +169,7 @@ impl LogMel {
         let mut max = f64::NEG_INFINITY;
         for (m, filter) in self.filters.iter().enumerate() {
             for f in 0..frames {
-                let start = f * BINS + filter.first_bin;
-                let power = &self.power[start..start + filter.weights.len()];
-                let energy: f64 = filter.weights.iter().zip(power).map(|(w, p)| w * p).sum();
+                let energy = filter.energy(&self.power[f * BINS..(f + 1) * BINS]);
                 let log = energy.max(1e-10).log10();
                 max = max.max(log);
                 out[m * frames + f] = log as f32;

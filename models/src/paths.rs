@@ -39,6 +39,8 @@ pub const FACE_DETECTOR: &str = "face/face_detection_short_range.onnx";
 pub const FACE_LANDMARKS: &str = "face/face_landmark.onnx";
 pub const PIPER_JOE: &str = "piper/en_US-joe-medium.onnx";
 pub const PIPER_JOE_CONFIG: &str = "piper/en_US-joe-medium.onnx.json";
+/// Resemblyzer's GE2E voice encoder (a legacy PyTorch checkpoint, read as it is: `voice_encoder`).
+pub const VOICE_ENCODER: &str = "voice-encoder/resemblyzer-pretrained.pt";
 
 pub const MINILM_TOKENIZER: &str = "all-minilm-l6-v2/tokenizer.json";
 /// all-MiniLM-L6-v2 exported to ONNX with int8 weights.

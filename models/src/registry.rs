@@ -94,6 +94,17 @@ pub const PACKAGES: &[ModelPackage] = &[
         prepare: None,
     },
     ModelPackage {
+        name: "resemblyzer",
+        version: "0.1.4",
+        purpose: "Resemblyzer GE2E voice encoder (whose voice: the user's or the room's; Apache-2.0)",
+        files: &[ModelFile {
+            path_in_wheel: "resemblyzer/pretrained.pt",
+            stored_as: VOICE_ENCODER,
+            sha256: "39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e",
+        }],
+        prepare: None,
+    },
+    ModelPackage {
         name: "useful-moonshine-onnx",
         version: "20251121",
         purpose: "Moonshine tokenizer (MIT; before the model, whose conversion reads it)",

@@ -70,6 +70,8 @@ async fn metrics_are_served_with_the_key_or_on_their_own_listener() {
         "confab_backchannels_ignored_total",
         "confab_interruptions_total",
         "confab_noise_suppressed_calls_total",
+        "confab_voice_checks_total",
+        "confab_voice_checks_dropped_total",
         "confab_engine_panics_total",
         "confab_llm_requests_refused_total",
         "confab_llm_requests_abandoned_total",

@@ -28,6 +28,7 @@ use crate::core::vad_gate::{VadGate, VadGateConfig, VadGateOutput};
 use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
 use crate::time::MediaTime;
+use confab_models::voice_encoder::Voiceprint;
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ConversationConfig {
@@ -226,7 +227,7 @@ impl Conversation {
         }
         let speech = probability >= self.speech_probability;
         let voice = match level {
-            Some(level) if self.other_voices == OtherVoices::Ignore => self.voices.voice_of(level, speech),
+            Some(level) if self.other_voices == OtherVoices::Ignore => self.voices.voice_of(level, end, speech),
             _ => Voice::User,
         };
         self.handle_timeout(start);
@@ -234,6 +235,19 @@ impl Conversation {
         self.drain_vad();
         if let Some(to) = self.vad.last_confident().filter(|_| self.interruption.is_judging()) {
             self.interruption.handle_input(InterruptionInput::UserSpeechUntil { to });
+        }
+    }
+
+    /// Whether the call wants voice checks (`voiceprint`): it tells the user's voice from other voices.
+    pub fn wants_voiceprints(&self) -> bool {
+        self.other_voices == OtherVoices::Ignore && !self.ended
+    }
+
+    /// A voiceprint of the user's audio up to `end` (`core::other_voices`, voice checks).
+    pub fn voiceprint(&mut self, end: MediaTime, print: Voiceprint) {
+        if self.wants_voiceprints() {
+            let speaking = self.turn_start.is_some() || self.vad.is_speaking();
+            self.voices.voiceprint(end, print, speaking);
         }
     }
 

@@ -35,6 +35,8 @@ pub enum SessionInput {
     /// The VAD's speech probability for the user's audio `[start, end)`, and the audio's level (dBFS) when
     /// known.
     VadWindow { start: MediaTime, end: MediaTime, probability: f32, level: Option<f32> },
+    /// A voiceprint of the user's audio up to `end` (a voice check: `core::other_voices`).
+    Voiceprint { end: MediaTime, print: confab_models::voice_encoder::Voiceprint },
     /// The turn model's verdict on the speech that ended at `last_speech`.
     TurnVerdict { last_speech: MediaTime, user_done: bool },
     /// A result of the agent's work.
@@ -88,6 +90,7 @@ impl DrivenSession {
             SessionInput::VadWindow { start, end, probability, level } => {
                 self.conversation.vad_window_at_level(start, end, probability, level)
             }
+            SessionInput::Voiceprint { end, print } => self.conversation.voiceprint(end, print),
             SessionInput::TurnVerdict { last_speech, user_done } => {
                 self.conversation.turn_prediction(last_speech, user_done, now)
             }

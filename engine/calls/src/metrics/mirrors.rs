@@ -78,6 +78,16 @@ pub(super) const ENGINE_COUNTERS: &[MirroredCounter<RuntimeCounters>] = &[
         |c| &c.noise_suppressed_calls,
     ),
     (
+        "confab_voice_checks_total",
+        "Voice checks asked for: 1.6 s of a call's audio voiceprinted every 640 ms of sound, to tell the user's voice from others (stt.other_voices ignore).",
+        |c| &c.voice_checks,
+    ),
+    (
+        "confab_voice_checks_dropped_total",
+        "Voice checks dropped because the voice thread was behind (256 waiting): the level alone decided until the next.",
+        |c| &c.voice_queue_full,
+    ),
+    (
         "confab_agent_jobs_dropped_total",
         "Speech-to-text or reply jobs dropped because a call's agent queue was full.",
         |c| &c.agent_jobs_dropped,

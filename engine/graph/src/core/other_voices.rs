@@ -12,8 +12,21 @@
 //! onset the gate still reaches back over). What a level cannot tell apart: another voice as loud as the
 //! user (a second person at the same microphone), or the user speaking more than `MARGIN_DB` softer than
 //! before (leaning far back) — both are taken for what their level says.
+//!
+//! **Voice checks** rescue the user's soft words: when voiceprints of the call's recent audio come in
+//! (`VoiceLevels::voiceprint`, 1.6 s of audio every 640 ms of sound, by the voice encoder), the user's
+//! voice is the mean voiceprint of the stretches heard during their committed turns, and a window the
+//! level takes for another voice is the user's soft speech after all (`Voice::Soft`: it carries their
+//! speech on, up to `VadGateConfig::soft_voice_limit` after their last loud window, but never starts it)
+//! while the last check — at most `CHECK_VALID` old — sounded like them (similarity ≥ `SAME_VOICE`). The
+//! room alone, or the room after the user's voice has left the last 1.6 s, stays another voice. Without
+//! checks (no encoder, or none back yet) the level decides alone.
 
 use std::collections::VecDeque;
+
+use confab_models::voice_encoder::Voiceprint;
+
+use crate::time::MediaTime;
 
 /// Whose voice one VAD window is, by its level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +38,10 @@ pub enum Voice {
     Unsure,
     /// Another voice's: its recent peak is well below the user's level.
     Other,
+    /// Well below the user's level, but the last voice check heard the user: their soft speech (it carries
+    /// their speech on, for at most `VadGateConfig::soft_voice_limit` after their last loud window), or a
+    /// room whose voices sound like the user's (so it never starts speech).
+    Soft,
 }
 
 /// Whose voices a call hears (`stt.other_voices`).
@@ -61,6 +78,13 @@ pub const MARGIN_DB: f32 = 7.0;
 pub const LOUD_DB: f32 = 6.0;
 /// The user's level is the median of their last this many speech windows' recent peaks (~32 s of speech).
 pub const USER_WINDOWS: usize = 1_000;
+/// A stretch whose voiceprint is at least this similar to the user's (cosine) is the user's.
+pub const SAME_VOICE: f32 = 0.7;
+/// A voice check speaks for the windows up to this long after the audio it heard ended (checks come
+/// every 640 ms of sound).
+pub const CHECK_VALID: MediaTime = MediaTime::from_millis(800);
+/// The user's voice is the mean of the voiceprints of their last this many stretches (~16 s of speech).
+pub const USER_PRINTS: usize = 50;
 
 /// A window's level in dBFS from its mean square (−100 for digital silence).
 pub fn level_db(mean_square: f32) -> f32 {
@@ -79,6 +103,15 @@ pub struct VoiceLevels {
     user: VecDeque<f32>,
     /// Their median, once the user has been heard.
     user_level: Option<f32>,
+    /// Voiceprints of the turn being heard (stretches that ended on a window of the user's).
+    turn_prints: Vec<Voiceprint>,
+    /// Voiceprints of the user's committed turns, newest last, and their mean.
+    user_prints: VecDeque<Voiceprint>,
+    user_voice: Option<Voiceprint>,
+    /// The last voice check: the end of the audio it heard, and whether it sounded like the user.
+    last_check: Option<(MediaTime, bool)>,
+    /// The voice the last window was taken for.
+    last_voice: Voice,
 }
 
 impl Default for VoiceLevels {
@@ -89,31 +122,61 @@ impl Default for VoiceLevels {
             turn: Vec::new(),
             user: VecDeque::new(),
             user_level: None,
+            turn_prints: Vec::new(),
+            user_prints: VecDeque::new(),
+            user_voice: None,
+            last_check: None,
+            last_voice: Voice::User,
         }
     }
 }
 
 impl VoiceLevels {
-    /// Takes one window's level (dBFS); whose voice it is. `speech` says whether the window is speech of
-    /// the turn being heard (its recent peak then counts towards the user's level if the turn is
-    /// committed).
-    pub fn voice_of(&mut self, level: f32, speech: bool) -> Voice {
+    /// Takes one window's level (dBFS) and its end; whose voice it is. `speech` says whether the window
+    /// is speech of the turn being heard (its recent peak then counts towards the user's level if the turn
+    /// is committed).
+    pub fn voice_of(&mut self, level: f32, end: MediaTime, speech: bool) -> Voice {
         self.recent[self.next] = level;
         self.next = (self.next + 1) % PEAK_WINDOWS;
         let peak = self.recent.iter().copied().fold(f32::MIN, f32::max);
-        let Some(user) = self.user_level else {
-            if speech {
-                self.turn.push(peak);
+        let voice = match self.user_level {
+            None => Voice::User,
+            Some(user) if peak < user - MARGIN_DB => {
+                if self.sounds_like_the_user(end) {
+                    Voice::Soft
+                } else {
+                    Voice::Other
+                }
             }
-            return Voice::User;
+            Some(user) if level >= user - LOUD_DB => Voice::User,
+            Some(_) => Voice::Unsure,
         };
-        if peak < user - MARGIN_DB {
-            return Voice::Other;
-        }
-        if speech {
+        if speech && voice != Voice::Other {
             self.turn.push(peak);
         }
-        if level >= user - LOUD_DB { Voice::User } else { Voice::Unsure }
+        self.last_voice = voice;
+        voice
+    }
+
+    /// The last voice check, if recent enough, heard the user.
+    fn sounds_like_the_user(&self, at: MediaTime) -> bool {
+        matches!(self.last_check, Some((heard_to, true)) if at <= heard_to + CHECK_VALID)
+    }
+
+    /// A voiceprint of the call's audio up to `end` (`voice_encoder`): a voice check. `speaking` says
+    /// whether the user's turn is being heard; its stretches that end on a loud window of the user's make
+    /// the user's voice once the turn is committed.
+    pub fn voiceprint(&mut self, end: MediaTime, print: Voiceprint, speaking: bool) {
+        let same = self.user_voice.as_ref().map(|user| user.similarity(&print) >= SAME_VOICE);
+        self.last_check = same.map(|same| (end, same));
+        if speaking && self.last_voice == Voice::User {
+            self.turn_prints.push(print);
+        }
+    }
+
+    /// How alike the user's voice and `print` are (None before the user's voice is known).
+    pub fn similarity_to_the_user(&self, print: &Voiceprint) -> Option<f32> {
+        self.user_voice.as_ref().map(|user| user.similarity(print))
     }
 
     /// The user's level (dBFS of their recent peaks), once a turn of theirs has been committed.
@@ -134,11 +197,19 @@ impl VoiceLevels {
             sorted.sort_by(f32::total_cmp);
             self.user_level = Some(sorted[sorted.len() / 2]);
         }
+        for print in self.turn_prints.drain(..) {
+            if self.user_prints.len() == USER_PRINTS {
+                self.user_prints.pop_front();
+            }
+            self.user_prints.push_back(print);
+        }
+        self.user_voice = Voiceprint::mean(&self.user_prints);
     }
 
     /// Speech that made no turn (a backchannel, speech the agent talked through): not counted.
     pub fn speech_dropped(&mut self) {
         self.turn.clear();
+        self.turn_prints.clear();
     }
 }
 
@@ -148,7 +219,7 @@ mod tests {
 
     /// Feeds `n` speech windows at `level`; which were taken for another voice.
     fn feed(levels: &mut VoiceLevels, n: usize, level: f32) -> Vec<bool> {
-        (0..n).map(|_| levels.voice_of(level, true) == Voice::Other).collect()
+        (0..n).map(|_| levels.voice_of(level, MediaTime::ZERO, true) == Voice::Other).collect()
     }
 
     #[test]
@@ -169,7 +240,7 @@ mod tests {
         assert_eq!(seen.iter().position(|&other| other), Some(PEAK_WINDOWS - 1), "{seen:?}");
         assert!(seen[PEAK_WINDOWS - 1..].iter().all(|&other| other));
         // The user over them: heard at once.
-        assert_eq!(levels.voice_of(-20.0, true), Voice::User);
+        assert_eq!(levels.voice_of(-20.0, MediaTime::ZERO, true), Voice::User);
         // Less than the margin below the user: still the user.
         assert!(feed(&mut levels, 30, -20.0 - MARGIN_DB + 0.5).iter().all(|&other| !other));
     }
@@ -179,10 +250,10 @@ mod tests {
         let mut levels = VoiceLevels::default();
         feed(&mut levels, 50, -20.0);
         levels.turn_committed();
-        assert_eq!(levels.voice_of(-20.0 - LOUD_DB + 0.5, true), Voice::User);
+        assert_eq!(levels.voice_of(-20.0 - LOUD_DB + 0.5, MediaTime::ZERO, true), Voice::User);
         // Softer windows within the recent peak of a loud one: the user's softer speech or the room.
-        assert_eq!(levels.voice_of(-30.0, true), Voice::Unsure);
-        assert_eq!(levels.voice_of(-20.0 - LOUD_DB - 0.5, true), Voice::Unsure);
+        assert_eq!(levels.voice_of(-30.0, MediaTime::ZERO, true), Voice::Unsure);
+        assert_eq!(levels.voice_of(-20.0 - LOUD_DB - 0.5, MediaTime::ZERO, true), Voice::Unsure);
     }
 
     #[test]
@@ -204,5 +275,67 @@ mod tests {
         levels.speech_dropped();
         levels.turn_committed();
         assert_eq!(levels.user_level(), None);
+    }
+
+    /// A unit voiceprint pointing mostly along `axis`.
+    fn print(axis: usize, lean: f32) -> Voiceprint {
+        let mut values = vec![0.0; confab_models::voice_encoder::VOICEPRINT];
+        values[axis] = 1.0;
+        values[axis + 1] = lean;
+        let norm = (1.0 + lean * lean).sqrt();
+        Voiceprint(values.iter().map(|v| v / norm).collect())
+    }
+
+    /// The user heard at -20 dBFS with voiceprints along axis 0, their turn committed.
+    fn user_heard() -> VoiceLevels {
+        let mut levels = VoiceLevels::default();
+        for i in 0..50u64 {
+            levels.voice_of(-20.0, MediaTime::from_millis(32 * i), true);
+            if i % 10 == 9 {
+                levels.voiceprint(MediaTime::from_millis(32 * i), print(0, 0.1 * (i / 10) as f32), true);
+            }
+        }
+        levels.turn_committed();
+        levels
+    }
+
+    #[test]
+    fn a_window_below_the_users_level_is_theirs_while_their_voice_is_heard() {
+        let mut levels = user_heard();
+        let at = MediaTime::from_millis(10_000);
+        // The user, soft: the last check heard them.
+        levels.voiceprint(at, print(0, 0.3), true);
+        let soft: Vec<Voice> =
+            (1..=25u64).map(|i| levels.voice_of(-35.0, at + MediaTime::from_millis(32 * i), true)).collect();
+        assert!(soft[..9].iter().all(|&v| v == Voice::Unsure), "within the user's recent peak: {soft:?}");
+        assert!(soft[9..].iter().all(|&v| v == Voice::Soft), "{soft:?}");
+        // A check is good for CHECK_VALID after the audio it heard: the level decides again after it.
+        assert_eq!(levels.voice_of(-35.0, at + CHECK_VALID + MediaTime::from_millis(32), true), Voice::Other);
+        // The room: the check heard another voice.
+        levels.voiceprint(at + MediaTime::from_millis(900), print(5, 0.3), false);
+        assert_eq!(levels.voice_of(-35.0, at + MediaTime::from_millis(932), true), Voice::Other);
+    }
+
+    #[test]
+    fn the_users_voice_is_made_of_their_committed_turns_only() {
+        let mut levels = VoiceLevels::default();
+        // Before any turn is committed a check has nothing to compare with.
+        levels.voiceprint(MediaTime::from_millis(320), print(0, 0.0), true);
+        assert_eq!(levels.similarity_to_the_user(&print(0, 0.0)), None);
+        // Speech that made no turn (here: the room, along axis 7) does not become the user's voice.
+        levels.voice_of(-20.0, MediaTime::from_millis(352), true);
+        levels.voiceprint(MediaTime::from_millis(640), print(7, 0.0), true);
+        levels.speech_dropped();
+        levels.voice_of(-20.0, MediaTime::from_millis(960), true);
+        levels.voiceprint(MediaTime::from_millis(960), print(0, 0.0), true);
+        levels.turn_committed();
+        let user = levels.similarity_to_the_user(&print(0, 0.0)).unwrap();
+        let room = levels.similarity_to_the_user(&print(7, 0.0)).unwrap();
+        assert!((user - 1.0).abs() < 1e-6 && room.abs() < 1e-6, "user {user} room {room}");
+        // Nor is a stretch that ended on a window that was not a loud one of the user's.
+        levels.voice_of(-40.0, MediaTime::from_millis(1_400), true);
+        levels.voiceprint(MediaTime::from_millis(1_400), print(7, 0.0), true);
+        levels.turn_committed();
+        assert!(levels.similarity_to_the_user(&print(7, 0.0)).unwrap().abs() < 1e-6);
     }
 }

@@ -47,6 +47,9 @@ pub struct VadGateConfig {
     /// Other voices carry the user's speech on this long after the user's own last confident window, and
     /// the user's speech reaches back over them when they began at most this long before it.
     pub other_voice_grace: MediaTime,
+    /// Soft speech in the user's voice (`Voice::Soft`) carries it on at most this long after their last
+    /// loud window: a room whose voices sound like the user's cannot keep a turn open for longer.
+    pub soft_voice_limit: MediaTime,
 }
 
 impl Default for VadGateConfig {
@@ -60,6 +63,7 @@ impl Default for VadGateConfig {
             hangover: MediaTime::from_millis(256),
             pause: MediaTime::from_millis(96),
             other_voice_grace: MediaTime::from_millis(1_000),
+            soft_voice_limit: MediaTime::from_millis(2_500),
         }
     }
 }
@@ -128,7 +132,10 @@ impl VadGate {
     /// speech on only within `other_voice_grace` of the user's last loud window (`Voice::User`).
     pub fn handle_window_of(&mut self, start: MediaTime, end: MediaTime, probability: f32, voice: Voice) {
         let c = self.config;
-        let other = voice == Voice::Other;
+        // Neither another voice nor a soft one starts speech; another voice ends the user's after the
+        // grace, a soft one after its longer limit.
+        let other = matches!(voice, Voice::Other | Voice::Soft);
+        let limit = if voice == Voice::Soft { c.soft_voice_limit } else { c.other_voice_grace };
         let confident = probability >= c.activation_threshold;
         let carried = probability >= c.deactivation_threshold;
         self.state = match self.state {
@@ -149,7 +156,7 @@ impl VadGate {
                 self.confirm_if_long_enough(start, onset, end)
             }
             State::Candidate { start: first, onset } => self.confirm_if_long_enough(first, onset, end),
-            State::Speaking { paused, last_own, .. } if other && end - last_own >= c.other_voice_grace => {
+            State::Speaking { paused, last_own, .. } if other && end - last_own >= limit => {
                 if !paused {
                     self.outputs.push_back(VadGateOutput::SpeechPaused { last_speech: last_own, observed_at: end });
                 }
@@ -344,6 +351,22 @@ mod tests {
         w.extend(windows(40, 0.9, true));
         w.extend(windows(5, 0.9, false));
         assert_eq!(run_of(&w)[3], started(58, 62));
+    }
+
+    #[test]
+    fn soft_speech_in_the_users_voice_carries_it_up_to_its_limit_and_never_starts_it() {
+        // Soft windows the voice check took for the user's: the speech goes on past the 1 s grace and ends
+        // normally when silence follows (windows are 32 ms; times in windows).
+        let mut w = windows(20, 0.9, false);
+        w.extend(vec![(0.9, Voice::Soft); 40]);
+        w.extend(windows(10, 0.01, false));
+        assert_eq!(run_of(&w), vec![started(0, 2), paused(60, 63), ended(60, 68)]);
+        // A room that sounds like the user keeps the speech on at most the limit (2.5 s = 78.125 windows).
+        let mut w = windows(20, 0.9, false);
+        w.extend(vec![(0.9, Voice::Soft); 100]);
+        assert_eq!(run_of(&w), vec![started(0, 2), paused(20, 99), ended(20, 99)]);
+        // And never starts speech of its own.
+        assert_eq!(run_of(&vec![(0.9, Voice::Soft); 50]), vec![]);
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub struct RuntimeCounters {
     pub vad_queue_full: AtomicU64,
     pub vad_batches: AtomicU64,
     pub turn_queue_full: AtomicU64,
+    /// Voice checks asked for (`core::other_voices`), and those dropped because the voice thread was
+    /// behind (`VOICE_QUEUE` full: the level decides alone until the next).
+    pub voice_checks: AtomicU64,
+    pub voice_queue_full: AtomicU64,
     /// Turn-model questions replaced, unanswered, by the same session's newer question (the user spoke
     /// again, so the earlier verdict would have been ignored).
     pub turn_superseded: AtomicU64,

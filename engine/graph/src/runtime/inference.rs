@@ -1,8 +1,10 @@
 //! Inference threads: the VAD thread runs windows from every media thread in batches; a pool of
 //! turn-model threads (one per core by default, each with its own model) answers end-of-turn questions
-//! from one shared queue, newest first (`turn_backlog`). They are separate so a slow turn-model call (tens
-//! of milliseconds) never delays the VAD windows every session needs every 32 ms, and the turn threads run
-//! at a lower priority than the media threads, so a busy turn model never makes a 20 ms tick late.
+//! from one shared queue, newest first (`turn_backlog`); the voice thread voiceprints the calls that tell
+//! the user's voice from others (`VoiceWorker`, its model loaded at its first check). They are separate
+//! so a slow turn-model call (tens of milliseconds) never delays the VAD windows every session needs every
+//! 32 ms, and the turn and voice threads run at a lower priority than the media threads, so a busy model
+//! never makes a 20 ms tick late.
 //!
 //! Per-session model state lives in arrays indexed by session slot; a window from a new tenant of a
 //! slot (a newer generation) starts from a fresh state. A panic during inference is contained: the
@@ -14,10 +16,11 @@ use std::thread::JoinHandle;
 
 use confab_models::silero::{SileroState, SileroVad};
 use confab_models::smart_turn::{DONE_THRESHOLD, SmartTurn};
+use confab_models::voice_encoder::VoiceEncoder;
 use crossbeam_channel::{Receiver, Sender, TryRecvError, select};
 
 use super::contain::contain;
-use super::jobs::{InferenceResult, TurnJob, VadJob, VadResult};
+use super::jobs::{InferenceResult, TurnJob, VadJob, VadResult, VoiceJob};
 use super::turn_backlog::SharedBacklog;
 use super::{MAX_VAD_BATCH, RuntimeConfig, RuntimeCounters, TURN_QUEUE};
 use crate::priority::{TURN_NICENESS, lower_priority};
@@ -27,6 +30,7 @@ pub fn spawn(
     config: &RuntimeConfig,
     vad_jobs: Receiver<VadJob>,
     turn_jobs: Receiver<TurnJob>,
+    voice_jobs: Receiver<VoiceJob>,
     results: Vec<Sender<InferenceResult>>,
     shutdown: Receiver<()>,
     counters: Arc<RuntimeCounters>,
@@ -41,7 +45,26 @@ pub fn spawn(
         .name("confab-vad".into())
         .spawn(move || worker.run(vad_jobs, vad_shutdown))
         .expect("spawning the VAD thread");
-    let mut threads = vec![vad_thread];
+    let mut voice = VoiceWorker::new(config, results.clone(), counters.clone());
+    let voice_shutdown = shutdown.clone();
+    let voice_thread = std::thread::Builder::new()
+        .name("confab-voice".into())
+        .spawn(move || {
+            if let Err(err) = lower_priority(TURN_NICENESS) {
+                tracing::warn!(error = %err, "could not lower the voice thread's priority");
+            }
+            loop {
+                select! {
+                    recv(voice_jobs) -> job => match job {
+                        Ok(job) => voice.run(job),
+                        Err(_) => return,
+                    },
+                    recv(voice_shutdown) -> _ => return,
+                }
+            }
+        })
+        .expect("spawning the voice thread");
+    let mut threads = vec![vad_thread, voice_thread];
     let backlog = Arc::new(SharedBacklog::new(TURN_QUEUE));
     for (index, mut turn) in turn_models.into_iter().enumerate() {
         let (jobs, results, counters, shutdown, backlog) =
@@ -90,6 +113,44 @@ fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], counters:
     counters.turn_verdicts.fetch_add(1, Ordering::Relaxed);
     counters.turn_wait.record(job.asked_at.elapsed());
     let _ = results[job.thread].send(result);
+}
+
+/// Voice checks: the voice encoder, loaded at the first check (most calls never ask for one). When it
+/// cannot be loaded the checks go unanswered and the level decides alone (said once in the log).
+struct VoiceWorker {
+    models_dir: std::path::PathBuf,
+    encoder: Option<VoiceEncoder>,
+    unavailable: bool,
+    results: Vec<Sender<InferenceResult>>,
+    counters: Arc<RuntimeCounters>,
+}
+
+impl VoiceWorker {
+    fn new(
+        config: &RuntimeConfig,
+        results: Vec<Sender<InferenceResult>>,
+        counters: Arc<RuntimeCounters>,
+    ) -> VoiceWorker {
+        VoiceWorker { models_dir: config.models_dir.clone(), encoder: None, unavailable: false, results, counters }
+    }
+
+    fn run(&mut self, job: VoiceJob) {
+        if self.encoder.is_none() && !self.unavailable {
+            match VoiceEncoder::load(&self.models_dir) {
+                Ok(encoder) => self.encoder = Some(encoder),
+                Err(err) => {
+                    tracing::error!(error = %err, "no voice checks: the level alone tells the user from other voices");
+                    self.unavailable = true;
+                }
+            }
+        }
+        let Some(encoder) = &mut self.encoder else { return };
+        let result = match contain(&self.counters, "the voice encoder", || encoder.embed_partial(&job.audio)) {
+            Some(print) => InferenceResult::Voice { session: job.session, end: job.end, print },
+            None => InferenceResult::Failed { session: job.session },
+        };
+        let _ = self.results[job.thread].send(result);
+    }
 }
 
 struct VadWorker {
@@ -208,11 +269,13 @@ impl VadWorker {
 }
 
 /// The inference threads' work done in line, for a runtime its caller steps (`runtime::stepped`): every
-/// waiting VAD window, one at a time in order, then every waiting turn question in the order asked. Their
+/// waiting VAD window, one at a time in order, then every waiting turn question in the order asked, then
+/// every voice check. Their
 /// results go to the media thread as the threads' do, and are applied at its next step.
 pub struct InlineInference {
     vad: VadWorker,
     turn: SmartTurn,
+    voice: VoiceWorker,
     results: Vec<Sender<InferenceResult>>,
     counters: Arc<RuntimeCounters>,
 }
@@ -228,19 +291,28 @@ impl InlineInference {
         Ok(InlineInference {
             vad: VadWorker::new(vad, config.max_sessions, results.clone(), counters.clone()),
             turn,
+            voice: VoiceWorker::new(config, results.clone(), counters.clone()),
             results,
             counters,
         })
     }
 
-    /// Runs every job waiting now.
-    pub fn run_waiting(&mut self, vad_jobs: &Receiver<VadJob>, turn_jobs: &Receiver<TurnJob>) {
+    /// Runs every job waiting now: VAD windows, then turn questions, then voice checks.
+    pub fn run_waiting(
+        &mut self,
+        vad_jobs: &Receiver<VadJob>,
+        turn_jobs: &Receiver<TurnJob>,
+        voice_jobs: &Receiver<VoiceJob>,
+    ) {
         for job in vad_jobs.try_iter() {
             self.vad.add(job);
             self.vad.run_batch();
         }
         for job in turn_jobs.try_iter() {
             run_turn(&mut self.turn, &self.results, &self.counters, job);
+        }
+        for job in voice_jobs.try_iter() {
+            self.voice.run(job);
         }
     }
 }

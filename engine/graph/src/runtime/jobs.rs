@@ -41,8 +41,22 @@ pub struct TurnJob {
     pub answer_by: Instant,
 }
 
+/// A voice check (`core::other_voices`): the user's last 1.6 s of audio up to `end`, to be voiceprinted.
+pub struct VoiceJob {
+    pub thread: usize,
+    pub session: SessionId,
+    pub end: MediaTime,
+    pub audio: Vec<f32>,
+}
+
 pub enum InferenceResult {
     Vad(VadResult),
+    /// The voiceprint of a `VoiceJob`'s audio.
+    Voice {
+        session: SessionId,
+        end: MediaTime,
+        print: confab_models::voice_encoder::Voiceprint,
+    },
     Turn {
         session: SessionId,
         last_speech: MediaTime,
@@ -58,7 +72,9 @@ impl InferenceResult {
     pub fn session(&self) -> SessionId {
         match self {
             InferenceResult::Vad(result) => result.session,
-            InferenceResult::Turn { session, .. } | InferenceResult::Failed { session } => *session,
+            InferenceResult::Turn { session, .. }
+            | InferenceResult::Voice { session, .. }
+            | InferenceResult::Failed { session } => *session,
         }
     }
 }

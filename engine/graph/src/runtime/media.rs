@@ -13,13 +13,14 @@ use std::time::{Duration, Instant};
 
 use confab_models::mel::SAMPLES as TURN_MODEL_SAMPLES;
 use confab_models::silero::WINDOW;
+use confab_models::voice_encoder::PARTIAL_SAMPLES;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use super::RuntimeCounters;
 use super::agent::{AgentJob, AgentLink};
 use super::contain::contain;
 use super::event_outbox::{EventOutbox, Sent};
-use super::jobs::{InferenceResult, TurnJob, VadJob};
+use super::jobs::{InferenceResult, TurnJob, VadJob, VoiceJob};
 use super::slots::{SessionId, SlotGuard};
 use crate::audio::denoise::{NoiseSuppressor, Suppressed};
 use crate::audio::level::{SilenceGate, VadDecision, mean_square};
@@ -72,6 +73,9 @@ pub enum SessionClock {
 
 /// No session in this slot on this thread.
 const VACANT: u32 = u32::MAX;
+/// A call that tells the user's voice from others asks for a voice check every this many windows of
+/// sound (640 ms).
+const VOICE_CHECK_WINDOWS: u32 = 20;
 
 pub struct MediaSession {
     id: SessionId,
@@ -114,6 +118,8 @@ pub struct MediaSession {
     input_ended: bool,
     /// VAD windows sent for inference whose results have not been applied yet.
     vad_in_flight: u32,
+    /// Windows of sound (not skipped as silence) heard since the last voice check.
+    since_voice_check: u32,
     /// The turn ends this long after the end of speech whatever the turn model says: a verdict later than
     /// that is not worth computing.
     max_endpointing_delay: MediaTime,
@@ -163,6 +169,7 @@ impl MediaSession {
             agent,
             input_ended: false,
             vad_in_flight: 0,
+            since_voice_check: 0,
             _slot: slot,
         }
     }
@@ -187,6 +194,7 @@ pub struct MediaThread {
     results: Receiver<InferenceResult>,
     vad_jobs: Sender<VadJob>,
     turn_jobs: Sender<TurnJob>,
+    voice_jobs: Sender<VoiceJob>,
     counters: Arc<RuntimeCounters>,
     shutdown: Receiver<()>,
     sessions: Vec<MediaSession>,
@@ -208,6 +216,7 @@ impl MediaThread {
         results: Receiver<InferenceResult>,
         vad_jobs: Sender<VadJob>,
         turn_jobs: Sender<TurnJob>,
+        voice_jobs: Sender<VoiceJob>,
         counters: Arc<RuntimeCounters>,
         shutdown: Receiver<()>,
         max_sessions: usize,
@@ -218,6 +227,7 @@ impl MediaThread {
             results,
             vad_jobs,
             turn_jobs,
+            voice_jobs,
             counters,
             shutdown,
             sessions: Vec::with_capacity(max_sessions),
@@ -427,6 +437,9 @@ impl MediaThread {
                     let window = SessionInput::VadWindow { start: r.start, end, probability, level };
                     s.session.handle_input(window, s.now);
                 }
+                InferenceResult::Voice { end, print, .. } => {
+                    s.session.handle_input(SessionInput::Voiceprint { end, print }, s.now);
+                }
                 InferenceResult::Turn { last_speech, user_done, .. } => {
                     s.session.handle_input(SessionInput::TurnVerdict { last_speech, user_done }, s.now);
                 }
@@ -578,6 +591,21 @@ impl MediaThread {
                         }
                     }
                     VadDecision::Infer => {
+                        s.since_voice_check += 1;
+                        if s.since_voice_check >= VOICE_CHECK_WINDOWS && s.session.conversation.wants_voiceprints() {
+                            s.since_voice_check = 0;
+                            self.counters.voice_checks.fetch_add(1, Ordering::Relaxed);
+                            // The history already holds the rest of this frame, after the window.
+                            let audio = recent_audio(&s.history, FRAME - consumed, PARTIAL_SAMPLES);
+                            let job = VoiceJob { thread: self.index, session: s.id, end, audio };
+                            match self.voice_jobs.try_send(job) {
+                                Ok(()) => {}
+                                Err(TrySendError::Full(_)) => {
+                                    self.counters.voice_queue_full.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Err(TrySendError::Disconnected(_)) => self.inference_lost = true,
+                            }
+                        }
                         let (thread, session, window) = (self.index, s.id, s.window);
                         let job = VadJob { thread, session, start, window, as_silence: false, level };
                         match self.vad_jobs.try_send(job) {
@@ -635,6 +663,12 @@ impl MediaThread {
         };
         s.session.drive(&mut host);
     }
+}
+
+/// The `samples` of the history before its last `after` (fewer at the start of a call), as floats.
+fn recent_audio(history: &VecDeque<i16>, after: usize, samples: usize) -> Vec<f32> {
+    let end = history.len().saturating_sub(after);
+    history.range(end.saturating_sub(samples)..end).map(|&v| f32::from(v) / 32_768.0).collect()
 }
 
 /// The live runtime as a session's host (`SessionHost`): speech-to-text and replies go to the session's

@@ -53,6 +53,9 @@ pub const VAD_QUEUE: usize = 8_192;
 /// Turn-model requests waiting (in the queue from the media threads, and again in the turn threads'
 /// backlog). Full: the oldest question gets no verdict, so its conservative max delay stands; counted.
 pub const TURN_QUEUE: usize = 256;
+/// Voice checks waiting for the voice thread, across all sessions (one per session per 640 ms of sound,
+/// when the call tells the user's voice from others). Full: the check is dropped, counted.
+pub const VOICE_QUEUE: usize = 256;
 /// Commands to a media thread (open or close a session). Full: the caller waits.
 pub const COMMAND_QUEUE: usize = 64;
 /// Largest VAD batch one inference call runs.

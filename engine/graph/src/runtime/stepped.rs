@@ -14,9 +14,9 @@ use crossbeam_channel::{Receiver, Sender, bounded};
 use super::agent::{self, InlineAgent};
 use super::handle::{CallRuntime, NewSession, SessionHandle, new_session};
 use super::inference::InlineInference;
-use super::jobs::{TurnJob, VadJob};
+use super::jobs::{TurnJob, VadJob, VoiceJob};
 use super::media::{Command, FRAME, MediaThread, SessionClock, TICK};
-use super::{COMMAND_QUEUE, RuntimeConfig, RuntimeCounters, SessionId, TURN_QUEUE, VAD_QUEUE, slots};
+use super::{COMMAND_QUEUE, RuntimeConfig, RuntimeCounters, SessionId, TURN_QUEUE, VAD_QUEUE, VOICE_QUEUE, slots};
 use crate::conversation::ConversationConfig;
 use crate::responder::Responder;
 use crate::time::MediaTime;
@@ -26,6 +26,7 @@ pub struct SteppedRuntime {
     commands: Sender<Command>,
     vad_jobs: Receiver<VadJob>,
     turn_jobs: Receiver<TurnJob>,
+    voice_jobs: Receiver<VoiceJob>,
     inference: InlineInference,
     agents: Vec<(SessionId, InlineAgent)>,
     slots: slots::SlotPool,
@@ -49,6 +50,7 @@ impl SteppedRuntime {
         let counters = Arc::new(RuntimeCounters::default());
         let (vad_tx, vad_jobs) = bounded(VAD_QUEUE);
         let (turn_tx, turn_jobs) = bounded(TURN_QUEUE);
+        let (voice_tx, voice_jobs) = bounded(VOICE_QUEUE);
         let (results_tx, results) = bounded(VAD_QUEUE);
         let (shutdown, shutdown_rx) = bounded::<()>(0);
         let (commands, commands_rx) = bounded(COMMAND_QUEUE);
@@ -59,6 +61,7 @@ impl SteppedRuntime {
             results,
             vad_tx,
             turn_tx,
+            voice_tx,
             counters.clone(),
             shutdown_rx,
             config.max_sessions,
@@ -81,6 +84,7 @@ impl SteppedRuntime {
             commands,
             vad_jobs,
             turn_jobs,
+            voice_jobs,
             inference,
             agents: Vec::new(),
             slots: slots::SlotPool::new(config.max_sessions),
@@ -116,7 +120,7 @@ impl SteppedRuntime {
     pub fn step(&mut self) {
         let wall = self.epoch + TICK * self.steps as u32;
         self.thread.tick(wall, &mut self.frame);
-        self.inference.run_waiting(&self.vad_jobs, &self.turn_jobs);
+        self.inference.run_waiting(&self.vad_jobs, &self.turn_jobs, &self.voice_jobs);
         for (_, agent) in &mut self.agents {
             agent.run_waiting(&self.io);
         }

@@ -10,7 +10,8 @@ use crossbeam_channel::{Sender, bounded};
 use super::handle::{CallRuntime, NewSession, SessionHandle, new_session};
 use super::media::SessionClock;
 use super::{
-    COMMAND_QUEUE, RuntimeConfig, RuntimeCounters, SessionId, TURN_QUEUE, VAD_QUEUE, agent, inference, media, slots,
+    COMMAND_QUEUE, RuntimeConfig, RuntimeCounters, SessionId, TURN_QUEUE, VAD_QUEUE, VOICE_QUEUE, agent, inference,
+    media, slots,
 };
 use crate::conversation::ConversationConfig;
 use crate::responder::Responder;
@@ -34,6 +35,7 @@ impl Runtime {
         let counters = Arc::new(RuntimeCounters::default());
         let (vad_jobs, vad_rx) = bounded(VAD_QUEUE);
         let (turn_jobs, turn_rx) = bounded(TURN_QUEUE);
+        let (voice_jobs, voice_rx) = bounded(VOICE_QUEUE);
         let (shutdown, shutdown_rx) = bounded::<()>(0);
         let mut result_senders = Vec::new();
         let mut commands = Vec::new();
@@ -44,8 +46,15 @@ impl Runtime {
             result_senders.push(results_tx);
             receivers.push(results_rx);
         }
-        let inference =
-            inference::spawn(&config, vad_rx, turn_rx, result_senders, shutdown_rx.clone(), counters.clone())?;
+        let inference = inference::spawn(
+            &config,
+            vad_rx,
+            turn_rx,
+            voice_rx,
+            result_senders,
+            shutdown_rx.clone(),
+            counters.clone(),
+        )?;
         for (index, results) in receivers.into_iter().enumerate() {
             let (command_tx, command_rx) = bounded(COMMAND_QUEUE);
             commands.push(command_tx);
@@ -55,6 +64,7 @@ impl Runtime {
                 results,
                 vad_jobs.clone(),
                 turn_jobs.clone(),
+                voice_jobs.clone(),
                 counters.clone(),
                 shutdown_rx.clone(),
                 config.max_sessions,
