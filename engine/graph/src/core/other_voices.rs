@@ -18,8 +18,10 @@
 //! voice is the mean voiceprint of the stretches heard during their committed turns, and a window the
 //! level takes for another voice is the user's soft speech after all (`Voice::Soft`: it carries their
 //! speech on, up to `VadGateConfig::soft_voice_limit` after their last loud window, but never starts it)
-//! while the last check — at most `CHECK_VALID` old — sounded like them (similarity ≥ `SAME_VOICE`). The
-//! room alone, or the room after the user's voice has left the last 1.6 s, stays another voice. Without
+//! while the last check — at most `CHECK_VALID` old, and taken at least `AFTER_LOUD` after the user's last
+//! loud window (a check taken while they spoke up hears them, not what follows) — sounded like them
+//! (similarity ≥ `SAME_VOICE`). The room alone, or the room after the user's last loud syllable (a mixture
+//! less alike), stays another voice. Without
 //! checks (no encoder, or none back yet) the level decides alone.
 
 use std::collections::VecDeque;
@@ -79,7 +81,10 @@ pub const LOUD_DB: f32 = 6.0;
 /// The user's level is the median of their last this many speech windows' recent peaks (~32 s of speech).
 pub const USER_WINDOWS: usize = 1_000;
 /// A stretch whose voiceprint is at least this similar to the user's (cosine) is the user's.
-pub const SAME_VOICE: f32 = 0.7;
+pub const SAME_VOICE: f32 = 0.75;
+/// A check speaks for soft windows only when it heard at least this much after the user's last loud
+/// window: one taken while they spoke up hears their voice, not what came after it (the room's talk).
+pub const AFTER_LOUD: MediaTime = MediaTime::from_millis(320);
 /// A voice check speaks for the windows up to this long after the audio it heard ended (checks come
 /// every 640 ms of sound).
 pub const CHECK_VALID: MediaTime = MediaTime::from_millis(800);
@@ -112,6 +117,8 @@ pub struct VoiceLevels {
     last_check: Option<(MediaTime, bool)>,
     /// The voice the last window was taken for.
     last_voice: Voice,
+    /// The end of the last loud window of the user's (`Voice::User`) once their level is known.
+    last_loud: Option<MediaTime>,
 }
 
 impl Default for VoiceLevels {
@@ -127,6 +134,7 @@ impl Default for VoiceLevels {
             user_voice: None,
             last_check: None,
             last_voice: Voice::User,
+            last_loud: None,
         }
     }
 }
@@ -154,6 +162,9 @@ impl VoiceLevels {
         if speech && voice != Voice::Other {
             self.turn.push(peak);
         }
+        if voice == Voice::User && self.user_level.is_some() {
+            self.last_loud = Some(end);
+        }
         self.last_voice = voice;
         voice
     }
@@ -167,8 +178,9 @@ impl VoiceLevels {
     /// whether the user's turn is being heard; its stretches that end on a loud window of the user's make
     /// the user's voice once the turn is committed.
     pub fn voiceprint(&mut self, end: MediaTime, print: Voiceprint, speaking: bool) {
+        let after_loud = self.last_loud.is_none_or(|loud| end >= loud + AFTER_LOUD);
         let same = self.user_voice.as_ref().map(|user| user.similarity(&print) >= SAME_VOICE);
-        self.last_check = same.map(|same| (end, same));
+        self.last_check = same.map(|same| (end, same && after_loud));
         if speaking && self.last_voice == Voice::User {
             self.turn_prints.push(print);
         }
@@ -314,6 +326,17 @@ mod tests {
         // The room: the check heard another voice.
         levels.voiceprint(at + MediaTime::from_millis(900), print(5, 0.3), false);
         assert_eq!(levels.voice_of(-35.0, at + MediaTime::from_millis(932), true), Voice::Other);
+        // A check taken while the user spoke up, or just after, hears them, not what follows: only one
+        // taken AFTER_LOUD after their last loud window speaks for the soft windows.
+        let loud = at + MediaTime::from_millis(2_000);
+        levels.voice_of(-20.0, loud, true);
+        let soft_at = |levels: &mut VoiceLevels, ms: u64| {
+            (1..=10u64).map(|i| levels.voice_of(-35.0, loud + MediaTime::from_millis(ms + 32 * i), true)).last()
+        };
+        levels.voiceprint(loud + AFTER_LOUD - MediaTime::from_millis(32), print(0, 0.3), true);
+        assert_eq!(soft_at(&mut levels, 320), Some(Voice::Other));
+        levels.voiceprint(loud + AFTER_LOUD, print(0, 0.3), true);
+        assert_eq!(soft_at(&mut levels, 640), Some(Voice::Soft));
     }
 
     #[test]

@@ -63,7 +63,7 @@ impl Default for VadGateConfig {
             hangover: MediaTime::from_millis(256),
             pause: MediaTime::from_millis(96),
             other_voice_grace: MediaTime::from_millis(1_000),
-            soft_voice_limit: MediaTime::from_millis(2_500),
+            soft_voice_limit: MediaTime::from_millis(2_000),
         }
     }
 }
@@ -361,10 +361,10 @@ mod tests {
         w.extend(vec![(0.9, Voice::Soft); 40]);
         w.extend(windows(10, 0.01, false));
         assert_eq!(run_of(&w), vec![started(0, 2), paused(60, 63), ended(60, 68)]);
-        // A room that sounds like the user keeps the speech on at most the limit (2.5 s = 78.125 windows).
+        // A room that sounds like the user keeps the speech on at most the limit (2 s = 62.5 windows).
         let mut w = windows(20, 0.9, false);
         w.extend(vec![(0.9, Voice::Soft); 100]);
-        assert_eq!(run_of(&w), vec![started(0, 2), paused(20, 99), ended(20, 99)]);
+        assert_eq!(run_of(&w), vec![started(0, 2), paused(20, 83), ended(20, 83)]);
         // And never starts speech of its own.
         assert_eq!(run_of(&vec![(0.9, Voice::Soft); 50]), vec![]);
     }
