@@ -88,6 +88,26 @@ fn over(noise: &[f32], speech: &[f32], at: usize) -> Vec<f32> {
     mixed
 }
 
+/// A call where joe asks "What is the capital of France?" in quiet, then, 1 s after its commit (the
+/// agent answering), `then`; the call ends at the second commit.
+fn joe_asks_twice(then: Vec<f32>) -> (Call, common::stepped_call::Heard) {
+    let first: VecDeque<f32> =
+        silence(500).into_iter().chain(spoken_by_joe("What is the capital of France?")).collect();
+    let mut call = Call::start(turn_taking(NoiseSuppression::Auto));
+    let mut commits = 0;
+    let heard = call.run(first, 3_000, |event, script| {
+        if event.kind.name() == "utterance_committed" {
+            commits += 1;
+            if commits > 1 {
+                return false;
+            }
+            *script = silence(1_000).into_iter().chain(then.iter().copied()).collect();
+        }
+        true
+    });
+    (call, heard)
+}
+
 fn committed(events: &[confab_engine::ConversationEvent]) -> Vec<String> {
     events
         .iter()
@@ -169,23 +189,9 @@ fn suppression_on_in_quiet_costs_no_words() {
 /// and not a backchannel) and is one turn with the question's last words and none of theirs.
 #[test]
 fn a_question_over_other_voices_is_one_turn_with_the_users_words() {
-    let first: VecDeque<f32> =
-        silence(500).into_iter().chain(spoken_by_joe("What is the capital of France?")).collect();
     let room = other_tables(7, SPEECH_RMS * 10f32.powf(-10.0 / 20.0));
     let second = spoken_by_joe("What time does the museum open on Sunday?");
-    let mut call = Call::start(turn_taking(NoiseSuppression::Auto));
-    let mut commits = 0;
-    let heard = call.run(first, 3_000, |event, script| {
-        if event.kind.name() == "utterance_committed" {
-            commits += 1;
-            if commits == 1 {
-                *script = silence(1_000).into_iter().chain(over(&room, &second, 40_000)).collect();
-            } else {
-                return false;
-            }
-        }
-        true
-    });
+    let (_, heard) = joe_asks_twice(over(&room, &second, 40_000));
     let timeline: Vec<(u128, &str)> = heard.events.iter().map(|e| (e.media_time.as_millis(), e.kind.name())).collect();
     assert_eq!(count(&heard.events, "user.started_speaking"), 2, "{timeline:?}");
     assert_eq!(count(&heard.events, "agent.interrupted"), 1, "{timeline:?}");
@@ -206,26 +212,13 @@ fn a_question_over_other_voices_is_one_turn_with_the_users_words() {
 /// voice in them, so the soft words stay in the turn.
 #[test]
 fn the_users_soft_last_words_are_theirs() {
-    let first: VecDeque<f32> =
-        silence(500).into_iter().chain(spoken_by_joe("What is the capital of France?")).collect();
     let mut second = spoken_by_joe("Can you tell me how many months there are in a whole year?");
     let soft_from = second.len() - 22_400;
     for sample in &mut second[soft_from..] {
         *sample *= 10f32.powf(-14.0 / 20.0);
     }
-    let mut call = Call::start(turn_taking(NoiseSuppression::Auto));
-    let mut commits = 0;
-    let heard = call.run(first, 3_000, |event, script| {
-        if event.kind.name() == "utterance_committed" {
-            commits += 1;
-            if commits == 1 {
-                *script = silence(1_000).into_iter().chain(second.iter().copied()).chain(silence(1_500)).collect();
-            } else {
-                return false;
-            }
-        }
-        true
-    });
+    second.extend(silence(1_500));
+    let (call, heard) = joe_asks_twice(second);
     let turns = committed(&heard.events);
     assert_eq!(turns.len(), 2, "{turns:?}");
     assert!(turns[1].contains("whole") && turns[1].contains("year"), "{turns:?}");
