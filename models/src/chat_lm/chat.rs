@@ -42,6 +42,10 @@ pub const CONTEXT_POSITIONS: u32 = 8192;
 
 /// Tokens evaluated in one llama.cpp batch.
 const BATCH: usize = 512;
+/// Tokens read at a time while the model computes on fewer threads than cores (other inference holds
+/// some: the turn model beside a question's prompt): it takes the cores back as soon as they are free
+/// rather than reading the whole prompt on one thread.
+const SHARED_BATCH: usize = 4;
 
 /// The sampler's seed (a reply at a temperature above 0 is the same for the same prompt).
 const SEED: u64 = 299_792_458;
@@ -59,6 +63,9 @@ pub struct ChatLm {
     /// `context`'s own pointer, for what the binding does not offer (setting its threads).
     raw: Option<llama::RawContext>,
     threads: ThreadShare,
+    /// The conversation just replied to, with the reply, and its tools: the next opening is still to be
+    /// evaluated ahead of the user's next message ([`ChatLm::warm_after_reply`]).
+    after_reply: Option<(Vec<Message>, Vec<ToolFunction>)>,
 }
 
 impl ChatLm {
@@ -125,6 +132,7 @@ impl ChatLm {
             last_evaluated: 0,
             raw,
             threads,
+            after_reply: None,
         };
         // The first product prepares llama.cpp's kernels and buffers: at load, with the model, rather than
         // in the first call's first turn.
@@ -192,23 +200,26 @@ impl ChatLm {
                 position + tokens.len()
             )));
         }
-        for (chunk_index, chunk) in tokens.chunks(BATCH).enumerate() {
-            let start = position + chunk_index * BATCH;
-            let last_chunk = start + chunk.len() == position + tokens.len();
+        let mut start = 0;
+        while start < tokens.len() {
+            let threads = self.threads.threads();
+            let size = if threads < self.threads.cores() { SHARED_BATCH } else { BATCH };
+            let chunk = &tokens[start..(start + size).min(tokens.len())];
+            let last_chunk = start + chunk.len() == tokens.len();
             self.batch.clear();
             for (i, &token) in chunk.iter().enumerate() {
                 let wants_logits = last_chunk && i + 1 == chunk.len();
-                self.batch.add(token, (start + i) as i32, &[WORKING], wants_logits).map_err(fail)?;
+                self.batch.add(token, (position + start + i) as i32, &[WORKING], wants_logits).map_err(fail)?;
             }
-            self.decode()?;
+            self.decode(threads)?;
+            start += chunk.len();
         }
         Ok(self.context.get_logits_ith(self.batch.n_tokens() - 1).to_vec())
     }
 
-    /// Decodes the batch on the threads the host leaves the model now; a cache too full for it is emptied
-    /// of the kept states once.
-    fn decode(&mut self) -> Result<(), ModelError> {
-        let threads = self.threads.threads();
+    /// Decodes the batch on `threads` threads (those the host leaves the model now); a cache too full for
+    /// it is emptied of the kept states once.
+    fn decode(&mut self, threads: usize) -> Result<(), ModelError> {
         if let Some(raw) = &mut self.raw {
             raw.set_threads(threads as i32);
         }
@@ -222,6 +233,7 @@ impl ChatLm {
             Err(err) => Err(fail(err)),
         };
         self.threads.ran(threads, thread_cpu_seconds() - cpu);
+        tracing::trace!(tokens = self.batch.n_tokens(), threads, "decoded");
         decoded
     }
 
@@ -237,6 +249,7 @@ impl ChatLm {
         stop: &[String],
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<(), ModelError> {
+        self.warm_after_reply();
         let prompt = self.encode(&self.prompt(messages, tools)?);
         if prompt.is_empty() {
             return Err(fail("the prompt is empty"));
@@ -257,19 +270,15 @@ impl ChatLm {
             let next = LlamaToken(sampler.sample(&mut logits, recent, REPEAT_PENALTY) as i32);
             if self.end_tokens.contains(&next) || self.model.vocab().is_eog(next) {
                 // The reply's state: the next turn's prompt begins with this prompt and this reply, and
-                // (heard whole) the opening of the user's next message, evaluated now, before the reply is
-                // reported done.
+                // (heard whole) the opening of the user's next message, evaluated after the reply is
+                // reported done (`warm_after_reply`). A reply that calls a tool is followed by the tool's
+                // result, not by the user.
                 self.kept.keep(&mut self.context, &evaluated);
-                // Only time is saved by it: a reply is not failed by it (a cache too full for the
-                // opening fails the next prompt the same way). A reply that calls a tool is followed by
-                // the tool's result, not by the user.
                 let text = String::from_utf8_lossy(&bytes);
                 if !self.calls_a_tool(&text, tools) {
                     let mut conversation = messages.to_vec();
                     conversation.push(Message::new("assistant", &text));
-                    if let Err(err) = self.warm(&conversation, tools) {
-                        tracing::debug!(error = %err, "the next message's opening is not evaluated ahead");
-                    }
+                    self.after_reply = Some((conversation, tools.to_vec()));
                 }
                 break;
             }
@@ -296,6 +305,18 @@ impl ChatLm {
             }
         }
         Ok(())
+    }
+
+    /// Evaluates the opening of the user's next message after the last reply, if not done yet: the caller
+    /// does it once the reply has been handed on (a reply whose last sentence waits for its end is not
+    /// held back by it); `generate` does it first otherwise. Only time is saved by it: a failure is logged,
+    /// not returned (a cache too full for the opening fails the next prompt the same way).
+    pub fn warm_after_reply(&mut self) {
+        if let Some((conversation, tools)) = self.after_reply.take()
+            && let Err(err) = self.warm(&conversation, &tools)
+        {
+            tracing::debug!(error = %err, "the next message's opening is not evaluated ahead");
+        }
     }
 
     /// Evaluates now what the next prompt will begin with — `messages` (a call's system message at its

@@ -27,6 +27,12 @@ use crate::busy;
 /// How long the host's load is watched before the thread count is chosen again.
 pub const WINDOW: Duration = Duration::from_millis(250);
 
+/// The longest a batch waits for the process's other inference to leave it a core.
+pub const LONGEST_WAIT: Duration = Duration::from_millis(250);
+
+/// How often a waiting batch looks again.
+const POLL: Duration = Duration::from_millis(1);
+
 /// Threads the process's language model computed its last batch on (0 before any): `/metrics`.
 static THREADS_IN_USE: AtomicUsize = AtomicUsize::new(0);
 
@@ -40,6 +46,12 @@ pub fn threads_in_use() -> usize {
 pub fn share(cores: usize, others: f64) -> usize {
     let left = (cores as f64 - others.max(0.0)).round();
     (left.max(1.0) as usize).min(cores.max(1))
+}
+
+/// Whether the next batch waits: the process's other inference holds `inference` threads, every one of
+/// the `cores`.
+pub fn waits_for(cores: usize, inference: usize) -> bool {
+    inference >= cores
 }
 
 /// The threads to compute on, of `share`, while the process's other inference holds `inference` threads of
@@ -71,9 +83,19 @@ impl ThreadShare {
         ThreadShare { cores, adaptive, settable, window: None, own: 0.0, threads: cores, said: false }
     }
 
+    /// The cores the model may run on.
+    pub fn cores(&self) -> usize {
+        self.cores
+    }
+
     /// The threads the next batch runs on: the window's share, less the threads the process's other
-    /// inference holds now (at least one).
+    /// inference holds now (at least one). While that inference holds every core, the batch first waits
+    /// for it (at most [`LONGEST_WAIT`]).
     pub fn threads(&mut self) -> usize {
+        let waited = Instant::now();
+        while waits_for(self.cores, busy::threads_now()) && waited.elapsed() < LONGEST_WAIT {
+            std::thread::sleep(POLL);
+        }
         if !self.settable {
             return self.cores;
         }

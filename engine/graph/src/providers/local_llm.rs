@@ -229,6 +229,9 @@ impl LanguageModel for LocalLlm {
                     .try_for_each(|event| tx.blocking_send(Ok(event))),
                 Err(err) => tx.blocking_send(Err(ProviderError::protocol("local-llm", err.to_string()))),
             };
+            // In the reply's own job (a job still queued when the process exits could run into ggml's
+            // teardown), after the reply is out.
+            model.warm_after_reply();
         };
         // A request whose stream was dropped while it waited (a discarded reply) never starts.
         if let Err(refused) = self.loaded.queue.push(Job::new(generate, move || !read_tx.is_closed())) {

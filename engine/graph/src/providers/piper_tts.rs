@@ -1,5 +1,6 @@
 //! The local Piper voice as a synthesizer: inference on the blocking pool (never on a media thread),
-//! audio resampled to 16 kHz. Voices are shared by every call of the process (loading one takes over a
+//! audio resampled to 16 kHz and streamed piece by piece as the voice decodes it (the first piece of a
+//! sentence is out after a fraction of the whole's time; a dropped stream stops the synthesis). Voices are shared by every call of the process (loading one takes over a
 //! second, which each call used to pay before it was answered): one is loaded at the first call (on two
 //! threads), and more (on one each), up to one per core, only while every loaded voice is busy speaking.
 
@@ -13,7 +14,7 @@ use tokio::sync::mpsc;
 use super::shared_model::{SharedModels, get_or_load};
 use super::tts::{SpeechSynthesizer, TTS_STREAM_CAPACITY, TtsEvent, TtsStream};
 use super::{CallMetrics, ProviderError};
-use crate::audio::resample;
+use crate::audio::resample::PieceResampler;
 
 /// Threads of the first voice (at most one per core). A reply's first clause is what the user waits for,
 /// and a lone call's synthesis has the cores to itself: "The capital of France is Paris." takes 90 ms on
@@ -80,9 +81,37 @@ impl PiperTts {
 
     /// Speaks `text` at 16 kHz, in full (blocking).
     pub fn render(&self, text: &str) -> Result<Vec<f32>, ProviderError> {
+        let mut audio = Vec::new();
+        self.speak(text, &mut |piece| {
+            audio.extend(piece);
+            true
+        })?;
+        Ok(audio)
+    }
+
+    /// Speaks `text` at 16 kHz, handing `on_audio` each piece as it is made (blocking); stops when
+    /// `on_audio` returns false.
+    pub fn speak(&self, text: &str, on_audio: &mut dyn FnMut(Vec<f32>) -> bool) -> Result<(), ProviderError> {
         self.voices.with_voice(|voice| {
-            let audio = voice.synthesize(text).map_err(piper_error)?;
-            resample::clip_to_16k(&audio, voice.sample_rate).map_err(piper_error)
+            let mut resampler = PieceResampler::new(voice.sample_rate).map_err(piper_error)?;
+            let (mut going, mut failed) = (true, None);
+            voice
+                .speak(text, &mut |piece| {
+                    match resampler.push(piece) {
+                        Ok(audio) => going = audio.is_empty() || on_audio(audio),
+                        Err(err) => (going, failed) = (false, Some(err)),
+                    }
+                    going
+                })
+                .map_err(piper_error)?;
+            if let Some(err) = failed {
+                return Err(piper_error(err));
+            }
+            let rest = resampler.finish().map_err(piper_error)?;
+            if going && !rest.is_empty() {
+                on_audio(rest);
+            }
+            Ok(())
         })?
     }
 }
@@ -94,16 +123,27 @@ impl SpeechSynthesizer for PiperTts {
         let text = text.to_string();
         tokio::spawn(async move {
             let started = Instant::now();
-            let rendered = tokio::task::spawn_blocking(move || this.render(&text)).await;
-            let result = rendered.unwrap_or_else(|e| Err(ProviderError::protocol("piper", e.to_string())));
-            match result {
-                Ok(audio) => {
+            let pieces = tx.clone();
+            let spoken = tokio::task::spawn_blocking(move || {
+                let mut first = None;
+                this.speak(&text, &mut |audio| {
+                    first.get_or_insert_with(|| started.elapsed());
+                    pieces.blocking_send(Ok(TtsEvent::Audio(audio))).is_ok()
+                })
+                .map(|()| first)
+            })
+            .await;
+            match spoken.unwrap_or_else(|e| Err(ProviderError::protocol("piper", e.to_string()))) {
+                Ok(first) => {
                     let elapsed = started.elapsed();
-                    tracing::debug!(took_ms = elapsed.as_millis() as u64, "piper spoke");
-                    let metrics = CallMetrics { time_to_first: Some(elapsed), duration: elapsed, attempts: 1 };
-                    if tx.send(Ok(TtsEvent::Audio(audio))).await.is_ok() {
-                        let _ = tx.send(Ok(TtsEvent::Done(metrics))).await;
-                    }
+                    let first = first.unwrap_or(elapsed);
+                    tracing::debug!(
+                        first_ms = first.as_millis() as u64,
+                        took_ms = elapsed.as_millis() as u64,
+                        "piper spoke"
+                    );
+                    let metrics = CallMetrics { time_to_first: Some(first), duration: elapsed, attempts: 1 };
+                    let _ = tx.send(Ok(TtsEvent::Done(metrics))).await;
                 }
                 Err(err) => {
                     let _ = tx.send(Err(err)).await;

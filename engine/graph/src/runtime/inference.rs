@@ -97,6 +97,7 @@ pub fn spawn(
 
 fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], counters: &RuntimeCounters, job: TurnJob) {
     let session = job.session;
+    let started = std::time::Instant::now();
     let result = match contain(counters, "the turn model", || turn.predict(&job.audio)) {
         Some(prediction) => {
             let user_done = match prediction {
@@ -110,6 +111,7 @@ fn run_turn(turn: &mut SmartTurn, results: &[Sender<InferenceResult>], counters:
         }
         None => InferenceResult::Failed { session },
     };
+    tracing::debug!(took_ms = started.elapsed().as_millis() as u64, "turn model verdict");
     counters.turn_verdicts.fetch_add(1, Ordering::Relaxed);
     counters.turn_wait.record(job.asked_at.elapsed());
     let _ = results[job.thread].send(result);
