@@ -250,7 +250,10 @@ fn percentile(values: &mut [f64], q: f64) -> f64 {
 
 fn main() {
     if std::env::var_os("RUST_LOG").is_some() {
-        tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_writer(std::io::stderr).init();
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
     }
     check_the_judge();
     let benchmarking = std::env::args().any(|a| a == "--bench");

@@ -39,6 +39,27 @@ impl Drop for Busy {
     }
 }
 
+/// Threads an inference about to start holds already: from when it is asked for (on another thread,
+/// queued for the blocking pool) until it runs and holds a [`Busy`]; counted in [`threads_now`], so that
+/// the language model does not start a batch in the gap, but not in CPU time.
+#[must_use = "the threads are held only while this is"]
+pub struct Reserved {
+    threads: usize,
+}
+
+impl Reserved {
+    pub fn new(threads: usize) -> Reserved {
+        THREADS.fetch_add(threads, Ordering::Relaxed);
+        Reserved { threads }
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        THREADS.fetch_sub(self.threads, Ordering::Relaxed);
+    }
+}
+
 /// Threads the process's inference (the language model aside) holds now.
 pub fn threads_now() -> usize {
     THREADS.load(Ordering::Relaxed)

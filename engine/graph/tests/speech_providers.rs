@@ -54,6 +54,34 @@ async fn piper_voice_speaks_what_the_vad_hears_as_speech() {
     assert!(with_pause > without, "{with_pause} vs {without}");
 }
 
+#[tokio::test]
+async fn piper_streams_a_sentence_in_pieces_the_first_one_short() {
+    let piper = confab_engine::providers::piper_tts::PiperTts::load(&confab_models::default_models_dir())
+        .expect("models are fetched");
+    let sentence = "The largest planet in our solar system is Jupiter, the fifth planet from the Sun.";
+    let mut stream = piper.synthesize(sentence);
+    let mut pieces = Vec::new();
+    while let Some(event) = stream.recv().await {
+        match event.unwrap() {
+            TtsEvent::Audio(piece) => pieces.push(piece),
+            TtsEvent::Done(metrics) => assert!(metrics.time_to_first.unwrap() < metrics.duration),
+        }
+    }
+    // The first piece is 16 of the voice's frames (256 samples each at 22.05 kHz: 0.19 s), resampled;
+    // the later ones 128 frames (1.5 s) but the last.
+    let seconds: Vec<f32> = pieces.iter().map(|piece| piece.len() as f32 / 16_000.0).collect();
+    assert!(seconds.len() >= 3, "{seconds:?}");
+    assert!((0.1..0.25).contains(&seconds[0]), "{seconds:?}");
+    assert!((1.3..1.6).contains(&seconds[1]), "{seconds:?}");
+    // Whole, it is as long as the sentence rendered at once (the voice's noise changes the durations a
+    // little from run to run) and mostly speech.
+    let streamed: Vec<f32> = pieces.concat();
+    let whole = piper.render(sentence).unwrap();
+    let ratio = streamed.len() as f32 / whole.len() as f32;
+    assert!((0.85..1.15).contains(&ratio), "{} vs {} samples", streamed.len(), whole.len());
+    assert!(speech_fraction(&streamed) > 0.5, "mostly speech");
+}
+
 fn speech_fraction(audio: &[f32]) -> f32 {
     let mut vad = SileroVad::load(&confab_models::default_models_dir(), 1, 1).unwrap();
     let mut state = SileroState::default();

@@ -43,9 +43,13 @@ pub const CONTEXT_POSITIONS: u32 = 8192;
 /// Tokens evaluated in one llama.cpp batch.
 const BATCH: usize = 512;
 /// Tokens read at a time while the model computes on fewer threads than cores (other inference holds
-/// some: the turn model beside a question's prompt): it takes the cores back as soon as they are free
-/// rather than reading the whole prompt on one thread.
+/// some), and for a short prompt: the model takes the cores back as soon as they are free rather than
+/// reading the whole prompt on one thread, and the other inference of the same turn (the turn model's
+/// verdict, asked while the question's prompt is read) waits at most one small batch for the cores.
 const SHARED_BATCH: usize = 4;
+/// A prompt this short (a question after a kept state) is read [`SHARED_BATCH`] tokens at a time; reading
+/// a few tokens costs about as much per token in one batch as in several.
+const SHORT_PROMPT: usize = 32;
 
 /// The sampler's seed (a reply at a temperature above 0 is the same for the same prompt).
 const SEED: u64 = 299_792_458;
@@ -203,7 +207,8 @@ impl ChatLm {
         let mut start = 0;
         while start < tokens.len() {
             let threads = self.threads.threads();
-            let size = if threads < self.threads.cores() { SHARED_BATCH } else { BATCH };
+            let size =
+                if threads < self.threads.cores() || tokens.len() <= SHORT_PROMPT { SHARED_BATCH } else { BATCH };
             let chunk = &tokens[start..(start + size).min(tokens.len())];
             let last_chunk = start + chunk.len() == tokens.len();
             self.batch.clear();
@@ -364,8 +369,10 @@ impl ChatLm {
         self.last_evaluated
     }
 
-    /// Forgets every kept state: the next prompt is evaluated whole.
+    /// Forgets every kept state (and the opening still to be evaluated after the last reply): the next
+    /// prompt is evaluated whole.
     pub fn forget_prefixes(&mut self) {
         self.kept.forget(&mut self.context);
+        self.after_reply = None;
     }
 }

@@ -198,6 +198,14 @@ mod tests {
     }
 
     #[test]
+    fn the_model_waits_while_other_inference_holds_every_core() {
+        let cases = [(2, 2, true), (2, 3, true), (2, 1, false), (2, 0, false), (8, 3, false), (1, 1, true)];
+        for (cores, inference, waits) in cases {
+            assert_eq!(waits_for(cores, inference), waits, "{inference} of {cores} held");
+        }
+    }
+
+    #[test]
     fn proc_stat_is_read() {
         let stat =
             "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 50 2 25 500 10 1 1 3 0 0\ncpu1 50 3 25 500 10 2 1 4 0 0\nintr 1 2\n";

@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use confab_models::ModelError;
 use confab_models::chat_lm::template::{Message, ToolFunction};
@@ -179,6 +179,20 @@ fn prompt_parts(
     (messages, tools)
 }
 
+/// The longest the model waits, after a piece of text, for the reader to take it.
+const HAND_OVER: Duration = Duration::from_millis(1);
+
+/// Waits (at most [`HAND_OVER`]) until the reader has taken what was sent: a sentence the text completes
+/// then goes to the voice, which holds the cores, before the model starts its next token beside it. True
+/// (the stream is still read).
+fn handed_over(tx: &mpsc::Sender<Result<LlmEvent, ProviderError>>) -> bool {
+    let since = Instant::now();
+    while tx.capacity() < tx.max_capacity() && since.elapsed() < HAND_OVER {
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    true
+}
+
 impl LanguageModel for LocalLlm {
     /// Queues the evaluation of what the next request begins with (`messages`, the tools, the opening of the
     /// user's next message) while the call sets up or the user is yet to speak; a request that comes
@@ -207,7 +221,7 @@ impl LanguageModel for LocalLlm {
             let mut on_text = |text: &str| {
                 metrics.time_to_first.get_or_insert_with(|| queued.elapsed());
                 match scanner.push(text) {
-                    Some(text) => tx.blocking_send(Ok(LlmEvent::Text(text))).is_ok(),
+                    Some(text) => tx.blocking_send(Ok(LlmEvent::Text(text))).is_ok() && handed_over(&tx),
                     None => !tx.is_closed(),
                 }
             };

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use confab_models::busy::Reserved;
 use confab_models::piper::PiperVoice;
 use tokio::sync::mpsc;
 
@@ -32,6 +33,8 @@ struct VoicePool {
     voices: Mutex<Vec<Arc<Mutex<PiperVoice>>>>,
     /// At most this many voices (one per core).
     limit: usize,
+    /// The first voice's threads.
+    first_threads: usize,
 }
 
 fn piper_error(err: impl std::fmt::Display) -> ProviderError {
@@ -41,12 +44,14 @@ fn piper_error(err: impl std::fmt::Display) -> ProviderError {
 impl VoicePool {
     fn load(models_dir: &Path) -> Result<VoicePool, ProviderError> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let first = PiperVoice::load_joe(models_dir, cores.clamp(1, FIRST_VOICE_THREADS)).map_err(piper_error)?;
+        let first_threads = cores.clamp(1, FIRST_VOICE_THREADS);
+        let first = PiperVoice::load_joe(models_dir, first_threads).map_err(piper_error)?;
         let limit = cores.clamp(1, 4);
         Ok(VoicePool {
             models_dir: models_dir.to_path_buf(),
             voices: Mutex::new(vec![Arc::new(Mutex::new(first))]),
             limit,
+            first_threads,
         })
     }
 
@@ -121,11 +126,14 @@ impl SpeechSynthesizer for PiperTts {
         let (tx, rx) = mpsc::channel(TTS_STREAM_CAPACITY);
         let this = self.clone();
         let text = text.to_string();
+        // Held from now: the language model starts no batch while the sentence waits for a thread.
+        let reserved = Reserved::new(self.voices.first_threads);
         tokio::spawn(async move {
             let started = Instant::now();
             let pieces = tx.clone();
             let spoken = tokio::task::spawn_blocking(move || {
                 let mut first = None;
+                drop(reserved);
                 this.speak(&text, &mut |audio| {
                     first.get_or_insert_with(|| started.elapsed());
                     pieces.blocking_send(Ok(TtsEvent::Audio(audio))).is_ok()

@@ -1,7 +1,7 @@
 //! Inference threads: the VAD thread runs windows from every media thread in batches; a pool of
-//! turn-model threads (one per core by default, each with its own model) answers end-of-turn questions
-//! from one shared queue, newest first (`turn_backlog`); the voice thread voiceprints the calls that tell
-//! the user's voice from others (`VoiceWorker`, its model loaded at its first check). They are separate
+//! turn-model threads (one per core by default, each with its own model, on two operator threads) answers
+//! end-of-turn questions from one shared queue, newest first (`turn_backlog`); the voice thread voiceprints
+//! the calls that tell the user's voice from others (`VoiceWorker`, its model loaded at its first check). They are separate
 //! so a slow turn-model call (tens of milliseconds) never delays the VAD windows every session needs every
 //! 32 ms, and the turn and voice threads run at a lower priority than the media threads, so a busy model
 //! never makes a 20 ms tick late.
@@ -37,7 +37,7 @@ pub fn spawn(
 ) -> Result<Vec<JoinHandle<()>>, confab_models::ModelError> {
     let vad = SileroVad::load(&config.models_dir, MAX_VAD_BATCH, config.inference_intra_threads)?;
     let turn_models = (0..config.turn_threads.max(1))
-        .map(|_| SmartTurn::load(&config.models_dir, config.inference_intra_threads))
+        .map(|_| SmartTurn::load(&config.models_dir, config.turn_model_threads.max(1)))
         .collect::<Result<Vec<_>, _>>()?;
     let mut worker = VadWorker::new(vad, config.max_sessions, results.clone(), counters.clone());
     let vad_shutdown = shutdown.clone();
@@ -289,7 +289,7 @@ impl InlineInference {
         counters: Arc<RuntimeCounters>,
     ) -> Result<InlineInference, confab_models::ModelError> {
         let vad = SileroVad::load(&config.models_dir, 1, config.inference_intra_threads)?;
-        let turn = SmartTurn::load(&config.models_dir, config.inference_intra_threads)?;
+        let turn = SmartTurn::load(&config.models_dir, config.turn_model_threads.max(1))?;
         Ok(InlineInference {
             vad: VadWorker::new(vad, config.max_sessions, results.clone(), counters.clone()),
             turn,
