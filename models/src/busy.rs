@@ -18,7 +18,8 @@ static CPU_NANOS: AtomicU64 = AtomicU64::new(0);
 /// One inference running on `threads` threads, from its start until it is dropped.
 #[must_use = "the inference is counted only while this is held"]
 pub struct Busy {
-    threads: usize,
+    /// Its threads, counted in [`threads_now`] until it is dropped.
+    held: Reserved,
     /// The calling thread's CPU seconds at the start.
     cpu_then: f64,
 }
@@ -26,16 +27,14 @@ pub struct Busy {
 impl Busy {
     /// An inference starts on `threads` threads.
     pub fn start(threads: usize) -> Busy {
-        THREADS.fetch_add(threads, Ordering::Relaxed);
-        Busy { threads, cpu_then: thread_cpu_seconds() }
+        Busy { held: Reserved::new(threads), cpu_then: thread_cpu_seconds() }
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        let nanos = ((thread_cpu_seconds() - self.cpu_then).max(0.0) * 1e9) as u64 * self.threads as u64;
+        let nanos = ((thread_cpu_seconds() - self.cpu_then).max(0.0) * 1e9) as u64 * self.held.threads as u64;
         CPU_NANOS.fetch_add(nanos, Ordering::Relaxed);
-        THREADS.fetch_sub(self.threads, Ordering::Relaxed);
     }
 }
 

@@ -183,14 +183,12 @@ fn prompt_parts(
 const HAND_OVER: Duration = Duration::from_millis(1);
 
 /// Waits (at most [`HAND_OVER`]) until the reader has taken what was sent: a sentence the text completes
-/// then goes to the voice, which holds the cores, before the model starts its next token beside it. True
-/// (the stream is still read).
-fn handed_over(tx: &mpsc::Sender<Result<LlmEvent, ProviderError>>) -> bool {
+/// then goes to the voice, which holds the cores, before the model starts its next token beside it.
+fn wait_until_taken(tx: &mpsc::Sender<Result<LlmEvent, ProviderError>>) {
     let since = Instant::now();
     while tx.capacity() < tx.max_capacity() && since.elapsed() < HAND_OVER {
         std::thread::sleep(Duration::from_micros(50));
     }
-    true
 }
 
 impl LanguageModel for LocalLlm {
@@ -221,7 +219,13 @@ impl LanguageModel for LocalLlm {
             let mut on_text = |text: &str| {
                 metrics.time_to_first.get_or_insert_with(|| queued.elapsed());
                 match scanner.push(text) {
-                    Some(text) => tx.blocking_send(Ok(LlmEvent::Text(text))).is_ok() && handed_over(&tx),
+                    Some(text) => {
+                        let read = tx.blocking_send(Ok(LlmEvent::Text(text))).is_ok();
+                        if read {
+                            wait_until_taken(&tx);
+                        }
+                        read
+                    }
                     None => !tx.is_closed(),
                 }
             };
