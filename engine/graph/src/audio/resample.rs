@@ -92,14 +92,12 @@ pub struct PieceResampler {
 }
 
 impl PieceResampler {
-    /// A clip at `rate`, which must be a multiple of 50 Hz. It is resampled 80 ms at a time: a filter as
-    /// long as `clip_to_16k`'s (20 ms chunks gave a shorter one, and Moonshine misheard Piper's speech
-    /// through it: "Please book" as "Police spoke").
+    /// A clip at `rate`, which must be a multiple of 50 Hz (20 ms chunks).
     pub fn new(rate: u32) -> Result<PieceResampler, AudioError> {
         if rate == 0 || rate % 50 != 0 {
             return Err(AudioError::Resample(format!("cannot resample {rate} Hz in 20 ms chunks")));
         }
-        let chunk = (rate / 50) as usize * 4;
+        let chunk = (rate / 50) as usize;
         let stream = StreamResampler::new(rate, chunk)?;
         let to_skip = stream.delay();
         Ok(PieceResampler { stream, rate, chunk, pending: Vec::with_capacity(chunk * 2), to_skip, taken: 0, given: 0 })
