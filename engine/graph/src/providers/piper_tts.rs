@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use super::shared_model::{SharedModels, get_or_load};
 use super::tts::{SpeechSynthesizer, TTS_STREAM_CAPACITY, TtsEvent, TtsStream};
 use super::{CallMetrics, ProviderError};
-use crate::audio::resample::PieceResampler;
+use crate::audio::resample::{self, PieceResampler};
 
 /// Threads of the first voice (at most one per core). A reply's first clause is what the user waits for,
 /// and a lone call's synthesis has the cores to itself: "The capital of France is Paris." takes 90 ms on
@@ -84,14 +84,12 @@ impl PiperTts {
         Ok(PiperTts { voices })
     }
 
-    /// Speaks `text` at 16 kHz, in full (blocking).
+    /// Speaks `text` at 16 kHz, in full (blocking): the whole clip resampled at once.
     pub fn render(&self, text: &str) -> Result<Vec<f32>, ProviderError> {
-        let mut audio = Vec::new();
-        self.speak(text, &mut |piece| {
-            audio.extend(piece);
-            true
-        })?;
-        Ok(audio)
+        self.voices.with_voice(|voice| {
+            let audio = voice.synthesize(text).map_err(piper_error)?;
+            resample::clip_to_16k(&audio, voice.sample_rate).map_err(piper_error)
+        })?
     }
 
     /// Speaks `text` at 16 kHz, handing `on_audio` each piece as it is made (blocking); stops when
