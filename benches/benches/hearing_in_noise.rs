@@ -3,7 +3,7 @@
 //! (sox's pink + brown noise: a fan and a street) at 10, 5 and 0 dB below the speech, and over three
 //! other voices talking at once (espeak-ng, 10 dB below the user) from the second question on — each with
 //! the noise suppressor `off` and `auto` (the default), and over the other voices also with every voice
-//! taken for the user's (`other_voices: hear`, the default; the other cases `ignore`, `core::other_voices`).
+//! taken for the user's (`other_voices: hear`; the other cases `ignore`, the default, `core::other_voices`).
 //! Reported per case: the word error of the user's committed turns against the questions, and how many turns were
 //! committed. The language model is a local OpenAI-compatible server that answers "Okay." at once, so only
 //! hearing costs time. Piper's voice differs a little from run to run (its model samples noise); the cases of one run

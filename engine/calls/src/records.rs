@@ -165,6 +165,7 @@ mod tests {
             r#"{ "avatars": [{ "avatar_key_id": "stock-amara", "config": { "stt": { "other_voices": "ignore" } } }] }"#;
         assert_eq!(call(ignoring, false).conversation_config().unwrap().other_voices, OtherVoices::Ignore);
         assert_eq!(call(ignoring, true).conversation_config().unwrap().other_voices, OtherVoices::Hear);
-        assert_eq!(call("{}", false).conversation_config().unwrap().other_voices, OtherVoices::Hear);
+        assert_eq!(call("{}", false).conversation_config().unwrap().other_voices, OtherVoices::Ignore);
+        assert_eq!(call("{}", true).conversation_config().unwrap().other_voices, OtherVoices::Hear);
     }
 }

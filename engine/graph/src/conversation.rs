@@ -40,7 +40,7 @@ pub struct ConversationConfig {
     /// end applies it; the conversation sees the audio it hears).
     pub noise_suppression: NoiseSuppression,
     /// Whether, once the user has been heard, voices well below their level are not the user's
-    /// (`core::other_voices`) or every voice is (the default).
+    /// (`core::other_voices`, the default) or every voice is.
     pub other_voices: OtherVoices,
 }
 

@@ -108,8 +108,8 @@ pub struct SttConfig {
     /// noise floor says the room is noisy), `on` (from the first frame) or `off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_suppression: Option<String>,
-    /// Voices well below the user's once the user has been heard: `ignore` (they neither open a turn nor
-    /// reach the transcript) or `hear` (the default: every voice is the user's). A meeting hears every
+    /// Voices well below the user's once the user has been heard: `ignore` (the default: they neither open
+    /// a turn nor reach the transcript) or `hear` (every voice is the user's). A meeting hears every
     /// voice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_voices: Option<String>,

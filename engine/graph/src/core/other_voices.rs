@@ -49,12 +49,11 @@ pub enum Voice {
 /// Whose voices a call hears (`stt.other_voices`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum OtherVoices {
-    /// Once the user has been heard, voices well below their level are not the user's (off by default:
-    /// in quiet live calls it cut the soft last words of some questions, `docs/engine.md`).
-    Ignore,
-    /// Every voice heard is the user's (the default; an external meeting, whose participants all are, is
-    /// always heard so).
+    /// Once the user has been heard, voices well below their level are not the user's (the default).
     #[default]
+    Ignore,
+    /// Every voice heard is the user's (an external meeting, whose participants all are, is always heard
+    /// so).
     Hear,
 }
 

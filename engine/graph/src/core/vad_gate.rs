@@ -22,6 +22,13 @@
 //! they carry the user's speech on for `other_voice_grace` after the user's last loud window
 //! (`Voice::User`); once only other voices have been heard that long, the user's speech ended at that
 //! window: the room's talk neither keeps the turn open nor reaches its transcript.
+//!
+//! That end needs **a room heard**: other voices talking while the user was not (`room_run` of them,
+//! gaps shorter than the hangover, within the last `room_memory`). In a room where nobody else has been
+//! heard, windows below the user's level are most likely the user's own soft words (a question trailing
+//! off, a microphone's gain control catching up), so they carry the user's speech on for
+//! `unheard_room_limit`; a room that starts talking just as the user does is caught by that longer limit,
+//! and from then on it has been heard.
 
 use std::collections::VecDeque;
 
@@ -50,6 +57,14 @@ pub struct VadGateConfig {
     /// Soft speech in the user's voice (`Voice::Soft`) carries it on at most this long after their last
     /// loud window: a room whose voices sound like the user's cannot keep a turn open for longer.
     pub soft_voice_limit: MediaTime,
+    /// Other voices heard this long while the user was not speaking (gaps shorter than the hangover) are
+    /// a room that talks: only then do other voices end the user's speech within `other_voice_grace`.
+    pub room_run: MediaTime,
+    /// A room heard talking is remembered this long after it was last heard.
+    pub room_memory: MediaTime,
+    /// Without a room heard, windows below the user's level carry their speech on this long after their
+    /// last loud window (their soft words), whatever the voice check says.
+    pub unheard_room_limit: MediaTime,
 }
 
 impl Default for VadGateConfig {
@@ -64,6 +79,9 @@ impl Default for VadGateConfig {
             pause: MediaTime::from_millis(96),
             other_voice_grace: MediaTime::from_millis(1_000),
             soft_voice_limit: MediaTime::from_millis(2_000),
+            room_run: MediaTime::from_millis(320),
+            room_memory: MediaTime::from_millis(30_000),
+            unheard_room_limit: MediaTime::from_millis(3_000),
         }
     }
 }
@@ -92,16 +110,31 @@ enum State {
     Speaking { last_speech: MediaTime, last_confident: MediaTime, paused: bool, last_own: MediaTime },
 }
 
+/// Other voices heard while the user was not speaking: the room's talk.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Room {
+    /// The current run of them: its first window's start and its last window's end.
+    run: Option<(MediaTime, MediaTime)>,
+    /// When a run long enough (or other voices going on past the user's speech) was last heard.
+    heard_at: Option<MediaTime>,
+}
+
 #[derive(Debug)]
 pub struct VadGate {
     config: VadGateConfig,
     state: State,
+    room: Room,
     outputs: VecDeque<VadGateOutput>,
 }
 
 impl VadGate {
     pub fn new(config: VadGateConfig) -> VadGate {
-        VadGate { config, state: State::Silent { onset: None, other: false }, outputs: VecDeque::with_capacity(4) }
+        VadGate {
+            config,
+            state: State::Silent { onset: None, other: false },
+            room: Room::default(),
+            outputs: VecDeque::with_capacity(4),
+        }
     }
 
     pub fn is_speaking(&self) -> bool {
@@ -135,9 +168,18 @@ impl VadGate {
         // Neither another voice nor a soft one starts speech; another voice ends the user's after the
         // grace, a soft one after its longer limit.
         let other = matches!(voice, Voice::Other | Voice::Soft);
-        let limit = if voice == Voice::Soft { c.soft_voice_limit } else { c.other_voice_grace };
         let confident = probability >= c.activation_threshold;
         let carried = probability >= c.deactivation_threshold;
+        if voice == Voice::Other && confident && !self.is_speaking() {
+            self.room_talks(start, end);
+        }
+        let limit = if !self.room_heard(end) {
+            c.unheard_room_limit
+        } else if voice == Voice::Soft {
+            c.soft_voice_limit
+        } else {
+            c.other_voice_grace
+        };
         self.state = match self.state {
             State::Silent { onset, other: other_in_onset } if !confident || other => {
                 let onset = (probability >= c.onset_threshold).then(|| onset.unwrap_or(start));
@@ -161,6 +203,7 @@ impl VadGate {
                     self.outputs.push_back(VadGateOutput::SpeechPaused { last_speech: last_own, observed_at: end });
                 }
                 self.outputs.push_back(VadGateOutput::SpeechEnded { last_speech: last_own, observed_at: end });
+                self.room.heard_at = Some(end);
                 // The voices heard since the user's last own window go on: not a soft first word.
                 State::Silent { onset: Some(last_own), other: true }
             }
@@ -186,6 +229,23 @@ impl VadGate {
                 }
             }
         };
+    }
+
+    /// A confident window of another voice while the user is not speaking.
+    fn room_talks(&mut self, start: MediaTime, end: MediaTime) {
+        let first = match self.room.run {
+            Some((first, last)) if start - last < self.config.hangover => first,
+            _ => start,
+        };
+        self.room.run = Some((first, end));
+        if end - first >= self.config.room_run {
+            self.room.heard_at = Some(end);
+        }
+    }
+
+    /// A room has been heard talking within `room_memory` before `at`.
+    fn room_heard(&self, at: MediaTime) -> bool {
+        self.room.heard_at.is_some_and(|heard| at - heard <= self.config.room_memory)
     }
 
     fn confirm_if_long_enough(&mut self, first: MediaTime, onset: MediaTime, end: MediaTime) -> State {
@@ -230,6 +290,18 @@ mod tests {
     /// `n` windows of probability `p`, another voice's or the user's.
     fn windows(n: usize, p: f32, other: bool) -> Vec<(f32, Voice)> {
         vec![(p, if other { Voice::Other } else { Voice::User }); n]
+    }
+
+    /// Windows in `ROOM`: the next table talking 384 ms (longer than `room_run`) while the user is silent,
+    /// then silence.
+    const ROOM: u64 = 22;
+
+    /// `script` after a room has been heard talking (`ROOM` windows).
+    fn after_a_room(script: Vec<(f32, Voice)>) -> Vec<(f32, Voice)> {
+        let mut w = windows(12, 0.9, true);
+        w.extend(windows(ROOM as usize - 12, 0.01, false));
+        w.extend(script);
+        w
     }
 
     fn started(start: u64, observed: u64) -> VadGateOutput {
@@ -345,12 +417,45 @@ mod tests {
         let mut w = windows(20, 0.9, false);
         w.extend(windows(60, 0.9, true));
         w.extend(windows(10, 0.01, false));
-        assert_eq!(run_of(&w), vec![started(0, 2), paused(20, 52), ended(20, 52)]);
+        let r = ROOM;
+        assert_eq!(run_of(&after_a_room(w)), vec![started(r, r + 2), paused(r + 20, r + 52), ended(r + 20, r + 52)]);
         // The user resumes over them: a new speech, from the lookback.
         let mut w = windows(20, 0.9, false);
         w.extend(windows(40, 0.9, true));
         w.extend(windows(5, 0.9, false));
-        assert_eq!(run_of(&w)[3], started(58, 62));
+        assert_eq!(run_of(&after_a_room(w))[3], started(r + 58, r + 62));
+    }
+
+    #[test]
+    fn without_a_room_heard_soft_windows_carry_the_users_speech_up_to_the_longer_limit() {
+        // Nobody else has talked: 1.9 s of windows below the user's level after their last loud one are
+        // their soft words, and the speech ends normally in the silence after them.
+        let mut w = windows(20, 0.9, false);
+        w.extend(windows(60, 0.9, true));
+        w.extend(windows(10, 0.01, false));
+        assert_eq!(run_of(&w), vec![started(0, 2), paused(80, 83), ended(80, 88)]);
+        // A room that starts as the user speaks ends their speech at their last window once it has gone
+        // on for 3 s (93.75 windows); from then on it has been heard, and the next time it ends the user's
+        // speech after the 1 s grace.
+        let mut w = windows(20, 0.9, false);
+        w.extend(windows(100, 0.9, true));
+        w.extend(windows(20, 0.9, false));
+        w.extend(windows(40, 0.9, true));
+        assert_eq!(
+            run_of(&w),
+            vec![started(0, 2), paused(20, 114), ended(20, 114), started(118, 122), paused(140, 172), ended(140, 172)]
+        );
+    }
+
+    #[test]
+    fn a_room_is_forgotten_after_its_memory() {
+        // The room talked, then 31 s of silence (969 windows): the user's soft words carry on again.
+        let mut w = windows(969, 0.01, false);
+        w.extend(windows(20, 0.9, false));
+        w.extend(windows(60, 0.9, true));
+        w.extend(windows(10, 0.01, false));
+        let r = ROOM + 969;
+        assert_eq!(run_of(&after_a_room(w)), vec![started(r, r + 2), paused(r + 80, r + 83), ended(r + 80, r + 88)]);
     }
 
     #[test]
@@ -364,7 +469,8 @@ mod tests {
         // A room that sounds like the user keeps the speech on at most the limit (2 s = 62.5 windows).
         let mut w = windows(20, 0.9, false);
         w.extend(vec![(0.9, Voice::Soft); 100]);
-        assert_eq!(run_of(&w), vec![started(0, 2), paused(20, 83), ended(20, 83)]);
+        let r = ROOM;
+        assert_eq!(run_of(&after_a_room(w)), vec![started(r, r + 2), paused(r + 20, r + 83), ended(r + 20, r + 83)]);
         // And never starts speech of its own.
         assert_eq!(run_of(&vec![(0.9, Voice::Soft); 50]), vec![]);
     }
@@ -379,6 +485,7 @@ mod tests {
             w.push((0.9, Voice::Unsure));
         }
         w.extend(windows(10, 0.01, false));
-        assert_eq!(run_of(&w), vec![started(0, 2), paused(20, 52), ended(20, 52)]);
+        let r = ROOM;
+        assert_eq!(run_of(&after_a_room(w)), vec![started(r, r + 2), paused(r + 20, r + 52), ended(r + 20, r + 52)]);
     }
 }
