@@ -229,11 +229,11 @@ impl ChatLm {
             raw.set_threads(threads as i32);
         }
         let cpu = thread_cpu_seconds();
-        let decoded = match self.context.decode(&mut self.batch) {
+        let decoded = match llama::decoding(|| self.context.decode(&mut self.batch)) {
             Ok(()) => Ok(()),
             Err(DecodeError::NoKvCacheSlot) => {
                 self.kept.forget(&mut self.context);
-                self.context.decode(&mut self.batch).map_err(fail)
+                llama::decoding(|| self.context.decode(&mut self.batch)).map_err(fail)
             }
             Err(err) => Err(fail(err)),
         };

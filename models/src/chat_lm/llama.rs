@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, Once, OnceLock, PoisonError, RwLock};
 
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::LlamaModel;
@@ -75,6 +75,38 @@ pub(super) fn take_error() -> Option<String> {
     let words =
         line.split_once(": ").filter(|(prefix, _)| !prefix.contains(' ')).map_or(line.as_str(), |(_, rest)| rest);
     Some(words.to_string())
+}
+
+/// Decodes in progress, against the process's exit: each holds a read lock; at exit the write lock is
+/// taken (waiting for the decodes under way) and never given back (no decode starts after it).
+static DECODING: RwLock<()> = RwLock::new(());
+
+/// Runs `decode` (a `llama_decode`) so that the process cannot exit during it. The model runs on threads
+/// of its own that outlive `main`; when the process exits, the C++ statics llama.cpp's CPU backend
+/// computes with (its extra buffer types, their kernels) are destroyed by the exit handlers, and a decode
+/// still running on another thread then crashed the process on its way out (seen as SIGSEGV in
+/// `ggml_cpu_extra_compute_forward` on AVX-512 hosts, where the repacked kernels are used, after the last
+/// reply of `confab simulate` or a benchmark, while the next message's opening was being evaluated).
+pub(super) fn decoding<T>(decode: impl FnOnce() -> T) -> T {
+    let result = {
+        let _decoding = DECODING.read().unwrap_or_else(PoisonError::into_inner);
+        decode()
+    };
+    // Registered after the first decode: exit handlers run last-registered first, so this one runs
+    // before the destructors of the statics that decode constructed.
+    static WAIT_AT_EXIT: Once = Once::new();
+    WAIT_AT_EXIT.call_once(|| {
+        // SAFETY: a plain function with no arguments, as `atexit` takes.
+        if unsafe { libc::atexit(wait_for_decodes) } != 0 {
+            tracing::warn!("cannot ask to wait for llama.cpp's decodes at exit");
+        }
+    });
+    result
+}
+
+/// At exit: waits for the decodes under way to end, and lets none start.
+extern "C" fn wait_for_decodes() {
+    std::mem::forget(DECODING.write().unwrap_or_else(PoisonError::into_inner));
 }
 
 /// The model in `path`, loaded on its first use in the process and kept for the process's life (its

@@ -24,7 +24,7 @@
 //! window: the room's talk neither keeps the turn open nor reaches its transcript.
 //!
 //! That end needs **a room heard**: other voices talking while the user was not (`room_run` of them,
-//! gaps shorter than the hangover, within the last `room_memory`). In a room where nobody else has been
+//! longer than a soft first word, gaps shorter than the hangover, within the last `room_memory`). In a room where nobody else has been
 //! heard, windows below the user's level are most likely the user's own soft words (a question trailing
 //! off, a microphone's gain control catching up), so they carry the user's speech on for
 //! `unheard_room_limit`; a room that starts talking just as the user does is caught by that longer limit,
@@ -58,7 +58,9 @@ pub struct VadGateConfig {
     /// loud window: a room whose voices sound like the user's cannot keep a turn open for longer.
     pub soft_voice_limit: MediaTime,
     /// Other voices heard this long while the user was not speaking (gaps shorter than the hangover) are
-    /// a room that talks: only then do other voices end the user's speech within `other_voice_grace`.
+    /// a room that talks: only then do other voices end the user's speech within `other_voice_grace`. At
+    /// least `other_voice_grace`: a shorter run may be the user's soft first word, which their speech
+    /// reaches back over.
     pub room_run: MediaTime,
     /// A room heard talking is remembered this long after it was last heard.
     pub room_memory: MediaTime,
@@ -79,7 +81,7 @@ impl Default for VadGateConfig {
             pause: MediaTime::from_millis(96),
             other_voice_grace: MediaTime::from_millis(1_000),
             soft_voice_limit: MediaTime::from_millis(2_000),
-            room_run: MediaTime::from_millis(320),
+            room_run: MediaTime::from_millis(1_000),
             room_memory: MediaTime::from_millis(30_000),
             unheard_room_limit: MediaTime::from_millis(3_000),
         }
@@ -292,14 +294,14 @@ mod tests {
         vec![(p, if other { Voice::Other } else { Voice::User }); n]
     }
 
-    /// Windows in `ROOM`: the next table talking 384 ms (longer than `room_run`) while the user is silent,
+    /// Windows in `ROOM`: the next table talking 1.12 s (longer than `room_run`) while the user is silent,
     /// then silence.
-    const ROOM: u64 = 22;
+    const ROOM: u64 = 45;
 
     /// `script` after a room has been heard talking (`ROOM` windows).
     fn after_a_room(script: Vec<(f32, Voice)>) -> Vec<(f32, Voice)> {
-        let mut w = windows(12, 0.9, true);
-        w.extend(windows(ROOM as usize - 12, 0.01, false));
+        let mut w = windows(35, 0.9, true);
+        w.extend(windows(ROOM as usize - 35, 0.01, false));
         w.extend(script);
         w
     }
