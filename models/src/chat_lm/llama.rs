@@ -85,8 +85,8 @@ static DECODING: RwLock<()> = RwLock::new(());
 /// of its own that outlive `main`; when the process exits, the C++ statics llama.cpp's CPU backend
 /// computes with (its extra buffer types, their kernels) are destroyed by the exit handlers, and a decode
 /// still running on another thread then crashed the process on its way out (seen as SIGSEGV in
-/// `ggml_cpu_extra_compute_forward` on AVX-512 hosts, where the repacked kernels are used, after the last
-/// reply of `confab simulate` or a benchmark, while the next message's opening was being evaluated).
+/// `ggml_cpu_extra_compute_forward` on an AVX-512 host, after a benchmark's last reply, while the next
+/// message's opening was being evaluated).
 pub(super) fn decoding<T>(decode: impl FnOnce() -> T) -> T {
     let result = {
         let _decoding = DECODING.read().unwrap_or_else(PoisonError::into_inner);

@@ -172,7 +172,7 @@ impl VadGate {
         let other = matches!(voice, Voice::Other | Voice::Soft);
         let confident = probability >= c.activation_threshold;
         let carried = probability >= c.deactivation_threshold;
-        if voice == Voice::Other && confident && !self.is_speaking() {
+        if voice == Voice::Other && carried && !self.is_speaking() {
             self.room_talks(start, end);
         }
         let limit = if !self.room_heard(end) {
@@ -233,7 +233,8 @@ impl VadGate {
         };
     }
 
-    /// A confident window of another voice while the user is not speaking.
+    /// A window of another voice while the user is not speaking, at or above the deactivation threshold
+    /// (three voices talking at once score around the activation threshold, now above it, now below).
     fn room_talks(&mut self, start: MediaTime, end: MediaTime) {
         let first = match self.room.run {
             Some((first, last)) if start - last < self.config.hangover => first,
