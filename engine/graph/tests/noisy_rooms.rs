@@ -5,8 +5,8 @@
 //! heard, neither open a turn nor stop the agent, and the user's question over them is one turn with its
 //! words; in a quiet room the user's own soft last words, as far below their level as the room, are kept.
 //! The user is espeak-ng at −20 dBFS of speech (Piper's joe where the user and the room must be told apart
-//! by voice: espeak-ng's voices all sound alike to the voice encoder), heard by the local models, in a call
-//! of `common::stepped_call`.
+//! by voice: espeak-ng's voices all sound alike to the voice encoder; one test keeps espeak-ng's for both,
+//! told apart by level alone), heard by the local models, in a call of `common::stepped_call`.
 
 mod common;
 
@@ -20,6 +20,7 @@ use confab_engine::audio::denoise::NoiseSuppression;
 use confab_engine::conversation::ConversationConfig;
 use confab_engine::core::endpoint::EndpointConfig;
 use confab_engine::core::other_voices::OtherVoices;
+use confab_engine::core::vad_gate::VadGateConfig;
 use confab_engine::providers::piper_tts::PiperTts;
 use confab_engine::time::MediaTime;
 
@@ -91,8 +92,13 @@ fn over(noise: &[f32], speech: &[f32], at: usize) -> Vec<f32> {
 /// A call where joe asks "What is the capital of France?" in quiet, then, 1 s after its commit (the
 /// agent answering), `then`; the call ends at the second commit.
 fn joe_asks_twice(then: Vec<f32>) -> (Call, common::stepped_call::Heard) {
-    let first: VecDeque<f32> =
-        silence(500).into_iter().chain(spoken_by_joe("What is the capital of France?")).collect();
+    asks_twice(spoken_by_joe("What is the capital of France?"), then)
+}
+
+/// A call where the user asks `question` in quiet, then, 1 s after its commit (the agent answering),
+/// `then`; the call ends at the second commit.
+fn asks_twice(question: Vec<f32>, then: Vec<f32>) -> (Call, common::stepped_call::Heard) {
+    let first: VecDeque<f32> = silence(500).into_iter().chain(question).collect();
     let mut call = Call::start(turn_taking(NoiseSuppression::Auto));
     let mut commits = 0;
     let heard = call.run(first, 3_000, |event, script| {
@@ -201,6 +207,36 @@ fn a_question_over_other_voices_is_one_turn_with_the_users_words() {
     // at the user's last loud one (1 run in 6 heard "…open on sun?"): over the room, the voice check does
     // not hear the user's voice in the mixture (`docs/engine.md`, Noise and other voices).
     assert!(turns[1].contains("open") && turns[1].contains("sun"), "{turns:?} {timeline:?}");
+    for theirs in ["data", "office", "meeting", "flat", "three", "garden", "game", "goal", "minute"] {
+        assert!(!turns[1].contains(theirs), "{theirs} in {turns:?}");
+    }
+}
+
+/// The call, in espeak-ng's voices (the user's and the room's sound alike to the voice encoder: the
+/// level alone tells them apart): a question in quiet; once it is answered the next tables talk for 6 s,
+/// 10 dB below the user; as they stop, the user asks again. Their talk opens no turn (the user's second
+/// turn starts at most `other_voice_grace` before the question, reaching back over the room's last
+/// words), and the second turn is the question's words and none of theirs.
+#[test]
+fn the_next_tables_talk_then_the_user_asks_in_espeak_ng_voices() {
+    let mut then = other_tables(6, SPEECH_RMS * 10f32.powf(-10.0 / 20.0));
+    then.resize(16_000 * 9, 0.0);
+    let question_at = 16_000 * 11 / 2;
+    let (_, heard) = asks_twice(
+        spoken("What is the capital of France?"),
+        over(&then, &spoken("What time does the museum open on Sunday?"), question_at),
+    );
+    let timeline: Vec<(u128, &str)> = heard.events.iter().map(|e| (e.media_time.as_millis(), e.kind.name())).collect();
+    assert_eq!(count(&heard.events, "user.started_speaking"), 2, "{timeline:?}");
+    let at_ms = |name: &str, nth: usize| {
+        heard.events.iter().filter(|e| e.kind.name() == name).nth(nth).unwrap().media_time.as_millis()
+    };
+    let asked_ms = at_ms("utterance_committed", 0) + 1_000 + question_at as u128 / 16;
+    let grace_ms = VadGateConfig::default().other_voice_grace.as_duration().as_millis();
+    assert!(at_ms("user.started_speaking", 1) + grace_ms >= asked_ms, "{timeline:?}");
+    let turns = committed(&heard.events);
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert!(turns[1].contains("museum") && turns[1].contains("sunday"), "{turns:?} {timeline:?}");
     for theirs in ["data", "office", "meeting", "flat", "three", "garden", "game", "goal", "minute"] {
         assert!(!turns[1].contains(theirs), "{theirs} in {turns:?}");
     }

@@ -21,7 +21,9 @@
 //! while the last check — at most `CHECK_VALID` old, and taken at least `AFTER_LOUD` after the user's last
 //! loud window (a check taken while they spoke up hears them, not what follows) — sounded like them
 //! (similarity ≥ `SAME_VOICE`). The room alone, or the room after the user's last loud syllable (a mixture
-//! less alike), stays another voice. Without
+//! less alike), stays another voice. A check that hears the room alone (no turn of the user's open) sound
+//! like the user — espeak-ng's voices all do, to the encoder — makes checks speak for nobody for
+//! `ALIKE_ROOM_MEMORY`: they cannot tell this room from the user, so the level decides alone. Without
 //! checks (no encoder, or none back yet) the level decides alone.
 
 use std::collections::VecDeque;
@@ -87,6 +89,9 @@ pub const AFTER_LOUD: MediaTime = MediaTime::from_millis(320);
 /// A voice check speaks for the windows up to this long after the audio it heard ended (checks come
 /// every 640 ms of sound).
 pub const CHECK_VALID: MediaTime = MediaTime::from_millis(800);
+/// A check that heard the room alone sound like the user (espeak-ng's voices all do, to the encoder) makes
+/// the checks of the next this long speak for nobody: the level decides alone.
+pub const ALIKE_ROOM_MEMORY: MediaTime = MediaTime::from_millis(30_000);
 /// The user's voice is the mean of the voiceprints of their last this many stretches (~16 s of speech).
 pub const USER_PRINTS: usize = 50;
 
@@ -114,6 +119,9 @@ pub struct VoiceLevels {
     user_voice: Option<Voiceprint>,
     /// The last voice check: the end of the audio it heard, and whether it sounded like the user.
     last_check: Option<(MediaTime, bool)>,
+    /// When a check last heard the room alone (the user not speaking) sound like the user: the end of its
+    /// audio. While that is recent (`ALIKE_ROOM_MEMORY`), checks cannot tell the two apart in this call.
+    alike_room_at: Option<MediaTime>,
     /// The voice the last window was taken for.
     last_voice: Voice,
     /// The end of the last loud window of the user's (`Voice::User`) once their level is known.
@@ -132,6 +140,7 @@ impl Default for VoiceLevels {
             user_prints: VecDeque::new(),
             user_voice: None,
             last_check: None,
+            alike_room_at: None,
             last_voice: Voice::User,
             last_loud: None,
         }
@@ -168,9 +177,11 @@ impl VoiceLevels {
         voice
     }
 
-    /// The last voice check, if recent enough, heard the user.
+    /// The last voice check, if recent enough, heard the user — unless the room, heard alone not long
+    /// ago, sounded like the user too (then a check cannot tell them apart).
     fn sounds_like_the_user(&self, at: MediaTime) -> bool {
-        matches!(self.last_check, Some((heard_to, true)) if at <= heard_to + CHECK_VALID)
+        let alike_room = self.alike_room_at.is_some_and(|heard| at <= heard + ALIKE_ROOM_MEMORY);
+        !alike_room && matches!(self.last_check, Some((heard_to, true)) if at <= heard_to + CHECK_VALID)
     }
 
     /// A voiceprint of the call's audio up to `end` (`voice_encoder`): a voice check. `speaking` says
@@ -180,6 +191,10 @@ impl VoiceLevels {
         let after_loud = self.last_loud.is_none_or(|loud| end >= loud + AFTER_LOUD);
         let same = self.user_voice.as_ref().map(|user| user.similarity(&print) >= SAME_VOICE);
         self.last_check = same.map(|same| (end, same && after_loud));
+        let room_alone = !speaking && matches!(self.last_voice, Voice::Other | Voice::Soft);
+        if room_alone && after_loud && same == Some(true) {
+            self.alike_room_at = Some(end);
+        }
         if speaking && self.last_voice == Voice::User {
             self.turn_prints.push(print);
         }
@@ -336,6 +351,27 @@ mod tests {
         assert_eq!(soft_at(&mut levels, 320), Some(Voice::Other));
         levels.voiceprint(loud + AFTER_LOUD, print(0, 0.3), true);
         assert_eq!(soft_at(&mut levels, 640), Some(Voice::Soft));
+    }
+
+    #[test]
+    fn a_room_that_sounds_like_the_user_is_told_apart_by_its_level_alone() {
+        let mut levels = user_heard();
+        let at = MediaTime::from_millis(10_000);
+        let soft = |levels: &mut VoiceLevels, from: MediaTime| {
+            (1..=12u64).map(|i| levels.voice_of(-35.0, from + MediaTime::from_millis(32 * i), true)).last()
+        };
+        // The room alone (the user not speaking), in a voice like the user's: checks no longer speak for it.
+        assert_eq!(soft(&mut levels, at), Some(Voice::Other));
+        levels.voiceprint(at + MediaTime::from_millis(400), print(0, 0.2), false);
+        assert_eq!(soft(&mut levels, at + MediaTime::from_millis(400)), Some(Voice::Other));
+        // Within its memory, a check that hears the user's voice over soft windows does not make them Soft.
+        let later = at + MediaTime::from_millis(5_000);
+        levels.voiceprint(later, print(0, 0.3), true);
+        assert_eq!(soft(&mut levels, later), Some(Voice::Other));
+        // After it, checks speak again.
+        let after = at + MediaTime::from_millis(400) + ALIKE_ROOM_MEMORY + MediaTime::from_millis(32);
+        levels.voiceprint(after, print(0, 0.3), true);
+        assert_eq!(soft(&mut levels, after), Some(Voice::Soft));
     }
 
     #[test]
