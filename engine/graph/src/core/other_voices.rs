@@ -201,7 +201,8 @@ impl VoiceLevels {
     }
 
     /// How alike the user's voice and `print` are (None before the user's voice is known).
-    pub fn similarity_to_the_user(&self, print: &Voiceprint) -> Option<f32> {
+    #[cfg(test)]
+    fn similarity_to_the_user(&self, print: &Voiceprint) -> Option<f32> {
         self.user_voice.as_ref().map(|user| user.similarity(print))
     }
 

@@ -113,7 +113,7 @@ enum State {
 }
 
 /// Other voices heard while the user was not speaking: the room's talk.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Room {
     /// The current run of them: its first window's start and its last window's end.
     run: Option<(MediaTime, MediaTime)>,
