@@ -9,8 +9,8 @@
 //! alone.
 //!
 //! `cargo build --release --bin confab && cargo bench -p confab-benches --bench call_load [-- MAX] [--from=MIN]
-//! [--fleet] [--replicas=R] [--browsers] [--repeat=K] [--questions=N] [--verbose]` (levels MIN..=MAX calls, 1
-//! and 6 by default; N questions a call, 3 by default; each level K times, once by default; `--verbose`: each
+//! [--fleet] [--replicas=R] [--browsers] [--repeat=K] [--questions=N] [--other-voices=hear] [--verbose]` (levels MIN..=MAX calls, 1
+//! and 6 by default; N questions a call, 3 by default; each level K times, once by default; `--other-voices=hear`: the agent hears every voice as the user's, without voice checks (the default is `ignore`); `--verbose`: each
 //! call's transcript on stderr). `--fleet` needs PostgreSQL (`CONFAB_TEST_POSTGRES_URL`) and `nats-server`: two
 //! `confab worker --max-calls` (half the level each, rounded up) behind R `confab serve --nats` replicas (1 by
 //! default; calls take turns among them). `--browsers`: each caller is a headless Debian Chromium on the
@@ -271,16 +271,18 @@ struct Options {
     browsers: bool,
     repeat: usize,
     questions: usize,
+    /// The agent's `stt.other_voices`: `ignore` (the default: voice checks run) or `hear`.
+    other_voices: String,
 }
 
 async fn run(options: Options) {
-    let Options { levels, fleet, replicas, browsers, repeat, questions } = options;
+    let Options { levels, fleet, replicas, browsers, repeat, questions, other_voices } = options;
     let max_level = *levels.end();
     let dir = tempfile::tempdir().unwrap();
     let deployment = deploy(dir.path(), fleet, replicas, max_level).await;
     let client = reqwest::Client::new();
     let agent = json!({ "agent_name": "Load", "agent_system_prompt": "You are a helpful assistant. Answer in one short sentence.",
-        "avatars": [{ "avatar_key_id": "stock-amara" }] });
+        "avatars": [{ "avatar_key_id": "stock-amara", "config": { "stt": { "other_voices": other_voices } } }] });
     let agent =
         api(&client, &deployment.key, Method::POST, format!("{}/v1/ext/agent", deployment.bases[0]), Some(agent)).await;
     let agent_id = agent["id"].as_str().unwrap().to_string();
@@ -378,6 +380,9 @@ fn main() {
         browsers: std::env::args().any(|a| a == "--browsers"),
         repeat: number("--repeat=", 1),
         questions,
+        other_voices: std::env::args()
+            .find_map(|a| a.strip_prefix("--other-voices=").map(str::to_string))
+            .unwrap_or_else(|| "ignore".into()),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(run(options));
