@@ -80,6 +80,9 @@ fn other_tables(seconds: usize, rms: f32) -> Vec<f32> {
     at_level(&room, rms)
 }
 
+/// Words of `other_tables`' talk that are in none of the user's questions.
+const THEIR_WORDS: [&str; 9] = ["data", "office", "meeting", "flat", "three", "garden", "game", "goal", "minute"];
+
 /// `speech` from `at` over `noise`.
 fn over(noise: &[f32], speech: &[f32], at: usize) -> Vec<f32> {
     let mut mixed = noise.to_vec();
@@ -207,7 +210,7 @@ fn a_question_over_other_voices_is_one_turn_with_the_users_words() {
     // at the user's last loud one (1 run in 6 heard "…open on sun?"): over the room, the voice check does
     // not hear the user's voice in the mixture (`docs/engine.md`, Noise and other voices).
     assert!(turns[1].contains("open") && turns[1].contains("sun"), "{turns:?} {timeline:?}");
-    for theirs in ["data", "office", "meeting", "flat", "three", "garden", "game", "goal", "minute"] {
+    for theirs in THEIR_WORDS {
         assert!(!turns[1].contains(theirs), "{theirs} in {turns:?}");
     }
 }
@@ -237,7 +240,7 @@ fn the_next_tables_talk_then_the_user_asks_in_espeak_ng_voices() {
     let turns = committed(&heard.events);
     assert_eq!(turns.len(), 2, "{turns:?}");
     assert!(turns[1].contains("museum") && turns[1].contains("sunday"), "{turns:?} {timeline:?}");
-    for theirs in ["data", "office", "meeting", "flat", "three", "garden", "game", "goal", "minute"] {
+    for theirs in THEIR_WORDS {
         assert!(!turns[1].contains(theirs), "{theirs} in {turns:?}");
     }
 }
