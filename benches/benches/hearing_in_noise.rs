@@ -10,7 +10,7 @@
 //! hear the same recording.
 //!
 //! Command: `cargo bench -p confab-benches --bench hearing_in_noise -- --bench [--voice=espeak]
-//! [--verbose]`. Under `cargo test` it hears two questions in quiet and at 5 dB.
+//! [--verbose]` (`--verbose`: each case's turns, and its timeline of the user's speech and commits). Under `cargo test` it hears two questions in quiet and at 5 dB.
 
 use std::collections::VecDeque;
 
@@ -155,8 +155,8 @@ const EVERY_VOICE: Hearing = Hearing {
     other_voices: OtherVoices::Hear,
 };
 
-/// The user's committed turns in one call.
-fn hear(base: &str, audio: &[f32], hearing: Hearing) -> Vec<String> {
+/// The call's events: who spoke when, and the user's committed turns.
+fn hear(base: &str, audio: &[f32], hearing: Hearing) -> Vec<ConversationEvent> {
     let mut runtime = SteppedRuntime::new(&RuntimeConfig::new(confab_models::default_models_dir(), 2)).unwrap();
     let conversation = ConversationConfig {
         endpoint: EndpointConfig { min_delay: MediaTime::from_millis(500), max_delay: MediaTime::from_millis(1_000) },
@@ -177,12 +177,35 @@ fn hear(base: &str, audio: &[f32], hearing: Hearing) -> Vec<String> {
     }
     runtime.close_session(session.id);
     events
+}
+
+/// The user's committed turns among `events`.
+fn committed_turns(events: &[ConversationEvent]) -> Vec<String> {
+    events
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::UtteranceCommitted { text } => Some(text.clone()),
             _ => None,
         })
         .collect()
+}
+
+/// `events` as a timeline a person can read against the questions' starts (every 3.5 s from 2 s): when
+/// the user started and stopped speaking (by the VAD) and what each committed turn said.
+fn timeline(events: &[ConversationEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| {
+            let at = e.media_time.as_secs_f64();
+            match &e.kind {
+                EventKind::UserStartedSpeaking => Some(format!("{at:.2} started")),
+                EventKind::UserStoppedSpeaking => Some(format!("{at:.2} stopped")),
+                EventKind::UtteranceCommitted { text } => Some(format!("{at:.2} committed {text:?}")),
+                _ => None,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n    ")
 }
 
 fn main() {
@@ -219,7 +242,8 @@ fn main() {
             _ => vec![OFF, AUTO],
         };
         for hearing in hearings {
-            let turns = hear(&base, &audio, hearing);
+            let events = hear(&base, &audio, hearing);
+            let turns = committed_turns(&events);
             let (errors, words) = word_errors(&reference, &turns.join(" "));
             println!(
                 "| {} | {} | {:.1}% ({errors}/{words}) | {} |",
@@ -230,6 +254,7 @@ fn main() {
             );
             if std::env::args().any(|a| a == "--verbose") {
                 println!("  heard: {turns:?}");
+                println!("  timeline:\n    {}", timeline(&events));
             }
         }
     }

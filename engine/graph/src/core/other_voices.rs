@@ -4,8 +4,10 @@
 //!
 //! Levels are compared as each VAD window's *recent peak*: the loudest of the last `PEAK_WINDOWS` windows
 //! (320 ms), a voice's loud syllables whatever its pauses. The user's level is the median recent peak of
-//! the speech windows of their committed turns (the last `USER_WINDOWS`, ~32 s of speech). A window whose
-//! recent peak is more than `MARGIN_DB` below it is another voice's (`VadGate::handle_window_of`).
+//! the speech windows of their committed turns (the last `USER_WINDOWS`, ~32 s of speech) that were near
+//! it (`Voice::User` or `Voice::Unsure`: a soft window, below it by definition, would drag it down turn by
+//! turn). A window whose recent peak is more than `MARGIN_DB` below it is another voice's
+//! (`VadGate::handle_window_of`).
 //! Measured on espeak-ng voices (`docs/engine.md`, Noise and other voices): three voices talking at once
 //! 10 dB (RMS) below the user have recent peaks at least 8.1 dB below the user's median; 95% of the user's
 //! own speech windows are within 4.4 dB of it (most of the rest are an utterance's first windows, whose
@@ -106,7 +108,8 @@ pub struct VoiceLevels {
     /// The last `PEAK_WINDOWS` windows' levels (dBFS), a ring.
     recent: [f32; PEAK_WINDOWS],
     next: usize,
-    /// Recent peaks of the speech windows of the turn being heard.
+    /// Recent peaks of the speech windows of the turn being heard that are near the user's level (loud or
+    /// unsure; before the user has been heard, all).
     turn: Vec<f32>,
     /// Recent peaks of the speech windows of the user's committed turns, newest last.
     user: VecDeque<f32>,
@@ -167,7 +170,7 @@ impl VoiceLevels {
             Some(user) if level >= user - LOUD_DB => Voice::User,
             Some(_) => Voice::Unsure,
         };
-        if speech && voice != Voice::Other {
+        if speech && matches!(voice, Voice::User | Voice::Unsure) {
             self.turn.push(peak);
         }
         if voice == Voice::User && self.user_level.is_some() {
@@ -373,6 +376,32 @@ mod tests {
         let after = at + MediaTime::from_millis(400) + ALIKE_ROOM_MEMORY + MediaTime::from_millis(32);
         levels.voiceprint(after, print(0, 0.3), true);
         assert_eq!(soft(&mut levels, after), Some(Voice::Soft));
+    }
+
+    #[test]
+    fn soft_windows_keep_a_turn_open_but_do_not_lower_the_users_level() {
+        let mut levels = user_heard();
+        // Turns of a few loud syllables each, after which the checks took the room for the user: their soft
+        // windows are not the user's level (with them the median sank turn by turn, until the room's louder
+        // moments were loud syllables of the user's and opened turns of their own).
+        for turn in 0..3u64 {
+            let loud = MediaTime::from_millis(10_000 + 5_000 * turn);
+            for i in 0..3u64 {
+                levels.voice_of(-20.0, loud - MediaTime::from_millis(32 * i), true);
+            }
+            let after: Vec<Voice> = (1..=60u64)
+                .map(|i| {
+                    let end = loud + MediaTime::from_millis(32 * i);
+                    if i % 10 == 0 {
+                        levels.voiceprint(end, print(0, 0.3), true);
+                    }
+                    levels.voice_of(-29.0, end, true)
+                })
+                .collect();
+            assert!(after[PEAK_WINDOWS - 1..].iter().all(|&v| v == Voice::Soft), "{after:?}");
+            levels.turn_committed();
+            assert_eq!(levels.user_level(), Some(-20.0), "after turn {turn}");
+        }
     }
 
     #[test]
