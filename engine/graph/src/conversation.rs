@@ -49,11 +49,12 @@ pub struct ConversationConfig {
 /// hiccup, and a word cut at its onset is misheard ("What is…" became "But is…" in a loaded browser
 /// call). Speech-to-text takes the leading silence in its stride.
 pub const STT_PRE_ROLL: MediaTime = MediaTime::from_millis(300);
-
-/// Where the audio for speech-to-text of a turn whose speech began at `from` starts.
-pub fn transcription_start(from: MediaTime) -> MediaTime {
-    from.saturating_sub(STT_PRE_ROLL)
-}
+/// The pre-roll when the room was talking into the start of the user's speech (`VadGate::room_talking_into`):
+/// those 300 ms were the room's words ("Because of what do bees make?"), so speech-to-text reads from just
+/// before the start (which already reaches back over the VAD's onset windows).
+pub const STT_PRE_ROLL_OVER_THE_ROOM: MediaTime = MediaTime::from_millis(64);
+/// Starts of speech the room talked into, newest last (a few turns' worth).
+const ROOM_STARTS_KEPT: usize = 8;
 
 /// The turn model hears the speech and this much of the silence after it. Its reference pipeline (pipecat,
 /// with the 0.2 s VAD stop it recommends beside Smart Turn) hands it every chunk up to the VAD's stop,
@@ -138,6 +139,8 @@ pub struct Conversation {
     timer: Option<CallTimer>,
     /// Start of the current user turn's speech.
     turn_start: Option<MediaTime>,
+    /// Starts of the user's speech that the room talked into (`STT_PRE_ROLL_OVER_THE_ROOM`), newest last.
+    room_starts: VecDeque<MediaTime>,
     /// The audio of the current turn last asked to be transcribed ahead (`PrepareTranscript`).
     prepared: Option<(MediaTime, MediaTime)>,
     ended: bool,
@@ -172,6 +175,7 @@ impl Conversation {
             playout: Playout::new(),
             timer: config.max_call_duration.map(CallTimer::new),
             turn_start: None,
+            room_starts: VecDeque::with_capacity(ROOM_STARTS_KEPT),
             prepared: None,
             ended: false,
             awaiting_transcript: None,
@@ -238,6 +242,13 @@ impl Conversation {
         }
     }
 
+    /// Where the audio speech-to-text reads for speech that began at `from` starts: `STT_PRE_ROLL` before
+    /// it, or `STT_PRE_ROLL_OVER_THE_ROOM` when the room was talking into it.
+    pub fn transcription_start(&self, from: MediaTime) -> MediaTime {
+        let over_the_room = self.room_starts.contains(&from);
+        from.saturating_sub(if over_the_room { STT_PRE_ROLL_OVER_THE_ROOM } else { STT_PRE_ROLL })
+    }
+
     /// Whether the call wants voice checks (`voiceprint`): it tells the user's voice from other voices.
     pub fn wants_voiceprints(&self) -> bool {
         self.other_voices == OtherVoices::Ignore && !self.ended
@@ -255,6 +266,12 @@ impl Conversation {
         while let Some(output) = self.vad.poll_output() {
             match output {
                 VadGateOutput::SpeechStarted { start, .. } => {
+                    if self.vad.room_talking_into(start) {
+                        if self.room_starts.len() == ROOM_STARTS_KEPT {
+                            self.room_starts.pop_front();
+                        }
+                        self.room_starts.push_back(start);
+                    }
                     self.interruption.handle_input(InterruptionInput::UserSpeechStarted { at: start });
                     if self.interruption.is_judging() {
                         if self.held.is_empty() {
@@ -816,6 +833,39 @@ mod tests {
         ];
         let requests: Vec<(u64, &str)> = requests.iter().map(|(w, s)| (*w, s.as_str())).collect();
         assert_eq!(requests, expected);
+    }
+
+    #[test]
+    fn speech_to_text_reads_less_before_a_start_the_room_talked_into() {
+        let mut c = Conversation::new(ConversationConfig::default());
+        // The user at -20 dBFS (windows 10..40), committed; the room at -35 dBFS (80..120), talking on into
+        // the user's second question (120..150).
+        let voice = |w: u64| match w {
+            10..40 | 120..150 => Some(-20.0),
+            80..120 => Some(-35.0),
+            _ => None,
+        };
+        let mut starts = Vec::new();
+        for w in 0..200u64 {
+            let (start, end) = (MediaTime(w * W), MediaTime((w + 1) * W));
+            let level = voice(w);
+            c.vad_window_at_level(start, end, if level.is_some() { 0.9 } else { 0.05 }, Some(level.unwrap_or(-70.0)));
+            while let Some(o) = c.poll_output() {
+                match &o {
+                    ConversationOutput::PredictTurn { last_speech, .. } => c.turn_prediction(*last_speech, true, end),
+                    ConversationOutput::Transcribe { turn, from, .. } => {
+                        starts.push((*from, c.transcription_start(*from)));
+                        c.transcript(*turn, "what time is it".into(), end);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // The first turn, in quiet: the whole pre-roll. The second, which the room talked into (from window
+        // 118, the lookback over its onset): only the short one.
+        let first = MediaTime(10 * W);
+        let second = MediaTime(118 * W);
+        assert_eq!(starts, vec![(first, first - STT_PRE_ROLL), (second, second - STT_PRE_ROLL_OVER_THE_ROOM)],);
     }
 
     #[test]

@@ -170,6 +170,10 @@ impl VadGate {
         // Neither another voice nor a soft one starts speech; another voice ends the user's after the
         // grace, a soft one after its longer limit.
         let other = matches!(voice, Voice::Other | Voice::Soft);
+        // Once a room has been heard, only a loud syllable of the user's starts their speech: a window near
+        // their level but not loud is the room's louder moment as often as the user's softer word (which
+        // the speech then reaches back over, as over another voice's).
+        let cannot_start = other || voice == Voice::Unsure && self.room_heard(end);
         let confident = probability >= c.activation_threshold;
         let carried = probability >= c.deactivation_threshold;
         if voice == Voice::Other && carried && !self.is_speaking() {
@@ -183,11 +187,13 @@ impl VadGate {
             c.other_voice_grace
         };
         self.state = match self.state {
-            State::Silent { onset, other: other_in_onset } if !confident || other => {
+            State::Silent { onset, other: other_in_onset } if !confident || cannot_start => {
                 let onset = (probability >= c.onset_threshold).then(|| onset.unwrap_or(start));
-                State::Silent { onset, other: onset.is_some() && (other_in_onset || other && confident) }
+                State::Silent { onset, other: onset.is_some() && (other_in_onset || cannot_start && confident) }
             }
-            State::Candidate { onset, .. } if other && confident => State::Silent { onset: Some(onset), other: true },
+            State::Candidate { onset, .. } if cannot_start && confident => {
+                State::Silent { onset: Some(onset), other: true }
+            }
             State::Candidate { .. } if !confident => {
                 State::Silent { onset: (probability >= c.onset_threshold).then_some(start), other: false }
             }
@@ -244,6 +250,14 @@ impl VadGate {
         if end - first >= self.config.room_run {
             self.room.heard_at = Some(end);
         }
+    }
+
+    /// The room was talking into the start of the user's speech at `start`: a run of other voices at least
+    /// `room_run` long (`room_talks`) reached within the hangover of it.
+    pub fn room_talking_into(&self, start: MediaTime) -> bool {
+        self.room
+            .run
+            .is_some_and(|(first, last)| last - first >= self.config.room_run && last + self.config.hangover > start)
     }
 
     /// A room has been heard talking within `room_memory` before `at`.
@@ -378,6 +392,25 @@ mod tests {
     }
 
     #[test]
+    fn once_a_room_has_been_heard_only_a_loud_syllable_starts_speech() {
+        let unsure = |n: usize| vec![(0.9, Voice::Unsure); n];
+        // In a quiet room, windows near the user's level but not loud are their softer speech: they start it.
+        let mut w = windows(10, 0.01, false);
+        w.extend(unsure(10));
+        w.extend(windows(10, 0.01, false));
+        assert_eq!(run_of(&w)[0], started(10, 12));
+        // After a room has been heard they are as often its louder moments: alone they start nothing...
+        let mut w = unsure(10);
+        w.extend(windows(10, 0.01, false));
+        assert_eq!(run_of(&after_a_room(w)), vec![]);
+        // ...and the user's loud syllable right after them starts speech that reaches back over them.
+        let mut w = unsure(5);
+        w.extend(windows(5, 0.9, false));
+        w.extend(windows(10, 0.01, false));
+        assert_eq!(run_of(&after_a_room(w))[0], started(ROOM, ROOM + 7));
+    }
+
+    #[test]
     fn the_users_speech_over_other_voices_starts_and_reaches_back_only_the_lookback() {
         let mut w = windows(40, 0.9, true);
         w.extend(windows(5, 0.9, false));
@@ -385,6 +418,36 @@ mod tests {
         // The user from window 40, reported from 38 (the 64 ms lookback over the other voices' onset: they
         // have talked for longer than the grace).
         assert_eq!(run_of(&w), vec![started(38, 42), paused(45, 48), ended(45, 53)]);
+    }
+
+    #[test]
+    fn the_room_talking_into_the_users_start_is_told() {
+        let start_after = |w: &[(f32, Voice)]| {
+            let mut gate = VadGate::new(VadGateConfig::default());
+            for (i, &(p, voice)) in w.iter().enumerate() {
+                let start = MediaTime(i as u64 * W);
+                gate.handle_window_of(start, MediaTime(start.0 + W), p, voice);
+                if let Some(VadGateOutput::SpeechStarted { start, .. }) = gate.poll_output() {
+                    return Some((start, gate.room_talking_into(start)));
+                }
+            }
+            None
+        };
+        // The room talking (longer than `room_run`) right up to the user's speech: told.
+        let mut w = windows(40, 0.9, true);
+        w.extend(windows(5, 0.9, false));
+        assert_eq!(start_after(&w), Some((MediaTime(38 * W), true)));
+        // The room stopped a hangover or more before: not told; nor in quiet; nor after a soft first word
+        // (other voices shorter than `room_run`).
+        let mut w = windows(40, 0.9, true);
+        w.extend(windows(8, 0.01, false));
+        w.extend(windows(5, 0.9, false));
+        assert_eq!(start_after(&w), Some((MediaTime(48 * W), false)));
+        assert_eq!(start_after(&windows(5, 0.9, false)), Some((MediaTime::ZERO, false)));
+        let mut w = windows(10, 0.01, false);
+        w.extend(windows(12, 0.9, true));
+        w.extend(windows(5, 0.9, false));
+        assert_eq!(start_after(&w), Some((MediaTime(10 * W), false)));
     }
 
     #[test]

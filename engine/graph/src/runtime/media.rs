@@ -24,7 +24,7 @@ use super::jobs::{InferenceResult, TurnJob, VadJob, VoiceJob};
 use super::slots::{SessionId, SlotGuard};
 use crate::audio::denoise::{NoiseSuppressor, Suppressed};
 use crate::audio::level::{SilenceGate, VadDecision, mean_square};
-use crate::conversation::{Conversation, ConversationConfig, OverlapDecision, transcription_start, turn_model_end};
+use crate::conversation::{Conversation, ConversationConfig, OverlapDecision, turn_model_end};
 use crate::core::other_voices::level_db;
 use crate::core::{Epoch, TurnId};
 use crate::events::{ConversationEvent, EventKind};
@@ -723,9 +723,9 @@ impl SessionHost for LiveHost<'_> {
         }
     }
 
-    fn prepare_transcript(&mut self, _: &mut DrivenSession, from: MediaTime, to: MediaTime) {
+    fn prepare_transcript(&mut self, session: &mut DrivenSession, from: MediaTime, to: MediaTime) {
         if let Some(agent) = self.agent {
-            let audio = self.user_audio(transcription_start(from), to);
+            let audio = self.user_audio(session.conversation.transcription_start(from), to);
             agent.offer(AgentJob::Prepare { from, to, audio });
         }
     }
@@ -748,7 +748,7 @@ impl SessionHost for LiveHost<'_> {
 
     fn transcribe(&mut self, session: &mut DrivenSession, turn: TurnId, from: MediaTime, to: MediaTime, at: MediaTime) {
         let offered = self.agent.is_some_and(|agent| {
-            let audio = self.user_audio(transcription_start(from), to);
+            let audio = self.user_audio(session.conversation.transcription_start(from), to);
             let offered = agent.offer(AgentJob::Transcribe { turn, from, to, audio });
             if !offered {
                 self.counters.agent_jobs_dropped.fetch_add(1, Ordering::Relaxed);
@@ -777,7 +777,7 @@ impl SessionHost for LiveHost<'_> {
 
     fn judge_overlap(&mut self, session: &mut DrivenSession, from: MediaTime, to: MediaTime) {
         let offered = self.agent.is_some_and(|agent| {
-            let audio = self.user_audio(transcription_start(from), to);
+            let audio = self.user_audio(session.conversation.transcription_start(from), to);
             let offered = agent.offer(AgentJob::JudgeOverlap { to, audio });
             if !offered {
                 self.counters.agent_jobs_dropped.fetch_add(1, Ordering::Relaxed);
