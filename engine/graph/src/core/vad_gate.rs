@@ -15,9 +15,10 @@
 //! user may have finished (speech-to-text and the reply can start on it), not that they have (that is
 //! `SpeechEnded`, which the endpointing delay and the events follow).
 //!
-//! Windows of other voices (`core::other_voices`, `handle_window_of`) never start speech, but the user's
-//! speech is as soft as that now and then: the first or last word of a question is often well below the
-//! user's level. So speech the user starts reaches back over such windows just before it when they began
+//! Windows of other voices (`core::other_voices`, `handle_window_of`) never start speech — nor, once a room
+//! has been heard, unsure ones (near the user's level but not loud: as often the room's louder moments) —
+//! but the user's speech is as soft as that now and then: the first or last word of a question is often
+//! well below the user's level. So speech the user starts reaches back over such windows just before it when they began
 //! at most `other_voice_grace` before (after silence: a soft first word, not the room talking on), and
 //! they carry the user's speech on for `other_voice_grace` after the user's last loud window
 //! (`Voice::User`); once only other voices have been heard that long, the user's speech ended at that
