@@ -9,9 +9,10 @@
 //! alone.
 //!
 //! `cargo build --release --bin confab && cargo bench -p confab-benches --bench call_load [-- MAX] [--from=MIN]
-//! [--fleet] [--replicas=R] [--browsers] [--repeat=K] [--questions=N] [--other-voices=hear] [--verbose]` (levels MIN..=MAX calls, 1
-//! and 6 by default; N questions a call, 3 by default; each level K times, once by default; `--other-voices=hear`: the agent hears every voice as the user's, without voice checks (the default is `ignore`); `--verbose`: each
-//! call's transcript on stderr). `--fleet` needs PostgreSQL (`CONFAB_TEST_POSTGRES_URL`) and `nats-server`: two
+//! [--fleet] [--replicas=R] [--browsers] [--repeat=K] [--questions=N] [--other-voices=hear] [--verbose]`
+//! (levels MIN..=MAX calls, 1 and 6 by default; N questions a call, 3 by default; each level K times, once by
+//! default; `--other-voices=hear`: the agent hears every voice as the user's, without voice checks (the
+//! default is `ignore`); `--verbose`: each call's transcript on stderr). `--fleet` needs PostgreSQL (`CONFAB_TEST_POSTGRES_URL`) and `nats-server`: two
 //! `confab worker --max-calls` (half the level each, rounded up) behind R `confab serve --nats` replicas (1 by
 //! default; calls take turns among them). `--browsers`: each caller is a headless Debian Chromium on the
 //! conversation's `join_link` (the join page, its microphone the spoken questions through Web Audio, its own

@@ -10,7 +10,8 @@
 //! hear the same recording.
 //!
 //! Command: `cargo bench -p confab-benches --bench hearing_in_noise -- --bench [--voice=espeak]
-//! [--verbose]` (`--verbose`: each case's turns, and its timeline of the user's speech and commits). Under `cargo test` it hears two questions in quiet and at 5 dB.
+//! [--verbose]` (`--verbose`: each case's turns, and its timeline of the user's speech and commits). Under
+//! `cargo test` it hears two questions in quiet and at 5 dB.
 
 use std::collections::VecDeque;
 

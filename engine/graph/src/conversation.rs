@@ -865,7 +865,7 @@ mod tests {
         // 118, the lookback over its onset): only the short one.
         let first = MediaTime(10 * W);
         let second = MediaTime(118 * W);
-        assert_eq!(starts, vec![(first, first - STT_PRE_ROLL), (second, second - STT_PRE_ROLL_OVER_THE_ROOM)],);
+        assert_eq!(starts, vec![(first, first - STT_PRE_ROLL), (second, second - STT_PRE_ROLL_OVER_THE_ROOM)]);
     }
 
     #[test]

@@ -168,12 +168,11 @@ impl VadGate {
     /// speech on only within `other_voice_grace` of the user's last loud window (`Voice::User`).
     pub fn handle_window_of(&mut self, start: MediaTime, end: MediaTime, probability: f32, voice: Voice) {
         let c = self.config;
-        // Neither another voice nor a soft one starts speech; another voice ends the user's after the
-        // grace, a soft one after its longer limit.
+        // Another voice ends the user's speech after the grace, a soft one after its longer limit. Neither
+        // starts speech, and once a room has been heard neither does an unsure window: near the user's level
+        // but not loud, it is the room's louder moment as often as the user's softer word (which their speech
+        // then reaches back over, as over another voice's).
         let other = matches!(voice, Voice::Other | Voice::Soft);
-        // Once a room has been heard, only a loud syllable of the user's starts their speech: a window near
-        // their level but not loud is the room's louder moment as often as the user's softer word (which
-        // the speech then reaches back over, as over another voice's).
         let cannot_start = other || voice == Voice::Unsure && self.room_heard(end);
         let confident = probability >= c.activation_threshold;
         let carried = probability >= c.deactivation_threshold;
