@@ -1,4 +1,4 @@
-//! The embedded providers on this machine: Moonshine Base (one and two threads) and Whisper tiny.en
+//! The embedded providers on this machine: Moonshine Base (one and two threads; greedy and with its beam) and Whisper tiny.en
 //! real-time factor, each local language model's time to first token (cold, and with the system prompt's
 //! state kept) and tokens per second, a burst of requests on the default model's queue, Piper and
 //! espeak-ng time to first audio and real-time factor. Medians of a few runs after a warm-up;
@@ -12,7 +12,7 @@ use confab_engine::providers::local_llm::LocalLlm;
 use confab_engine::providers::piper_tts::PiperTts;
 use confab_engine::providers::tts::EspeakVoice;
 use confab_models::chat_lm::{ChatLm, LocalChatModel, Message};
-use confab_models::moonshine::MoonshineStt;
+use confab_models::moonshine::{BEAM_WIDTH, MoonshineStt};
 use confab_models::whisper::WhisperStt;
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -140,11 +140,14 @@ fn main() {
     };
     for threads in [1, 2] {
         let mut moonshine = MoonshineStt::load(&dir, threads).unwrap();
-        let stt = timed(&mut || moonshine.transcribe(&audio).unwrap());
-        println!(
-            "moonshine base, {threads} thread(s): {stt:.3} s for {seconds:.2} s of speech (real-time factor {:.3})",
-            stt / seconds
-        );
+        for width in [1, BEAM_WIDTH] {
+            moonshine.set_beam_width(width);
+            let stt = timed(&mut || moonshine.transcribe(&audio).unwrap());
+            println!(
+                "moonshine base, {threads} thread(s), beam {width}: {stt:.3} s for {seconds:.2} s of speech (real-time factor {:.3})",
+                stt / seconds
+            );
+        }
     }
     let mut whisper = WhisperStt::load(&dir).unwrap();
     let stt = timed(&mut || whisper.transcribe(&audio).unwrap());
