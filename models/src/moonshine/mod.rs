@@ -5,12 +5,14 @@
 //!
 //! The model is the `.ort` encoder/decoder pair shipped in the `moonshine-cpp` wheel (MIT), saved as ONNX
 //! at fetch time (`convert`: several times faster); the tokenizer is `useful-moonshine-onnx`'s
-//! `tokenizer.json`. Long pauses are shortened before reading ([`pauses`]); utterances longer than
-//! [`MAX_CHUNK_SECONDS`] are read in consecutive chunks and the texts joined.
+//! `tokenizer.json`. Long pauses are shortened before reading ([`pauses`]), old spellings in the text
+//! written as today ([`spelling`]); utterances longer than [`MAX_CHUNK_SECONDS`] are read in consecutive
+//! chunks and the texts joined.
 
 pub mod beam;
 pub mod convert;
 pub mod pauses;
+pub mod spelling;
 
 use std::path::Path;
 
@@ -32,10 +34,10 @@ pub const MAX_CHUNK_SECONDS: usize = 30;
 /// bounds, and Moonshine reads such audio worse (20 espeak-ng questions: word error 21.4% without, 11.5%
 /// with; it dropped "two plus two" whole and repeated another question).
 pub const EDGE_PADDING: usize = SAMPLE_RATE / 5;
-/// Hypotheses read side by side. Greedy reading (one) took the likeliest word at each step and misheard
+/// Hypotheses read side by side. Greedy reading (one) took the likeliest token at each step and misheard
 /// more, most in noise: espeak-ng's twenty questions (`hearing_in_noise --voice=espeak`) at 10 dB SNR
-/// 32.9% word error greedy, 23.3% with four, 23.3% with eight; in quiet 9.6% → 6.8%
-/// (`docs/performance.md`, Beam search).
+/// 32.9% word error greedy, 24.0% with four; in quiet 9.6% → 6.8%; for ~30% more time
+/// (`docs/performance.md`, Moonshine with a beam of four).
 pub const BEAM_WIDTH: usize = 4;
 /// Tokens allowed per second of audio (Moonshine's own bound is 6.5; English speech is under 4), plus
 /// [`EXTRA_TOKENS`]: a transcript that runs past it is a repetition loop and is cut.
@@ -149,7 +151,7 @@ impl MoonshineStt {
             let text = self.tokenizer.decode(&tokens, true).map_err(fail)?;
             let text = text.trim();
             if !text.is_empty() {
-                texts.push(text.to_string());
+                texts.push(spelling::modern_spelling(text).into_owned());
             }
         }
         Ok(texts.join(" "))
