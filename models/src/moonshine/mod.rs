@@ -36,7 +36,7 @@ pub const MAX_CHUNK_SECONDS: usize = 30;
 pub const EDGE_PADDING: usize = SAMPLE_RATE / 5;
 /// Hypotheses read side by side. Greedy reading (one) took the likeliest token at each step and misheard
 /// more, most in noise: espeak-ng's twenty questions (`hearing_in_noise --voice=espeak`) at 10 dB SNR
-/// 32.9% word error greedy, 24.0% with four; in quiet 9.6% → 6.8%; for ~30% more time
+/// 32.9% word error greedy, 23.3% with four; in quiet 9.6% → 6.8%; for ~30% more time
 /// (`docs/performance.md`, Moonshine with a beam of four).
 pub const BEAM_WIDTH: usize = 4;
 /// Tokens allowed per second of audio (Moonshine's own bound is 6.5; English speech is under 4), plus
