@@ -238,7 +238,7 @@ impl MoonshineStt {
             ("use_cache_branch", use_cache.into()),
         ];
         for (slot, tensor) in self.slots.iter().zip(cache) {
-            inputs.push((slot.input.as_str(), tensor.first_rows(if step == 0 { 1 } else { rows })?.into()));
+            inputs.push((slot.input.as_str(), tensor.first_rows(rows)?.into()));
         }
         let outputs = self.decoder.run(inputs).map_err(fail)?;
         let (shape, logits) = outputs["logits"].try_extract_tensor::<f32>().map_err(fail)?;
