@@ -78,12 +78,11 @@ impl BeamSearch {
             if logprob == f32::NEG_INFINITY {
                 continue;
             }
-            let tokens = self.live[row].tokens.clone();
+            let mut tokens = self.live[row].tokens.clone();
             if token == self.end_token {
                 self.ended.push(Hypothesis { tokens, logprob });
                 continue;
             }
-            let mut tokens = tokens;
             tokens.push(token);
             next.push(Hypothesis { tokens, logprob });
             parents.push(row);
