@@ -3,7 +3,7 @@
 use std::hint::black_box;
 
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
-use confab_engine::audio::opus_ingress::{FRAME_48K, OPUS_RATE, OpusIngress};
+use confab_engine::audio::opus_ingress::{FRAME_48K, OPUS_RATE, OpusIngress, RtpOpus};
 use confab_engine::audio::resample::StreamResampler;
 use confab_engine::core::endpoint::{EndpointConfig, EndpointInput, Endpointer};
 use confab_engine::core::vad_gate::{VadGate, VadGateConfig};
@@ -26,8 +26,13 @@ fn codec_and_resampling(c: &mut Criterion) {
     let n = encoder.encode_float(&pcm, &mut packet).unwrap();
     packet.truncate(n);
     let mut ingress = OpusIngress::new().unwrap();
+    let mut sequence = 0u16;
     c.bench_function("opus_decode_and_resample_20ms_48k_to_16k", |b| {
-        b.iter(|| black_box(ingress.decode(black_box(&packet)).unwrap().len()))
+        b.iter(|| {
+            sequence = sequence.wrapping_add(1);
+            let timestamp = u32::from(sequence).wrapping_mul(FRAME_48K as u32);
+            black_box(ingress.receive(RtpOpus { sequence, timestamp, payload: black_box(&packet) }).unwrap().len())
+        })
     });
 
     let mut resampler = StreamResampler::new(48_000, FRAME_48K).unwrap();

@@ -46,7 +46,7 @@ impl OpusEgress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audio::opus_ingress::OpusIngress;
+    use crate::audio::opus_ingress::{FRAME_48K, OpusIngress, RtpOpus};
 
     /// A tone survives the round trip through our egress and ingress: same level, same pitch.
     #[test]
@@ -56,10 +56,11 @@ mod tests {
         let tone: Vec<f32> =
             (0..16_000).map(|i| 0.3 * (2.0 * std::f32::consts::PI * 440.0 * i as f32 / 16_000.0).sin()).collect();
         let mut decoded = Vec::new();
-        for frame in tone.chunks(FRAME_16K) {
+        for (i, frame) in tone.chunks(FRAME_16K).enumerate() {
             let packet = egress.encode(frame).unwrap().to_vec();
             assert!(packet.len() < 200, "32 kbit/s is 80 bytes a frame, got {}", packet.len());
-            decoded.extend_from_slice(ingress.decode(&packet).unwrap());
+            let rtp = RtpOpus { sequence: i as u16, timestamp: (i * FRAME_48K) as u32, payload: &packet };
+            decoded.extend_from_slice(ingress.receive(rtp).unwrap());
         }
         assert_eq!(decoded.len(), 16_000);
         let rms = |s: &[f32]| (s.iter().map(|v| v * v).sum::<f32>() / s.len() as f32).sqrt();

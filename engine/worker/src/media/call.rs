@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use confab_engine::audio::opus_egress::{FRAME_16K, OpusEgress};
-use confab_engine::audio::opus_ingress::OpusIngress;
+use confab_engine::audio::opus_ingress::{OpusIngress, RtpOpus};
 use rtc::media::Sample;
 use rtc::rtp_transceiver::PayloadType;
 use rtc::rtp_transceiver::rtp_sender::RtpCodecKind;
@@ -238,7 +238,30 @@ pub struct ReceivingCall<'a> {
     pub conversation_id: &'a str,
 }
 
-/// Receives the participant's voice: each Opus packet of `track` is decoded (to 16 kHz), recorded and
+/// A track's decoder, which says in the log what the track's packets were once it is over (or dropped with
+/// its call).
+struct TrackTally<'a> {
+    decoder: OpusIngress,
+    conversation_id: &'a str,
+}
+
+impl Drop for TrackTally<'_> {
+    fn drop(&mut self) {
+        let counts = self.decoder.counts();
+        tracing::info!(
+            conversation_id = self.conversation_id,
+            decoded = counts.decoded,
+            padding = counts.padding,
+            stale = counts.stale,
+            lost = counts.lost,
+            concealed_ms = counts.concealed / 48,
+            "the participant's audio track is over (packets decoded; padding-only and stale ones skipped; lost ones concealed)"
+        );
+    }
+}
+
+/// Receives the participant's voice: each Opus packet of `track` is read as RTP carries it (padding and stale
+/// packets skipped, lost ones concealed: `OpusIngress`), decoded (to 16 kHz), recorded and
 /// written to `input`, the engine's ring (what does not fit is dropped: counted in `overflows` packet by
 /// packet, said in the log when it first happens, with how far into the call, and in total when the track
 /// ends). `first_packet` fires with the first packet (and is taken); `conversation_id` names the call in the
@@ -252,11 +275,11 @@ pub async fn receive_voice(
     call: ReceivingCall<'_>,
 ) {
     let ReceivingCall { first_packet, recording, conversation_id } = call;
-    let Ok(mut decoder) = OpusIngress::new() else { return };
+    let Ok(decoder) = OpusIngress::new() else { return };
+    let mut decoder = TrackTally { decoder, conversation_id };
     let mut dropped = 0u64;
     let receiving_since = Instant::now();
     let mut received = 0u64;
-    let (mut last_sequence, mut not_newer) = (None::<u16>, 0u64);
     while let Some(event) = track.poll().await {
         let TrackRemoteEvent::OnRtpPacket(packet) = event else {
             if matches!(event, TrackRemoteEvent::OnEnded) {
@@ -268,29 +291,28 @@ pub async fn receive_voice(
         if let Some(first_packet) = first_packet.take() {
             let _ = first_packet.send(());
         }
-        let sequence = packet.header.sequence_number;
-        if last_sequence.is_some_and(|last| sequence.wrapping_sub(last) == 0 || sequence.wrapping_sub(last) > 0x8000) {
-            not_newer += 1;
-        } else {
-            last_sequence = Some(sequence);
-        }
-        let Ok(samples) = decoder.decode(&packet.payload) else { continue };
+        let rtp = RtpOpus {
+            sequence: packet.header.sequence_number,
+            timestamp: packet.header.timestamp,
+            payload: &packet.payload,
+        };
+        let Ok(samples) = decoder.decoder.receive(rtp) else { continue };
         recording.push_user(samples);
         received += samples.len() as u64;
         let Ok(chunk) = input.write_chunk_uninit(samples.len().min(input.slots())) else { continue };
         let written = chunk.fill_from_iter(samples.iter().copied());
-        if written < samples.len() {
+        let missed = samples.len() - written;
+        if missed > 0 {
             if dropped == 0 {
                 tracing::warn!(
                     conversation_id,
                     after_s = receiving_since.elapsed().as_secs_f64(),
                     received_s = received as f64 / 16_000.0,
-                    not_newer,
                     abandoned = input.is_abandoned(),
                     "user audio dropped: the engine's input ring was full (the call's audio came faster than it was heard)"
                 );
             }
-            dropped += (samples.len() - written) as u64;
+            dropped += missed as u64;
             load.input_overflow();
         }
         if input.is_abandoned() {
