@@ -21,6 +21,12 @@ pub fn speak(text: &str) -> Vec<f32> {
 /// `text` spoken by espeak-ng in `voice` (e.g. `en-gb+m3`), resampled to 16 kHz mono.
 #[allow(dead_code)] // not every test that shares this module speaks
 pub fn speak_as(voice: &str, text: &str) -> Vec<f32> {
+    speak_at(voice, FIXTURE_RATE, text)
+}
+
+/// `text` spoken by espeak-ng in `voice` at `words_per_minute`, resampled to 16 kHz mono.
+#[allow(dead_code)] // not every test that shares this module speaks
+pub fn speak_at(voice: &str, words_per_minute: &str, text: &str) -> Vec<f32> {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let path = std::env::temp_dir().join(format!(
         "confab-fixture-{}-{}.wav",
@@ -28,7 +34,7 @@ pub fn speak_as(voice: &str, text: &str) -> Vec<f32> {
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let status = Command::new("espeak-ng")
-        .args(["-v", voice, "-s", FIXTURE_RATE, "-w"])
+        .args(["-v", voice, "-s", words_per_minute, "-w"])
         .arg(&path)
         .arg(text)
         .status()
