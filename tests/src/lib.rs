@@ -106,9 +106,14 @@ pub fn silent_wav(path: &Path, seconds: f32) {
 }
 
 pub fn spoken_wav(path: &Path, text: &str, before: f32, after: f32) {
+    spoken_wav_as(path, ("en-us", "150"), text, before, after);
+}
+
+/// As `spoken_wav`, in an espeak-ng `(voice, words per minute)` (e.g. `("en-us+f2", "170")`).
+pub fn spoken_wav_as(path: &Path, (voice, words_per_minute): (&str, &str), text: &str, before: f32, after: f32) {
     let speech = path.with_extension("speech.wav");
     let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "150", "-w"])
+        .args(["-v", voice, "-s", words_per_minute, "-w"])
         .arg(&speech)
         .arg(text)
         .status()
