@@ -1,25 +1,22 @@
 //! Live calls hear what files hear. Twenty spoken questions (the Piper voice: espeak-ng's robotic voice is
 //! misheard by Moonshine so readily that resampling it alone moves the word error by points, see
-//! docs/performance.md) in one WAV are given to `confab simulate` (the file path) and played as the microphone of a real browser in a call through the join
-//! page (the live path), inside a loopback-only network namespace: in Chromium as its capture device (so
-//! the page's `getUserMedia` audio processing applies, as for a person's microphone), in Firefox through
-//! Web Audio. Each question's live transcript is compared with the file path's: every question has a turn
-//! of its own (at least 40 % alike in its letters: `likeness`), none starts at its second word (a chopped
-//! start), at most four are heard worse than the file path heard them, and the live path's word error
-//! against the questions is at most 10 points above the file path's. The agent's language model is
-//! unreachable (nothing is said back: only hearing is tested).
+//! docs/performance.md; `confab-engine`'s `live_ingress` and `livekit_clients` ask in espeak-ng's voices) in
+//! one WAV are given to `confab simulate` (the file path) and played as the microphone of a real browser in
+//! a call through the join page (the live path), inside a loopback-only network namespace: in Chromium as
+//! its capture device (so the page's `getUserMedia` audio processing applies, as for a person's
+//! microphone), in Firefox through Web Audio. Each question's live transcript is compared with the file
+//! path's: every question has a turn of its own (at least 40 % alike in its letters: `likeness`), every first
+//! word the file path heard is heard live too (not cut off, not replaced: "But is the capital…"), at most two
+//! questions are heard worse than the file path heard them, and the live path's word error against the
+//! questions is at most 3 points (four words of 130) above the file path's.
 //!
-//! Why that much room: the browsers' capture and Opus coding alone move Moonshine's word choices now and
-//! then, most in Chromium, whose fake capture device sends 4.6 % more audio than real time on this kind of
-//! machine (68.4 s of it 65.4 s into a call, every packet in order: the engine's log). In runs where the
-//! engine received every packet on time (no input run short, no late audio, in its `serve.log`), 0 to 4
-//! questions of 20 were heard worse live: "What is two plus two?" as "What is too plust, too?" (Firefox);
-//! "Well, color is a clear sky.", "…too plus two?", "…are there in a year?", "…water and salsis?" in one
-//! Chromium call (5.3 % vs 3.8 % file); a CI run heard "What is the cat of the love-friends?" (Chromium,
-//! 6.1 % vs 3.1 %). With 130 words, one such question is 2–4 points. What this test exists to catch moves
-//! many questions or cuts words off: holes cut into words (1–4 in most Firefox questions before the input
-//! jitter buffer), audio lost to a starved media thread (11.5 % vs 3.1 %), turns split or merged, first
-//! words chopped ("What" lost: "Is the capital of France?").
+//! Why any room at all: the browsers' capture and Opus coding move Moonshine's word choices now and then,
+//! either way ("What is too plus two?", "…water and salsis?" live where the file had them right, and the
+//! other way round), and Chromium's fake capture device sends 4.6 % more audio than real time on this kind
+//! of machine. What this test exists to catch moves many questions or cuts words: made-up audio in a first
+//! syllable (padding packets decoded as losses: "What" heard "But", "Well"), holes cut into words (1–4 in most
+//! Firefox questions before the input jitter buffer), audio lost to a starved media thread (11.5 % vs 3.1 %),
+//! turns split or merged, first words chopped ("What" lost: "Is the capital of France?").
 
 use std::path::Path;
 use std::time::Duration;
@@ -118,11 +115,9 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// `heard` starts at `question`'s second word: its first was cut off (a misheard first word, "Well, color…"
-/// for "What colour…", is a question heard worse, not a chopped start).
-fn lost_first_word(question: &str, heard: &str) -> bool {
-    let (asked, heard) = (words(question), words(heard));
-    asked.len() > 1 && heard.first() == asked.get(1)
+/// The first word of `text`, as `words` reads it.
+fn first_word(text: &str) -> Option<String> {
+    words(text).into_iter().next()
 }
 
 /// `text` with numbers written as words ("2 plus 2" is "two plus two": the recognizer writes either).
@@ -209,7 +204,7 @@ fn question_errors(question: &str, heard: &str) -> usize {
 }
 
 /// The live path heard what the file path heard: each question as a turn of its own, every first word the
-/// file path heard whole, at most four questions heard worse, and within 10 points of word error.
+/// file path heard, at most two questions heard worse, and within 3 points of word error.
 fn assert_hears_as_files_do(browser: &str, file: &[String], live: &[String]) {
     let (file_error, live_error) = (word_error_percent(file), word_error_percent(live));
     let pairs = pair(file, live);
@@ -223,19 +218,21 @@ fn assert_hears_as_files_do(browser: &str, file: &[String], live: &[String]) {
     let mut heard_worse = Vec::new();
     for ((heard, live), question) in pairs.iter().zip(QUESTIONS) {
         let live = live.unwrap_or_else(|| panic!("the live path missed {heard:?}\n{report}"));
-        if !lost_first_word(question, heard) {
-            assert!(!lost_first_word(question, live), "a first word was lost: {live:?}\n{report}");
+        // Where the file path heard the first word, the live path must too: neither cut off ("Is the
+        // capital…") nor replaced ("But is the capital…", the first syllable garbled).
+        if first_word(heard) == first_word(question) {
+            assert_eq!(first_word(live), first_word(question), "a first word was lost or replaced: {live:?}\n{report}");
         }
         if question_errors(question, live) > question_errors(question, heard) {
             heard_worse.push(live);
         }
     }
     assert!(
-        heard_worse.len() <= 4,
+        heard_worse.len() <= 2,
         "{} questions heard worse than from the file: {heard_worse:?}\n{report}",
         heard_worse.len()
     );
-    assert!(live_error <= file_error + 10.0, "{report}");
+    assert!(live_error <= file_error + 3.0, "{report}");
 }
 
 struct Setup {
@@ -307,9 +304,9 @@ fn numbers_are_judged_as_words() {
     assert_eq!(numbers_as_words("H2O"), "H2O");
 }
 
-/// The judgement on transcripts of earlier runs: four questions misheard through a browser's capture and
-/// coding (one Chromium call's) pass; a fifth fails, as do a question heard as something else, two
-/// questions in one turn, and a chopped first word.
+/// The judgement on transcripts of earlier runs: two questions misheard through a browser's capture and
+/// coding (one Chromium call's) pass; a third fails, as do a question heard as something else, two
+/// questions in one turn, and a first word chopped or replaced.
 #[test]
 fn coding_noise_passes_and_more_does_not() {
     let file: Vec<String> = QUESTIONS.iter().map(|q| q.replace("colour", "color")).collect();
@@ -320,20 +317,16 @@ fn coding_noise_passes_and_more_does_not() {
         }
         live
     };
-    let noisy = [
-        (2, "Well, color is a clear sky."),
-        (6, "What is too plus two?"),
-        (8, "How many months are there in a year?"),
-        (10, "What is the freezing point of water and salsis?"),
-    ];
+    let noisy = [(6, "What is too plus two?"), (10, "What is the freezing point of water and salsis?")];
     assert_hears_as_files_do("noisy", &file, &with(&noisy));
     let judged = |live: Vec<String>| std::panic::catch_unwind(|| assert_hears_as_files_do("worse", &file, &live));
-    let fifth = (0, "What is the cat of the love-friends?");
-    assert!(judged(with(&[noisy[0], noisy[1], noisy[2], noisy[3], fifth])).is_err(), "five questions heard worse");
+    let third = (8, "How many months are there in a year?");
+    assert!(judged(with(&[noisy[0], noisy[1], third])).is_err(), "three questions heard worse");
     assert!(judged(with(&[(0, "Yeah.")])).is_err(), "beyond recognition");
     let merged = format!("{} {}", file[1], file[2]);
     assert!(judged(with(&[(1, &merged), (2, "")])).is_err(), "two questions in one turn");
     assert!(judged(with(&[(9, "Do bees make?")])).is_err(), "a chopped first word");
+    assert!(judged(with(&[(0, "But is the capital of France?")])).is_err(), "a replaced first word");
 }
 
 #[test]
