@@ -5,6 +5,7 @@
 //! with its transcript and recording, and a second call that loses its browser ends with `participant_left`. In Firefox ESR
 //! (its microphone, in the page, the same spoken WAV through Web Audio: never its fake tone) the agent answers, is
 //! heard, and its face moves with its voice (within the window `assert_the_mouth_follows_the_voice` explains).
+//! In both, "What is the capital of France?" is heard word for word and answered "Paris".
 
 use std::time::Duration;
 
@@ -137,6 +138,14 @@ async fn assert_the_mouth_follows_the_voice(browser: &mut Browser, quiet: usize)
     assert!(still < MOVING, "the mouth moved by {still} while the agent was silent: {samples:?}");
 }
 
+/// The question both browsers ask: heard word for word, answered "Paris".
+const QUESTION: &str = "What is the capital of France?";
+
+/// The words of `text`, lowercase, punctuation aside.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
 }
@@ -151,7 +160,7 @@ fn a_person_talks_to_the_agent_in_chromium() {
 async fn talk_in_chromium() {
     let dir = scratch("chromium-call");
     let question = dir.join("question.wav");
-    spoken_wav(&question, "What is the capital of France?", 1.0, 60.0);
+    spoken_wav(&question, QUESTION, 1.0, 60.0);
     let receiver = Receiver::start(vec![("question.wav".into(), std::fs::read(&question).unwrap())]).await;
     let mut setup = Setup::start(&dir.join("data"), &receiver, true).await;
     let secret = setup.secret.clone();
@@ -211,14 +220,16 @@ async fn talk_in_chromium() {
         assert!(event["timestamp"].as_f64().unwrap() > 1.7e9);
     }
     let committed = got.iter().find(|e| e["event"]["name"] == "utterance_committed").unwrap();
-    let words = committed["event"]["payload"]["text"].as_str().unwrap_or_default().to_lowercase();
-    assert!(words.contains("capital") && words.contains("france"), "heard {words:?}");
+    let heard = committed["event"]["payload"]["text"].as_str().unwrap_or_default();
+    assert_eq!(words(heard), words(QUESTION), "heard {heard:?}");
 
     let detail = setup.detail(&id).await;
     assert_eq!(detail["status"], "ENDED");
-    let roles: Vec<&str> =
-        detail["transcript"].as_array().unwrap().iter().map(|e| e["role"].as_str().unwrap()).collect();
+    let transcript = detail["transcript"].as_array().unwrap();
+    let roles: Vec<&str> = transcript.iter().map(|e| e["role"].as_str().unwrap()).collect();
     assert!(roles.starts_with(&["user", "assistant"]), "{roles:?}");
+    let answer = transcript[1]["content"].as_str().unwrap_or_default().to_lowercase();
+    assert!(answer.contains("paris"), "answered {answer:?}");
     assert_eq!(detail["is_recorded"], true);
     let recording_url = detail["recording_url"].as_str().unwrap().to_string();
     assert_eq!(recording_url, format!("{}/v1/ext/conversation/{id}/recording", setup.server.base));
@@ -299,7 +310,7 @@ async fn wait_for_the_answer(receiver: &Receiver, secret: &str, id: &str, word: 
 async fn talk_in_firefox() {
     let dir = scratch("firefox-call");
     let question = dir.join("question.wav");
-    spoken_wav(&question, "What is the capital of France?", 1.0, 60.0);
+    spoken_wav(&question, QUESTION, 1.0, 60.0);
     let receiver = Receiver::start(vec![("question.wav".into(), std::fs::read(&question).unwrap())]).await;
     let mut setup = Setup::start(&dir.join("data"), &receiver, false).await;
     let secret = setup.secret.clone();
@@ -345,7 +356,12 @@ async fn talk_in_firefox() {
             e["role"] == "user" && e["content"].as_str().unwrap_or_default().to_lowercase().contains("capital")
         })
         .unwrap_or_else(|| panic!("the question is in the transcript: {transcript:?}"));
-    assert!(roles[question + 1..].contains(&"assistant"), "the answer follows the question: {roles:?}");
+    let heard = transcript[question]["content"].as_str().unwrap_or_default();
+    assert_eq!(words(heard), words(QUESTION), "heard {heard:?}");
+    let answer = transcript[question + 1..].iter().find(|e| e["role"] == "assistant");
+    let answer = answer.unwrap_or_else(|| panic!("the answer follows the question: {roles:?}"));
+    let answer = answer["content"].as_str().unwrap_or_default().to_lowercase();
+    assert!(answer.contains("paris"), "answered {answer:?}");
     assert!(setup.server.terminate().success());
     let _ = std::fs::remove_dir_all(&dir);
 }
