@@ -6,14 +6,17 @@
 //! its capture device (so the page's `getUserMedia` audio processing applies, as for a person's
 //! microphone), in Firefox through Web Audio. Each question's live transcript is compared with the file
 //! path's: every question has a turn of its own (at least 40 % alike in its letters: `likeness`), every first
-//! word the file path heard is heard live too (not cut off, not replaced: "But is the capital…"), at most two
+//! word the file path heard is heard live too (not cut off, not replaced: "But is the capital…"), at most four
 //! questions are heard worse than the file path heard them, and the live path's word error against the
-//! questions is at most 3 points (four words of 130) above the file path's.
+//! questions is at most 5 points above the file path's.
 //!
 //! Why any room at all: the browsers' capture and Opus coding move Moonshine's word choices now and then,
-//! either way ("What is too plus two?", "…water and salsis?" live where the file had them right, and the
-//! other way round), and Chromium's fake capture device sends 4.6 % more audio than real time on this kind
-//! of machine. What this test exists to catch moves many questions or cuts words: made-up audio in a first
+//! either way ("What is too plus two?", "…the clear sky?" live where the file had them right, and the other
+//! way round), and Chromium's fake capture device sends 4.6 % more audio than real time on this kind of
+//! machine: in runs with every packet on time, 0 to 4 questions of 20 were heard worse in a Chromium call
+//! (3.1 points at most), and as many heard better. In espeak-ng's en-us+f2 (by hand, the WAV's voice
+//! swapped) both browsers heard better live than the file path (9.9 % and 10.7 % against 12.2 %), yet three
+//! questions each heard worse in Firefox. What this test exists to catch moves many questions or cuts words: made-up audio in a first
 //! syllable (padding packets decoded as losses: "What" heard "But", "Well"), holes cut into words (1–4 in most
 //! Firefox questions before the input jitter buffer), audio lost to a starved media thread (11.5 % vs 3.1 %),
 //! turns split or merged, first words chopped ("What" lost: "Is the capital of France?").
@@ -204,7 +207,7 @@ fn question_errors(question: &str, heard: &str) -> usize {
 }
 
 /// The live path heard what the file path heard: each question as a turn of its own, every first word the
-/// file path heard, at most two questions heard worse, and within 3 points of word error.
+/// file path heard, at most four questions heard worse, and within 5 points of word error.
 fn assert_hears_as_files_do(browser: &str, file: &[String], live: &[String]) {
     let (file_error, live_error) = (word_error_percent(file), word_error_percent(live));
     let pairs = pair(file, live);
@@ -228,11 +231,11 @@ fn assert_hears_as_files_do(browser: &str, file: &[String], live: &[String]) {
         }
     }
     assert!(
-        heard_worse.len() <= 2,
+        heard_worse.len() <= 4,
         "{} questions heard worse than from the file: {heard_worse:?}\n{report}",
         heard_worse.len()
     );
-    assert!(live_error <= file_error + 3.0, "{report}");
+    assert!(live_error <= file_error + 5.0, "{report}");
 }
 
 struct Setup {
@@ -304,8 +307,8 @@ fn numbers_are_judged_as_words() {
     assert_eq!(numbers_as_words("H2O"), "H2O");
 }
 
-/// The judgement on transcripts of earlier runs: two questions misheard through a browser's capture and
-/// coding (one Chromium call's) pass; a third fails, as do a question heard as something else, two
+/// The judgement on transcripts of earlier runs: four questions misheard through a browser's capture and
+/// coding (one Chromium call's) pass; a fifth fails, as do a question heard as something else, two
 /// questions in one turn, and a first word chopped or replaced.
 #[test]
 fn coding_noise_passes_and_more_does_not() {
@@ -317,11 +320,16 @@ fn coding_noise_passes_and_more_does_not() {
         }
         live
     };
-    let noisy = [(6, "What is too plus two?"), (10, "What is the freezing point of water and salsis?")];
+    let noisy = [
+        (2, "What color is the clear sky?"),
+        (6, "What is too plus two?"),
+        (8, "How many months are there in a year?"),
+        (10, "What is the freezing point of water and salsis?"),
+    ];
     assert_hears_as_files_do("noisy", &file, &with(&noisy));
     let judged = |live: Vec<String>| std::panic::catch_unwind(|| assert_hears_as_files_do("worse", &file, &live));
-    let third = (8, "How many months are there in a year?");
-    assert!(judged(with(&[noisy[0], noisy[1], third])).is_err(), "three questions heard worse");
+    let fifth = (15, "What is the opposite of hat?");
+    assert!(judged(with(&[noisy[0], noisy[1], noisy[2], noisy[3], fifth])).is_err(), "five questions heard worse");
     assert!(judged(with(&[(0, "Yeah.")])).is_err(), "beyond recognition");
     let merged = format!("{} {}", file[1], file[2]);
     assert!(judged(with(&[(1, &merged), (2, "")])).is_err(), "two questions in one turn");
