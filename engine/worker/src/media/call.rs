@@ -276,7 +276,7 @@ pub async fn receive_voice(
 ) {
     let ReceivingCall { first_packet, recording, conversation_id } = call;
     let Ok(decoder) = OpusIngress::new() else { return };
-    let mut decoder = TrackTally { decoder, conversation_id };
+    let mut tally = TrackTally { decoder, conversation_id };
     let mut dropped = 0u64;
     let receiving_since = Instant::now();
     let mut received = 0u64;
@@ -296,7 +296,7 @@ pub async fn receive_voice(
             timestamp: packet.header.timestamp,
             payload: &packet.payload,
         };
-        let Ok(samples) = decoder.decoder.receive(rtp) else { continue };
+        let Ok(samples) = tally.decoder.receive(rtp) else { continue };
         recording.push_user(samples);
         received += samples.len() as u64;
         let Ok(chunk) = input.write_chunk_uninit(samples.len().min(input.slots())) else { continue };
