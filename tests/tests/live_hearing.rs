@@ -159,7 +159,8 @@ fn numbers_as_words(text: &str) -> String {
             _ => w.to_string(),
         }
     };
-    text.split(' ').map(word).collect::<Vec<_>>().join(" ")
+    // "2+2" is "two plus two" too (the recognizer writes a sum either way).
+    text.replace('+', " plus ").split_whitespace().map(word).collect::<Vec<_>>().join(" ")
 }
 
 /// Word errors of `transcripts` against the questions (all of them, in order), as a percentage; numbers
@@ -305,6 +306,7 @@ fn numbers_are_judged_as_words() {
     assert_eq!(numbers_as_words("What is 2 plus 2?"), "What is two plus two?");
     assert_eq!(numbers_as_words("There are 24 hours, 7 days."), "There are twenty-four hours, seven days.");
     assert_eq!(numbers_as_words("H2O"), "H2O");
+    assert_eq!(numbers_as_words("What is 2+2?"), "What is two plus two?");
 }
 
 /// The judgement on transcripts of earlier runs: four questions misheard through a browser's capture and
