@@ -105,6 +105,11 @@ pub fn silent_wav(path: &Path, seconds: f32) {
     writer.finalize().unwrap();
 }
 
+/// The words of `text`, lowercase, punctuation aside (to compare what was heard with what was said).
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
 pub fn spoken_wav(path: &Path, text: &str, before: f32, after: f32) {
     spoken_wav_as(path, ("en-us", "150"), text, before, after);
 }

@@ -13,7 +13,7 @@ use confab_tests::browser::{Browser, microphone_from_wav};
 use confab_tests::netns::enter_loopback_only;
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key, geographer, wait_for_preload, wait_for_status};
-use confab_tests::{ffprobe_streams, peak_of_audio, scratch, silent_wav, spoken_wav};
+use confab_tests::{ffprobe_streams, peak_of_audio, scratch, silent_wav, spoken_wav, words};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -140,11 +140,6 @@ async fn assert_the_mouth_follows_the_voice(browser: &mut Browser, quiet: usize)
 
 /// The question both browsers ask: heard word for word, answered "Paris".
 const QUESTION: &str = "What is the capital of France?";
-
-/// The words of `text`, lowercase, punctuation aside.
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()

@@ -19,7 +19,7 @@ use confab_tests::netns::enter_loopback_only;
 use confab_tests::private_postgres::PrivatePostgres;
 use confab_tests::receiver::Receiver;
 use confab_tests::server::{Server, api, create_key, geographer, wait_for_preload, wait_for_status};
-use confab_tests::{scratch, spoken_wav, spoken_wav_as};
+use confab_tests::{scratch, spoken_wav, spoken_wav_as, words};
 use reqwest::Method;
 use serde_json::Value;
 
@@ -162,7 +162,8 @@ async fn js_sdk_in(which: JsBrowser, dir: &std::path::Path, base: &str, key: &st
     let seen = browser.eval("JSON.stringify(lk.words)").await;
     let seen: Value = serde_json::from_str(seen.as_str().unwrap()).unwrap();
     let finals = |who: &dyn Fn(&str) -> bool| -> Vec<String> {
-        let entries = seen.as_array().unwrap().iter().filter(|w| w["final"] == "true" && who(w["who"].as_str().unwrap()));
+        let entries =
+            seen.as_array().unwrap().iter().filter(|w| w["final"] == "true" && who(w["who"].as_str().unwrap()));
         entries.map(|w| w["text"].as_str().unwrap().to_string()).collect()
     };
     let (person, agent) = (finals(&|who| who == "usr_js"), finals(&|who| who.starts_with("agent-")));
@@ -292,11 +293,6 @@ async fn converse(dir: &std::path::Path, base: &str, key: &str, receiver: &Recei
     assert!(transcript.contains("capital") && answered, "{transcript}");
     let names = receiver.event_names(&secret, &id);
     assert!(names.contains(&"participant_left".to_string()), "{names:?}");
-}
-
-/// The words of `text`, lowercase, punctuation aside.
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
 
 /// The user's final transcript that holds the question (a stray sound before it may be a turn of its own).

@@ -13,8 +13,8 @@ mod common;
 
 use std::collections::VecDeque;
 
-use common::stepped_call::{Call, silence};
 use common::speak_at;
+use common::stepped_call::{Call, silence};
 use confab_engine::EventKind;
 use confab_engine::audio::opus_ingress::{FRAME_48K, OPUS_RATE, OpusIngress, RtpOpus};
 use confab_engine::audio::resample::StreamResampler;
@@ -24,8 +24,12 @@ use confab_engine::providers::piper_tts::PiperTts;
 use confab_engine::time::MediaTime;
 use confab_engine::word_error::word_errors;
 
-const QUESTIONS: [&str; 4] =
-    ["What is the capital of France?", "How many days are in a week?", "What do bees make?", "What is the capital of Japan?"];
+const QUESTIONS: [&str; 4] = [
+    "What is the capital of France?",
+    "How many days are in a week?",
+    "What do bees make?",
+    "What is the capital of Japan?",
+];
 
 /// espeak-ng voices at their words per minute.
 const VOICES: [(&str, &str); 3] = [("en-us", "150"), ("en-us+f2", "170"), ("en-gb+m3", "140")];

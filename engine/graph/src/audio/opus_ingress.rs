@@ -140,12 +140,14 @@ impl OpusIngress {
             .min(missing);
         let opus_err = |e: opus::Error| AudioError::Opus(e.to_string());
         if missing > frame {
-            let concealed = self.decoder.decode_float(&[], &mut self.pcm[..missing - frame], false).map_err(opus_err)?;
+            let concealed =
+                self.decoder.decode_float(&[], &mut self.pcm[..missing - frame], false).map_err(opus_err)?;
             self.pending.extend_from_slice(&self.pcm[..concealed]);
             self.counts.concealed += concealed as u64;
         }
         if frame > 0 {
-            let recovered = self.decoder.decode_float(packet.payload, &mut self.pcm[..frame], true).map_err(opus_err)?;
+            let recovered =
+                self.decoder.decode_float(packet.payload, &mut self.pcm[..frame], true).map_err(opus_err)?;
             self.pending.extend_from_slice(&self.pcm[..recovered]);
             self.counts.concealed += recovered as u64;
         }
